@@ -1,0 +1,43 @@
+#include "api/compiler.h"
+
+#include <chrono>
+
+#include "backends/lower.h"
+
+namespace texel {
+
+std::unique_ptr<ir::Graph> ImportAndOptimize(const std::string& model_path,
+                                             const CompileOptions& options) {
+  auto graph = onnx_frontend::ImportOnnxFile(model_path, options.import);
+  passes::RunPipeline(*graph, passes::PassContext{}, options.after_pass);
+  return graph;
+}
+
+CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl::Context> ctx,
+                           const CompileOptions& options) {
+  auto t0 = std::chrono::steady_clock::now();
+  passes::PassContext pc;
+  pc.device = &ctx->info();
+  pc.backends = options.backends;
+  passes::RunPipeline(*graph, pc, options.after_pass);
+  runtime::Plan plan = backends::LowerToPlan(*graph, ctx->info());
+  static cl::ProgramCache cache = cl::ProgramCache::Default();
+  CompiledModel m;
+  m.executable = std::make_unique<runtime::Executable>(ctx, std::move(plan), &cache);
+  m.graph = std::move(graph);
+  m.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return m;
+}
+
+CompiledModel Compile(const std::string& model_path, std::shared_ptr<cl::Context> ctx,
+                      const CompileOptions& options) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto graph = onnx_frontend::ImportOnnxFile(model_path, options.import);
+  CompiledModel m = CompileGraph(std::move(graph), std::move(ctx), options);
+  m.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return m;
+}
+
+}  // namespace texel

@@ -1,0 +1,42 @@
+// The compiler driver: ONNX file -> Graph (frontend) -> passes -> Plan (backends) ->
+// Executable (runtime). The C++ API and the CLI are thin layers over it.
+// Thread safety: Compile() is reentrant; see runtime/executable.h for what it returns.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frontend/onnx/importer.h"
+#include "passes/pipeline.h"
+#include "runtime/executable.h"
+
+namespace texel {
+
+struct CompileOptions {
+  onnx_frontend::ImportOptions import;
+  std::vector<std::string> backends;  // empty: all registered, native first
+  // Called after each pass (for --print-ir-after / --stats).
+  std::function<void(const passes::Pass&, const passes::Stats&, const ir::Graph&)> after_pass;
+};
+
+struct CompiledModel {
+  std::unique_ptr<ir::Graph> graph;
+  std::unique_ptr<runtime::Executable> executable;
+  double compile_ms = 0;
+};
+
+// Frontend and device-independent passes only (no device needed): for --print-ir.
+std::unique_ptr<ir::Graph> ImportAndOptimize(const std::string& model_path,
+                                             const CompileOptions& options);
+
+// The whole pipeline for ctx's device. The program binary cache is the default one.
+CompiledModel Compile(const std::string& model_path, std::shared_ptr<cl::Context> ctx,
+                      const CompileOptions& options);
+
+// Lowers an already imported graph (passes run here) for ctx's device.
+CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl::Context> ctx,
+                           const CompileOptions& options);
+
+}  // namespace texel

@@ -1,0 +1,37 @@
+// The bring-your-own-codegen interface. A Backend lowers the nodes the partition pass gives it
+// into kernel steps that share texel's program, context, queue and buffers. Backends are
+// registered by name; `native` (generated OpenCL C) is always present.
+// Thread safety: backends are stateless after registration and may be used from any thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codegen/opencl/kernel_spec.h"
+#include "ir/graph.h"
+#include "runtime/cl/device.h"
+
+namespace texel::backends {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  // Whether the backend can run node on device.
+  virtual bool Supports(const ir::Node& node, const cl::DeviceInfo& device) const = 0;
+  // Estimated device time in seconds (used to choose between backends).
+  virtual double Estimate(const ir::Node& node, const cl::DeviceInfo& device) const = 0;
+  // The kernels that compute node; kernel names start with name_prefix and are unique.
+  virtual std::vector<codegen::KernelSpec> Lower(const ir::Node& node,
+                                                 const std::string& name_prefix,
+                                                 const cl::DeviceInfo& device) const = 0;
+};
+
+// Registry. Names are lower-case identifiers ("native", "clblast").
+void RegisterBackend(std::unique_ptr<Backend> backend);
+const Backend* FindBackend(std::string_view name);  // nullptr when unknown
+std::vector<const Backend*> AllBackends();
+
+}  // namespace texel::backends

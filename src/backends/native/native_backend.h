@@ -1,0 +1,17 @@
+// The native backend: one generated OpenCL C kernel per node (src/codegen/opencl).
+#pragma once
+
+#include "backends/backend.h"
+
+namespace texel::backends {
+
+class NativeBackend : public Backend {
+ public:
+  std::string_view name() const override { return "native"; }
+  bool Supports(const ir::Node& node, const cl::DeviceInfo& device) const override;
+  double Estimate(const ir::Node& node, const cl::DeviceInfo& device) const override;
+  std::vector<codegen::KernelSpec> Lower(const ir::Node& node, const std::string& name_prefix,
+                                         const cl::DeviceInfo& device) const override;
+};
+
+}  // namespace texel::backends

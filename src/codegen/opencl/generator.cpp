@@ -1,0 +1,54 @@
+#include "codegen/opencl/generator.h"
+
+#include "core/error.h"
+
+namespace texel::codegen {
+
+std::string CoordsCode(const Shape& shape) {
+  if (shape.empty()) return "";
+  std::string s = "long t = i;";
+  for (size_t d = shape.size(); d-- > 1;)
+    s += fmt::format(" const long c{} = t % {}; t /= {};", d, shape[d], shape[d]);
+  s += " const long c0 = t;";
+  return s;
+}
+
+std::string OffsetExpr(const std::vector<int64_t>& strides) {
+  std::string s;
+  for (size_t d = 0; d < strides.size(); ++d) {
+    if (strides[d] == 0) continue;
+    if (!s.empty()) s += " + ";
+    s += strides[d] == 1 ? fmt::format("c{}", d) : fmt::format("c{} * {}", d, strides[d]);
+  }
+  return s.empty() ? "0" : "(" + s + ")";
+}
+
+size_t RoundUp(size_t x, size_t m) { return (x + m - 1) / m * m; }
+
+void RequireFloat32(const ir::Node& node) {
+  for (const ir::Value* v : node.inputs)
+    if (v->type.dtype != DType::kFloat32)
+      Fail(ErrorCode::kUnsupported, "{} on {} is not supported on the device (float32 only)",
+           OpName(node.op), DTypeName(v->type.dtype));
+}
+
+KernelSpec GenerateKernel(const ir::Node& node, const std::string& kernel_name) {
+  for (const ir::Value* v : node.outputs)
+    if (v->type.dtype == DType::kFloat16 || v->type.dtype == DType::kFloat64)
+      Fail(ErrorCode::kUnsupported, "{} tensors are not supported on the device yet",
+           DTypeName(v->type.dtype));
+  switch (node.info().cls) {
+    case ir::OpClass::kUnary:
+    case ir::OpClass::kBinary:
+    case ir::OpClass::kTernary:
+    case ir::OpClass::kMovement: return GeneratePointwise(node, kernel_name);
+    case ir::OpClass::kConv: return GenerateConv(node, kernel_name);
+    case ir::OpClass::kPool: return GeneratePool(node, kernel_name);
+    case ir::OpClass::kMatMul: return GenerateMatMul(node, kernel_name);
+    case ir::OpClass::kReduce: return GenerateReduce(node, kernel_name);
+    case ir::OpClass::kNormalize: return GenerateSoftmax(node, kernel_name);
+  }
+  Fail(ErrorCode::kInternal, "no generator for {}", OpName(node.op));
+}
+
+}  // namespace texel::codegen

@@ -1,0 +1,44 @@
+#include "codegen/opencl/kernel_spec.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace texel::codegen {
+
+const char* FindKernelTemplate(std::string_view name);  // generated at build time
+
+KernelSource::KernelSource(std::string kernel_name, std::string_view template_name)
+    : name_(std::move(kernel_name)), template_(FindKernelTemplate(template_name)) {
+  TEXEL_CHECK(template_ != nullptr, "no kernel template '{}'", template_name);
+  Define("KERNEL_NAME", name_);
+}
+
+KernelSource& KernelSource::Define(const std::string& key, const std::string& value) {
+  defines_.emplace_back(key, value);
+  return *this;
+}
+
+KernelSource& KernelSource::Define(const std::string& key, int64_t value) {
+  return Define(key, std::to_string(value));
+}
+
+std::string KernelSource::Render() const {
+  std::string out = fmt::format("// texel-kernel: {}\n", name_);
+  for (const auto& [k, v] : defines_) out += fmt::format("#define {} {}\n", k, v);
+  out += template_;
+  for (const auto& [k, v] : defines_) out += fmt::format("#undef {}\n", k.substr(0, k.find('(')));
+  return out;
+}
+
+std::string FloatLiteral(double v) {
+  if (std::isnan(v)) return "NAN";
+  if (std::isinf(v)) return v > 0 ? "INFINITY" : "(-INFINITY)";
+  std::string s = fmt::format("{:.9g}", static_cast<float>(v));
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return "(" + s + "f)";
+}
+
+}  // namespace texel::codegen

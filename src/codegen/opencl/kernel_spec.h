@@ -1,0 +1,40 @@
+// What a generator produces for one node: an OpenCL C kernel (self-contained text whose macros
+// are defined before and undefined after it, so many kernels share one program), the values
+// bound to its parameters, and its launch geometry. A plain value.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace texel::codegen {
+
+struct KernelSpec {
+  std::string name;
+  std::string source;
+  std::vector<int> args;  // IR value ids in parameter order (inputs..., output)
+  std::vector<size_t> global;
+  std::vector<size_t> local;  // empty: the driver chooses
+  double flops = 0;           // useful arithmetic, for profiles
+};
+
+// Fills a kernel template (src/codegen/opencl/kernels/NAME.cl) with parameters.
+class KernelSource {
+ public:
+  KernelSource(std::string kernel_name, std::string_view template_name);
+  // key may be a function-like macro: "BIAS(oc)".
+  KernelSource& Define(const std::string& key, const std::string& value);
+  KernelSource& Define(const std::string& key, int64_t value);
+  std::string Render() const;
+
+ private:
+  std::string name_;
+  const char* template_;
+  std::vector<std::pair<std::string, std::string>> defines_;
+};
+
+// OpenCL C literal for a float value ("1.5f", "INFINITY", "NAN").
+std::string FloatLiteral(double v);
+
+}  // namespace texel::codegen

@@ -1,0 +1,26 @@
+// Static tensor shapes. Every dim is known once a model is compiled (dynamic ONNX dims are fixed
+// by the user or by defaults). Thread safety: plain values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace texel {
+
+using Shape = std::vector<int64_t>;
+
+int64_t NumElements(const Shape& s);
+// Row-major strides in elements.
+std::vector<int64_t> Strides(const Shape& s);
+// "1x3x224x224"; a scalar prints as "scalar".
+std::string ShapeStr(const Shape& s);
+// Parses "1x3x224x224" (or "1,3,224,224"); throws kInvalidArgument on bad text.
+Shape ParseShape(std::string_view text);
+// numpy broadcasting of two shapes; throws kInvalidModel when they do not broadcast.
+Shape BroadcastShapes(const Shape& a, const Shape& b);
+// Normalises a possibly negative axis into [0, rank); throws kInvalidModel when out of range.
+int64_t NormalizeAxis(int64_t axis, int64_t rank);
+
+}  // namespace texel

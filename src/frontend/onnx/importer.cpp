@@ -1,0 +1,181 @@
+#include "frontend/onnx/importer.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "frontend/onnx/node_importer.h"
+#include "frontend/onnx/tensor_proto.h"
+#include "ir/verifier.h"
+
+namespace texel::onnx_frontend {
+namespace {
+
+constexpr int kMaxOpset = 17;
+
+int DefaultOpset(const onnx::ModelProto& m) {
+  for (const auto& o : m.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") return static_cast<int>(o.version());
+  return m.opset_import_size() == 0 ? 1 : -1;  // IR v2 models omit opset_import
+}
+
+ir::TensorType InputType(const onnx::ValueInfoProto& vi, const ImportOptions& opts) {
+  const auto& tp = vi.type();
+  if (!tp.has_tensor_type())
+    Fail(ErrorCode::kUnsupported, "graph input '{}' is not a tensor (sequences and maps are not "
+         "supported)", vi.name());
+  ir::TensorType t;
+  if (!DTypeFromOnnx(tp.tensor_type().elem_type(), &t.dtype))
+    Fail(ErrorCode::kUnsupported, "graph input '{}' has type {}, which texel does not support",
+         vi.name(), OnnxTypeName(tp.tensor_type().elem_type()));
+  auto it = opts.input_shapes.find(vi.name());
+  if (it != opts.input_shapes.end()) {
+    if (tp.tensor_type().has_shape() &&
+        tp.tensor_type().shape().dim_size() != static_cast<int>(it->second.size()))
+      Fail(ErrorCode::kInvalidArgument, "--input-shape {}={}: the model's input has rank {}",
+           vi.name(), ShapeStr(it->second), tp.tensor_type().shape().dim_size());
+    t.shape = it->second;
+    return t;
+  }
+  if (!tp.tensor_type().has_shape())
+    Fail(ErrorCode::kInvalidArgument, "graph input '{}' has no shape; give one with "
+         "--input-shape {}=DIMS", vi.name(), vi.name());
+  const auto& dims = tp.tensor_type().shape().dim();
+  for (int i = 0; i < dims.size(); ++i) {
+    if (dims[i].has_dim_value() && dims[i].dim_value() >= 0) {
+      t.shape.push_back(dims[i].dim_value());
+    } else if (i == 0) {
+      t.shape.push_back(1);  // a symbolic batch dim defaults to 1
+    } else {
+      Fail(ErrorCode::kInvalidArgument, "graph input '{}' has symbolic dim {} ('{}'); fix it with "
+           "--input-shape {}=DIMS", vi.name(), i, dims[i].dim_param(), vi.name());
+    }
+  }
+  return t;
+}
+
+std::unique_ptr<ir::Graph> Import(const onnx::ModelProto& model, const std::string& base_dir,
+                                  const ImportOptions& opts) {
+  if (!model.has_graph() || model.graph().node_size() == 0)
+    Fail(ErrorCode::kInvalidModel, "not an ONNX model: it has no graph nodes");
+  int opset = DefaultOpset(model);
+  if (opset < 0) Fail(ErrorCode::kUnsupported, "the model does not import the default ONNX domain");
+  if (opset > kMaxOpset)
+    Fail(ErrorCode::kUnsupported, "opset {} is newer than texel supports (at most {})", opset,
+         kMaxOpset);
+  const onnx::GraphProto& gp = model.graph();
+  auto g = std::make_unique<ir::Graph>();
+  std::unordered_map<std::string, ir::Value*> values;
+
+  for (const auto& vi : gp.input()) {
+    auto fz = opts.frozen_inputs.find(vi.name());
+    if (fz != opts.frozen_inputs.end()) {
+      values[vi.name()] = g->AddConstant(vi.name(), std::make_shared<HostTensor>(fz->second));
+      continue;
+    }
+    bool is_init = false;
+    for (const auto& init : gp.initializer()) is_init = is_init || init.name() == vi.name();
+    if (!is_init) values[vi.name()] = g->AddInput(vi.name(), InputType(vi, opts));
+  }
+  for (const auto& [name, shape] : opts.input_shapes)
+    if (!values.count(name))
+      Fail(ErrorCode::kInvalidArgument, "--input-shape names '{}', which is not a graph input",
+           name);
+  for (const auto& init : gp.initializer()) {
+    if (opts.frozen_inputs.count(init.name())) continue;
+    values[init.name()] = g->AddConstant(
+        init.name(), std::make_shared<HostTensor>(TensorFromProto(init, base_dir)));
+  }
+
+  const auto& registry = OpRegistry();
+  for (const auto& node : gp.node()) {
+    std::string label = fmt::format("node '{}' ({})",
+                                    !node.name().empty()       ? node.name()
+                                    : node.output_size() > 0 ? node.output(0)
+                                                               : std::string("?"),
+                                    node.op_type());
+    try {
+      if (!node.domain().empty() && node.domain() != "ai.onnx")
+        Fail(ErrorCode::kUnsupported, "op '{}' of domain '{}' is not supported", node.op_type(),
+             node.domain());
+      auto it = registry.find(node.op_type());
+      if (it == registry.end())
+        Fail(ErrorCode::kUnsupported, "op '{}' is not supported", node.op_type());
+      std::vector<ir::Value*> inputs;
+      for (const auto& name : node.input()) {
+        if (name.empty()) {
+          inputs.push_back(nullptr);
+          continue;
+        }
+        auto v = values.find(name);
+        if (v == values.end())
+          Fail(ErrorCode::kInvalidModel, "input '{}' is not defined before this node", name);
+        inputs.push_back(v->second);
+      }
+      NodeImporter ni(*g, node, std::move(inputs), opset, base_dir);
+      it->second(ni);
+      ni.CheckAllAttrsUsed();
+      for (int i = 0; i < node.output_size(); ++i) {
+        if (node.output(i).empty()) continue;
+        if (!ni.outputs()[i])
+          Fail(ErrorCode::kUnsupported, "output {} ('{}') is not supported", i, node.output(i));
+        values[node.output(i)] = ni.outputs()[i];
+      }
+    } catch (Error& e) {
+      e.AddContext(label);
+      throw;
+    }
+  }
+
+  for (const auto& vi : gp.output()) {
+    auto it = values.find(vi.name());
+    if (it == values.end())
+      Fail(ErrorCode::kInvalidModel, "graph output '{}' is not produced by any node", vi.name());
+    ir::Value* v = it->second;
+    // Every graph output is a value of its own, written by a node: copy inputs, constants and
+    // values that are already another output.
+    bool taken = std::find(g->outputs().begin(), g->outputs().end(), v) != g->outputs().end();
+    if (!v->producer || taken) v = g->AddNode(ir::OpKind::kCopy, {v}, {}, vi.name())->outputs[0];
+    g->AddOutput(v);
+  }
+  g->RemoveDeadNodes();
+  // Graph outputs carry their ONNX names (they name the files `texel run` writes).
+  for (size_t i = 0; i < g->outputs().size(); ++i) {
+    const std::string& want = gp.output(static_cast<int>(i)).name();
+    for (const auto& v : g->values())
+      if (v->name == want && v.get() != g->outputs()[i]) v->name = g->UniqueName(want);
+    g->outputs()[i]->name = want;
+  }
+  ir::Verify(*g);
+  return g;
+}
+
+}  // namespace
+
+std::unique_ptr<ir::Graph> ImportOnnxBytes(const std::string& bytes, const std::string& base_dir,
+                                           const ImportOptions& opts) {
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes))
+    Fail(ErrorCode::kInvalidModel, "not an ONNX model (the protobuf does not parse; truncated?)");
+  return Import(model, base_dir, opts);
+}
+
+std::unique_ptr<ir::Graph> ImportOnnxFile(const std::string& path, const ImportOptions& opts) {
+  try {
+    if (!std::filesystem::is_regular_file(path))
+      Fail(ErrorCode::kNotFound, "file not found");
+    std::ifstream f(path, std::ios::binary);
+    if (!f) Fail(ErrorCode::kIo, "cannot open the file");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    std::string base = std::filesystem::path(path).parent_path().string();
+    return ImportOnnxBytes(ss.str(), base.empty() ? "." : base, opts);
+  } catch (Error& e) {
+    e.AddContext(path);
+    throw;
+  }
+}
+
+}  // namespace texel::onnx_frontend

@@ -1,0 +1,175 @@
+// Importers for elementwise ONNX ops: one function per op, registered at the bottom.
+#include <cmath>
+#include <limits>
+
+#include "frontend/onnx/node_importer.h"
+#include "frontend/onnx/registry.h"
+#include "frontend/onnx/tensor_proto.h"
+
+namespace texel::onnx_frontend {
+namespace {
+
+using ir::OpKind;
+
+template <OpKind kOp>
+void Unary(NodeImporter& n) {
+  n.SetOutput(0, n.Emit(kOp, {n.RequiredInput(0)}));
+}
+
+template <OpKind kOp>
+void Binary(NodeImporter& n) {
+  n.SetOutput(0, n.Emit(kOp, {n.RequiredInput(0), n.RequiredInput(1)}));
+}
+
+// Sum / Max / Min / Mean of any number of inputs: a chain of binary ops.
+template <OpKind kOp>
+void Variadic(NodeImporter& n) {
+  if (n.num_inputs() == 0) n.Invalid("needs at least one input");
+  ir::Value* acc = n.RequiredInput(0);
+  for (size_t i = 1; i < n.num_inputs(); ++i) acc = n.Emit(kOp, {acc, n.RequiredInput(i)});
+  if (n.num_inputs() == 1) acc = n.Emit(OpKind::kCopy, {acc});
+  n.SetOutput(0, acc);
+}
+
+void Mean(NodeImporter& n) {
+  ir::Value* acc = n.RequiredInput(0);
+  for (size_t i = 1; i < n.num_inputs(); ++i) acc = n.Emit(OpKind::kAdd, {acc, n.RequiredInput(i)});
+  ir::Value* count = n.ConstScalar(acc->type.dtype, static_cast<double>(n.num_inputs()));
+  n.SetOutput(0, n.Emit(OpKind::kDiv, {acc, count}));
+}
+
+void Identity(NodeImporter& n) { n.SetOutput(0, n.RequiredInput(0)); }
+
+void Pow(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  ir::Value* y = n.RequiredInput(1);
+  if (y->type.dtype != x->type.dtype)  // opset 12+ allows another exponent type
+    y = n.Emit(OpKind::kCast, {y}, {{"to", int64_t(x->type.dtype)}});
+  n.SetOutput(0, n.Emit(OpKind::kPow, {x, y}));
+}
+
+void LeakyRelu(NodeImporter& n) {
+  n.SetOutput(0, n.Emit(OpKind::kLeakyRelu, {n.RequiredInput(0)},
+                        {{"alpha", n.AttrFloat("alpha", 0.01)}}));
+}
+
+void Elu(NodeImporter& n) {
+  n.SetOutput(0, n.Emit(OpKind::kElu, {n.RequiredInput(0)}, {{"alpha", n.AttrFloat("alpha", 1.0)}}));
+}
+
+void HardSigmoid(NodeImporter& n) {
+  n.SetOutput(0, n.Emit(OpKind::kHardSigmoid, {n.RequiredInput(0)},
+                        {{"alpha", n.AttrFloat("alpha", 0.2)}, {"beta", n.AttrFloat("beta", 0.5)}}));
+}
+
+// HardSwish(x) = x * HardSigmoid(x) with alpha = 1/6, beta = 0.5.
+void HardSwish(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  ir::Value* hs = n.Emit(OpKind::kHardSigmoid, {x}, {{"alpha", 1.0 / 6.0}, {"beta", 0.5}});
+  n.SetOutput(0, n.Emit(OpKind::kMul, {x, hs}));
+}
+
+// Clip: bounds are attributes before opset 11, optional inputs after. Constant bounds become
+// one Clip; bounds computed at run time become Max / Min.
+void Clip(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  double inf = std::numeric_limits<double>::infinity();
+  if (n.opset() < 11) {
+    n.SetOutput(0, n.Emit(OpKind::kClip, {x}, {{"min", n.AttrFloat("min", -inf)},
+                                                {"max", n.AttrFloat("max", inf)}}));
+    return;
+  }
+  ir::Value* lo = n.Input(1);
+  ir::Value* hi = n.Input(2);
+  if ((!lo || lo->is_constant()) && (!hi || hi->is_constant()) && IsFloat(x->type.dtype)) {
+    double l = lo ? lo->constant->GetDouble(0) : -inf;
+    double h = hi ? hi->constant->GetDouble(0) : inf;
+    n.SetOutput(0, n.Emit(OpKind::kClip, {x}, {{"min", l}, {"max", h}}));
+    return;
+  }
+  ir::Value* y = x;
+  if (lo) y = n.Emit(OpKind::kMax, {y, lo});
+  if (hi) y = n.Emit(OpKind::kMin, {y, hi});
+  if (y == x) y = n.Emit(OpKind::kCopy, {x});
+  n.SetOutput(0, y);
+}
+
+void Cast(NodeImporter& n) {
+  int64_t to = n.AttrInt("to");
+  DType dt;
+  if (!DTypeFromOnnx(static_cast<int>(to), &dt))
+    n.Unsupported(fmt::format("Cast to {} is not supported", OnnxTypeName(static_cast<int>(to))));
+  n.IgnoreAttr("saturate");
+  n.SetOutput(0, n.Emit(OpKind::kCast, {n.RequiredInput(0)}, {{"to", int64_t(dt)}}));
+}
+
+// Inference-mode Dropout: the identity; the optional mask is all true.
+void Dropout(NodeImporter& n) {
+  n.IgnoreAttr("seed");
+  n.IgnoreAttr("ratio");
+  if (n.AttrInt("is_test", 1) == 0)  // opset < 7
+    n.Unsupported("training-mode Dropout (is_test=0) is not supported");
+  if (ir::Value* training = n.Input(2)) {
+    if (!training->is_constant() || training->constant->GetInt(0) != 0)
+      n.Unsupported("training-mode Dropout is not supported");
+  }
+  ir::Value* x = n.RequiredInput(0);
+  n.SetOutput(0, x);
+  if (n.num_outputs() > 1 && !n.proto().output(1).empty()) {
+    HostTensor mask(DType::kBool, x->type.shape);
+    std::fill(mask.bytes.begin(), mask.bytes.end(), 1);
+    n.SetOutput(1, n.Const(std::move(mask)));
+  }
+}
+
+void Where(NodeImporter& n) {
+  n.SetOutput(0, n.Emit(OpKind::kWhere, {n.RequiredInput(0), n.RequiredInput(1), n.RequiredInput(2)}));
+}
+
+}  // namespace
+
+void RegisterElementwiseOps(Registry& r) {
+  r["Relu"] = Unary<OpKind::kRelu>;
+  r["Sigmoid"] = Unary<OpKind::kSigmoid>;
+  r["Tanh"] = Unary<OpKind::kTanh>;
+  r["Exp"] = Unary<OpKind::kExp>;
+  r["Log"] = Unary<OpKind::kLog>;
+  r["Sqrt"] = Unary<OpKind::kSqrt>;
+  r["Neg"] = Unary<OpKind::kNeg>;
+  r["Abs"] = Unary<OpKind::kAbs>;
+  r["Reciprocal"] = Unary<OpKind::kReciprocal>;
+  r["Erf"] = Unary<OpKind::kErf>;
+  r["Softplus"] = Unary<OpKind::kSoftplus>;
+  r["Floor"] = Unary<OpKind::kFloor>;
+  r["Ceil"] = Unary<OpKind::kCeil>;
+  r["Round"] = Unary<OpKind::kRound>;
+  r["Sign"] = Unary<OpKind::kSign>;
+  r["Sin"] = Unary<OpKind::kSin>;
+  r["Cos"] = Unary<OpKind::kCos>;
+  r["Not"] = Unary<OpKind::kNot>;
+  r["Identity"] = Identity;
+  r["LeakyRelu"] = LeakyRelu;
+  r["Elu"] = Elu;
+  r["HardSigmoid"] = HardSigmoid;
+  r["HardSwish"] = HardSwish;
+  r["Clip"] = Clip;
+  r["Cast"] = Cast;
+  r["Dropout"] = Dropout;
+  r["Add"] = Binary<OpKind::kAdd>;
+  r["Sub"] = Binary<OpKind::kSub>;
+  r["Mul"] = Binary<OpKind::kMul>;
+  r["Div"] = Binary<OpKind::kDiv>;
+  r["Pow"] = Pow;
+  r["Equal"] = Binary<OpKind::kEqual>;
+  r["Less"] = Binary<OpKind::kLess>;
+  r["Greater"] = Binary<OpKind::kGreater>;
+  r["And"] = Binary<OpKind::kAnd>;
+  r["Or"] = Binary<OpKind::kOr>;
+  r["Where"] = Where;
+  r["Sum"] = Variadic<OpKind::kAdd>;
+  r["Max"] = Variadic<OpKind::kMax>;
+  r["Min"] = Variadic<OpKind::kMin>;
+  r["Mean"] = Mean;
+}
+
+}  // namespace texel::onnx_frontend

@@ -1,0 +1,171 @@
+// Importers for convolution, pooling and normalisation ONNX ops.
+#include <cmath>
+
+#include "frontend/onnx/node_importer.h"
+#include "frontend/onnx/registry.h"
+
+namespace texel::onnx_frontend {
+namespace {
+
+using ir::OpKind;
+
+struct Window {
+  Shape kernel, strides, dilations, pads;  // pads: [begins..., ends...]
+};
+
+// Reads kernel/strides/dilations/pads/auto_pad for a window op over spatial dims of x.
+Window ReadWindow(NodeImporter& n, const Shape& x, Shape kernel) {
+  size_t nsp = x.size() - 2;
+  Window w;
+  w.kernel = n.HasAttr("kernel_shape") ? n.AttrInts("kernel_shape") : kernel;
+  if (w.kernel.size() != nsp) n.Invalid("kernel_shape does not match the input rank");
+  w.strides = n.AttrInts("strides", Shape(nsp, 1));
+  w.dilations = n.AttrInts("dilations", Shape(nsp, 1));
+  w.pads = n.AttrInts("pads", Shape(2 * nsp, 0));
+  if (w.strides.size() != nsp || w.dilations.size() != nsp || w.pads.size() != 2 * nsp)
+    n.Invalid("strides, dilations or pads do not match the input rank");
+  std::string auto_pad = n.AttrString("auto_pad", "NOTSET");
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t i = 0; i < nsp; ++i) {
+      int64_t out = (x[2 + i] + w.strides[i] - 1) / w.strides[i];
+      int64_t total = std::max<int64_t>(
+          (out - 1) * w.strides[i] + (w.kernel[i] - 1) * w.dilations[i] + 1 - x[2 + i], 0);
+      int64_t small = total / 2;
+      w.pads[i] = auto_pad == "SAME_UPPER" ? small : total - small;
+      w.pads[nsp + i] = total - w.pads[i];
+    }
+  } else if (auto_pad == "VALID") {
+    std::fill(w.pads.begin(), w.pads.end(), 0);
+  } else if (auto_pad != "NOTSET") {
+    n.Invalid(fmt::format("unknown auto_pad '{}'", auto_pad));
+  }
+  return w;
+}
+
+// 1-D window ops run as 2-D ones over a height of 1.
+Shape Insert1(const Shape& s, size_t at, int64_t v) {
+  Shape r = s;
+  r.insert(r.begin() + static_cast<std::ptrdiff_t>(at), v);
+  return r;
+}
+
+void To2D(Window& w) {
+  w.kernel.insert(w.kernel.begin(), 1);
+  w.strides.insert(w.strides.begin(), 1);
+  w.dilations.insert(w.dilations.begin(), 1);
+  w.pads = {0, w.pads[0], 0, w.pads[1]};
+}
+
+void Conv(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  ir::Value* w = n.RequiredInput(1);
+  ir::Value* b = n.Input(2);
+  const Shape& xs = x->type.shape;
+  if (xs.size() < 3 || xs.size() > 4)
+    n.Unsupported(fmt::format("Conv over {} spatial dims is not supported (1 or 2)", xs.size() - 2));
+  if (w->type.shape.size() != xs.size()) n.Invalid("weight rank differs from input rank");
+  Window win = ReadWindow(n, xs, Shape(w->type.shape.begin() + 2, w->type.shape.end()));
+  if (win.kernel != Shape(w->type.shape.begin() + 2, w->type.shape.end()))
+    n.Invalid("kernel_shape differs from the weight's shape");
+  int64_t group = n.AttrInt("group", 1);
+  bool one_d = xs.size() == 3;
+  if (one_d) {
+    x = n.Reshape(x, Insert1(xs, 2, 1));
+    w = n.Reshape(w, Insert1(w->type.shape, 2, 1));
+    To2D(win);
+  }
+  std::vector<ir::Value*> ins = {x, w};
+  if (b) ins.push_back(b);
+  ir::Value* y = n.Emit(OpKind::kConv, ins,
+                        {{"strides", win.strides}, {"pads", win.pads},
+                         {"dilations", win.dilations}, {"group", group}});
+  if (one_d) {
+    Shape s = y->type.shape;
+    s.erase(s.begin() + 2);
+    y = n.Reshape(y, s);
+  }
+  n.SetOutput(0, y);
+}
+
+template <OpKind kOp>
+void Pool(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  const Shape& xs = x->type.shape;
+  if (xs.size() < 3 || xs.size() > 4)
+    n.Unsupported(fmt::format("pooling over {} spatial dims is not supported (1 or 2)", xs.size() - 2));
+  if (n.num_outputs() > 1 && !n.proto().output(1).empty())
+    n.Unsupported("MaxPool's Indices output is not supported");
+  if (n.AttrInt("storage_order", 0) != 0) n.Unsupported("storage_order=1 is not supported");
+  Window win = ReadWindow(n, xs, {});
+  int64_t ceil_mode = n.AttrInt("ceil_mode", 0);
+  int64_t count_include_pad = n.AttrInt("count_include_pad", 0);
+  bool one_d = xs.size() == 3;
+  if (one_d) {
+    x = n.Reshape(x, Insert1(xs, 2, 1));
+    To2D(win);
+  }
+  ir::Attrs attrs = {{"kernel", win.kernel}, {"strides", win.strides}, {"pads", win.pads},
+                     {"dilations", win.dilations}, {"ceil_mode", ceil_mode}};
+  if (kOp == OpKind::kAveragePool) attrs.Set("count_include_pad", count_include_pad);
+  ir::Value* y = n.Emit(kOp, {x}, attrs);
+  if (one_d) {
+    Shape s = y->type.shape;
+    s.erase(s.begin() + 2);
+    y = n.Reshape(y, s);
+  }
+  n.SetOutput(0, y);
+}
+
+// GlobalAveragePool / GlobalMaxPool: a reduction over all spatial dims, keeping them.
+template <OpKind kReduce>
+void GlobalPool(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  std::vector<int64_t> axes;
+  for (size_t d = 2; d < x->type.shape.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  if (axes.empty()) n.Invalid("input must have spatial dims");
+  n.SetOutput(0, n.Emit(kReduce, {x}, {{"axes", axes}, {"keepdims", int64_t{1}}}));
+}
+
+// Inference BatchNormalization: y = x * s + t with s = scale / sqrt(var + eps),
+// t = bias - mean * s, per channel (axis 1). With constant statistics s and t fold on the host.
+void BatchNormalization(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  double eps = n.AttrFloat("epsilon", 1e-5);
+  n.IgnoreAttr("momentum");
+  if (n.AttrInt("spatial", 1) != 1) n.Unsupported("spatial=0 is not supported");
+  if (n.AttrInt("training_mode", 0) != 0) n.Unsupported("training mode is not supported");
+  n.AttrInt("is_test", 1);
+  for (size_t i = 1; i < n.num_outputs(); ++i)
+    if (!n.proto().output(static_cast<int>(i)).empty())
+      n.Unsupported("the training outputs (running mean / variance) are not supported");
+  const Shape& xs = x->type.shape;
+  if (xs.size() < 2) n.Invalid("input must have rank >= 2");
+  Shape pshape(xs.size() - 1, 1);
+  pshape[0] = xs[1];
+  auto param = [&](size_t i) {
+    ir::Value* p = n.RequiredInput(i);
+    if (p->type.shape != Shape{xs[1]}) n.Invalid(fmt::format("input {} must have shape [C]", i));
+    return n.Reshape(p, pshape);
+  };
+  ir::Value* scale = param(1);
+  ir::Value* bias = param(2);
+  ir::Value* mean = param(3);
+  ir::Value* var = param(4);
+  ir::Value* s = n.Emit(OpKind::kDiv, {scale, n.Emit(OpKind::kSqrt, {n.Emit(OpKind::kAdd,
+                                         {var, n.ConstScalar(var->type.dtype, eps)})})});
+  ir::Value* t = n.Emit(OpKind::kSub, {bias, n.Emit(OpKind::kMul, {mean, s})});
+  n.SetOutput(0, n.Emit(OpKind::kAdd, {n.Emit(OpKind::kMul, {x, s}), t}));
+}
+
+}  // namespace
+
+void RegisterNnOps(Registry& r) {
+  r["Conv"] = Conv;
+  r["MaxPool"] = Pool<OpKind::kMaxPool>;
+  r["AveragePool"] = Pool<OpKind::kAveragePool>;
+  r["GlobalAveragePool"] = GlobalPool<OpKind::kReduceMean>;
+  r["GlobalMaxPool"] = GlobalPool<OpKind::kReduceMax>;
+  r["BatchNormalization"] = BatchNormalization;
+}
+
+}  // namespace texel::onnx_frontend

@@ -1,0 +1,18 @@
+// Registration of importer functions, one ops_*.cpp file per op family.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "frontend/onnx/node_importer.h"
+
+namespace texel::onnx_frontend {
+
+using Registry = std::map<std::string, ImportFn>;
+
+void RegisterElementwiseOps(Registry& r);
+void RegisterNnOps(Registry& r);
+void RegisterShapeOps(Registry& r);
+void RegisterMathOps(Registry& r);
+
+}  // namespace texel::onnx_frontend

@@ -1,0 +1,131 @@
+#include "ir/graph.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "ir/infer.h"
+
+namespace texel::ir {
+
+std::string TypeStr(const TensorType& t) {
+  return fmt::format("{}[{}]", DTypeName(t.dtype), t.shape.empty() ? "" : ShapeStr(t.shape));
+}
+
+namespace {
+template <typename T>
+const T& GetAttr(const std::map<std::string, AttrValue>& m, const std::string& key) {
+  auto it = m.find(key);
+  TEXEL_CHECK(it != m.end(), "missing attribute '{}'", key);
+  const T* v = std::get_if<T>(&it->second);
+  TEXEL_CHECK(v != nullptr, "attribute '{}' has another type", key);
+  return *v;
+}
+}  // namespace
+
+int64_t Attrs::Int(const std::string& key) const { return GetAttr<int64_t>(map_, key); }
+int64_t Attrs::Int(const std::string& key, int64_t def) const {
+  return Has(key) ? Int(key) : def;
+}
+double Attrs::Float(const std::string& key) const { return GetAttr<double>(map_, key); }
+double Attrs::Float(const std::string& key, double def) const {
+  return Has(key) ? Float(key) : def;
+}
+const std::vector<int64_t>& Attrs::Ints(const std::string& key) const {
+  return GetAttr<std::vector<int64_t>>(map_, key);
+}
+const std::string& Attrs::Str(const std::string& key) const {
+  return GetAttr<std::string>(map_, key);
+}
+
+std::string Graph::UniqueName(const std::string& base) {
+  int& n = name_counts_[base];
+  return n++ == 0 ? base : fmt::format("{}_{}", base, n - 1);
+}
+
+Value* Graph::NewValue(std::string name, TensorType type) {
+  auto v = std::make_unique<Value>();
+  v->id = next_id_++;
+  v->name = UniqueName(name.empty() ? "v" : name);
+  v->type = std::move(type);
+  values_.push_back(std::move(v));
+  return values_.back().get();
+}
+
+Value* Graph::AddInput(std::string name, TensorType type) {
+  Value* v = NewValue(std::move(name), std::move(type));
+  v->is_input = true;
+  inputs_.push_back(v);
+  return v;
+}
+
+Value* Graph::AddConstant(std::string name, ConstTensorPtr data) {
+  Value* v = NewValue(std::move(name), TensorType{data->dtype, data->shape});
+  v->constant = std::move(data);
+  return v;
+}
+
+Node* Graph::AddNode(OpKind op, std::vector<Value*> inputs, Attrs attrs, std::string name) {
+  std::vector<TensorType> in_types;
+  for (Value* v : inputs) in_types.push_back(v->type);
+  std::vector<TensorType> out_types;
+  try {
+    out_types = InferTypes(op, in_types, attrs);
+  } catch (Error& e) {
+    e.AddContext(fmt::format("node '{}' ({})", name, OpName(op)));
+    throw;
+  }
+  auto n = std::make_unique<Node>();
+  n->op = op;
+  n->name = name;
+  n->attrs = std::move(attrs);
+  n->inputs = std::move(inputs);
+  for (size_t i = 0; i < out_types.size(); ++i) {
+    Value* v = NewValue(name, out_types[i]);
+    v->producer = n.get();
+    n->outputs.push_back(v);
+  }
+  nodes_.push_back(std::move(n));
+  return nodes_.back().get();
+}
+
+void Graph::ReplaceAllUses(Value* from, Value* to) {
+  for (auto& n : nodes_)
+    for (Value*& in : n->inputs)
+      if (in == from) in = to;
+  for (Value*& out : outputs_)
+    if (out == from) out = to;
+}
+
+std::vector<int> Graph::UseCounts() const {
+  std::vector<int> uses(next_id_, 0);
+  for (const auto& n : nodes_)
+    if (!n->dead)
+      for (Value* in : n->inputs) ++uses[in->id];
+  for (Value* out : outputs_) ++uses[out->id];
+  return uses;
+}
+
+void Graph::RemoveDeadNodes() {
+  // Walk backwards so that a chain of unused nodes disappears in one sweep.
+  std::vector<int> uses = UseCounts();
+  for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
+    Node& n = **it;
+    bool used = std::any_of(n.outputs.begin(), n.outputs.end(),
+                            [&](Value* v) { return uses[v->id] > 0; });
+    if (!used && !n.dead) {
+      n.dead = true;
+      for (Value* in : n.inputs) --uses[in->id];
+    }
+  }
+  std::erase_if(nodes_, [](const auto& n) { return n->dead; });
+  std::vector<bool> keep(next_id_, false);
+  for (const auto& n : nodes_) {
+    for (Value* v : n->inputs) keep[v->id] = true;
+    for (Value* v : n->outputs) keep[v->id] = true;
+  }
+  for (Value* v : inputs_) keep[v->id] = true;
+  for (Value* v : outputs_) keep[v->id] = true;
+  std::erase_if(values_, [&](const auto& v) { return !keep[v->id]; });
+}
+
+}  // namespace texel::ir

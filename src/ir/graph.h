@@ -1,0 +1,108 @@
+// The IR: a Graph owns Values (SSA tensors) and Nodes (core ops) in topological order.
+// Value names keep the ONNX names so errors and profiles can point at them.
+// Lifetime: Values and Nodes are owned by their Graph; raw pointers stay valid until the Graph
+// is destroyed or RemoveDeadNodes()/RemoveUnusedValues() drops them.
+// Thread safety: none; a Graph is built and transformed by one thread, then read-only.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/tensor.h"
+#include "ir/op.h"
+
+namespace texel::ir {
+
+struct TensorType {
+  DType dtype = DType::kFloat32;
+  Shape shape;
+  bool operator==(const TensorType&) const = default;
+  int64_t bytes() const { return NumElements(shape) * static_cast<int64_t>(DTypeSize(dtype)); }
+};
+std::string TypeStr(const TensorType& t);  // "f32[1x3x224x224]"
+
+using AttrValue = std::variant<int64_t, double, std::vector<int64_t>, std::string>;
+
+class Attrs {
+ public:
+  Attrs() = default;
+  Attrs(std::initializer_list<std::pair<const std::string, AttrValue>> init) : map_(init) {}
+  void Set(const std::string& key, AttrValue v) { map_[key] = std::move(v); }
+  bool Has(const std::string& key) const { return map_.count(key) != 0; }
+  // Getters throw Error(kInternal) when a required attribute is missing or has another type.
+  int64_t Int(const std::string& key) const;
+  int64_t Int(const std::string& key, int64_t def) const;
+  double Float(const std::string& key) const;
+  double Float(const std::string& key, double def) const;
+  const std::vector<int64_t>& Ints(const std::string& key) const;
+  const std::string& Str(const std::string& key) const;
+  const std::map<std::string, AttrValue>& map() const { return map_; }
+  bool operator==(const Attrs&) const = default;
+
+ private:
+  std::map<std::string, AttrValue> map_;
+};
+
+struct Node;
+
+struct Value {
+  int id = 0;
+  std::string name;
+  TensorType type;
+  Node* producer = nullptr;  // null for graph inputs and constants
+  ConstTensorPtr constant;   // set for constants (initializers, folded values)
+  bool is_input = false;
+  bool is_constant() const { return constant != nullptr; }
+};
+
+struct Node {
+  OpKind op;
+  std::string name;  // the ONNX node name (or output name) it came from, for messages
+  Attrs attrs;
+  std::vector<Value*> inputs;
+  std::vector<Value*> outputs;
+  std::string backend;  // set by the partition pass
+  bool dead = false;
+  const OpInfo& info() const { return GetOpInfo(op); }
+};
+
+class Graph {
+ public:
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  Value* AddInput(std::string name, TensorType type);
+  Value* AddConstant(std::string name, ConstTensorPtr data);
+  // Appends a node; output types are inferred (ir/infer.h). Throws Error(kInvalidModel) with the
+  // node's name when the inputs are invalid for op.
+  Node* AddNode(OpKind op, std::vector<Value*> inputs, Attrs attrs, std::string name);
+  void AddOutput(Value* v) { outputs_.push_back(v); }
+
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  std::vector<Value*>& outputs() { return outputs_; }
+  const std::vector<Value*>& outputs() const { return outputs_; }
+  const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
+  const std::vector<std::unique_ptr<Value>>& values() const { return values_; }
+
+  // Redirects every use of from (node inputs and graph outputs) to to.
+  void ReplaceAllUses(Value* from, Value* to);
+  // Drops nodes marked dead and nodes whose outputs are unused; then unused values.
+  void RemoveDeadNodes();
+  // Number of uses of each value id (node inputs plus graph outputs).
+  std::vector<int> UseCounts() const;
+  std::string UniqueName(const std::string& base);
+
+ private:
+  Value* NewValue(std::string name, TensorType type);
+  std::vector<std::unique_ptr<Value>> values_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<Value*> inputs_, outputs_;
+  std::map<std::string, int> name_counts_;
+  int next_id_ = 0;
+};
+
+}  // namespace texel::ir

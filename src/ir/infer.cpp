@@ -1,0 +1,210 @@
+#include "ir/infer.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace texel::ir {
+namespace {
+
+void Expect(bool cond, std::string_view what) {
+  if (!cond) Fail(ErrorCode::kInvalidModel, "{}", what);
+}
+
+bool IsBoolResult(OpKind op) {
+  return op == OpKind::kEqual || op == OpKind::kLess || op == OpKind::kGreater ||
+         op == OpKind::kAnd || op == OpKind::kOr;
+}
+
+TensorType InferWindow(const OpInfo& info, const std::vector<TensorType>& in, const Attrs& a) {
+  const Shape& x = in[0].shape;
+  Expect(x.size() >= 3, "expects an input of rank >= 3 (N, C, spatial...)");
+  size_t nsp = x.size() - 2;
+  const auto& strides = a.Ints("strides");
+  const auto& pads = a.Ints("pads");
+  const auto& dil = a.Ints("dilations");
+  Expect(strides.size() == nsp && pads.size() == 2 * nsp && dil.size() == nsp,
+         "window attributes do not match the input rank");
+  Shape kernel;
+  Shape out = {x[0], x[1]};
+  if (info.cls == OpClass::kConv) {
+    const Shape& w = in[1].shape;
+    int64_t group = a.Int("group");
+    Expect(w.size() == x.size(), "weight rank differs from input rank");
+    Expect(group > 0 && x[1] % group == 0 && w[0] % group == 0 && w[1] * group == x[1],
+           fmt::format("input channels {} and weight {} do not match group {}", x[1],
+                       ShapeStr(w), group));
+    if (in.size() > 2) Expect(in[2].shape == Shape{w[0]}, "bias shape must be [M]");
+    out[1] = w[0];
+    kernel.assign(w.begin() + 2, w.end());
+  } else {
+    kernel = a.Ints("kernel");
+    Expect(kernel.size() == nsp, "kernel_shape does not match the input rank");
+  }
+  bool ceil_mode = a.Int("ceil_mode", 0) != 0;
+  for (size_t i = 0; i < nsp; ++i) {
+    Expect(strides[i] > 0 && dil[i] > 0 && kernel[i] > 0, "strides, dilations and kernel must be > 0");
+    int64_t span = x[2 + i] + pads[i] + pads[nsp + i] - dil[i] * (kernel[i] - 1) - 1;
+    Expect(span >= 0, "the window is larger than the padded input");
+    int64_t o = span / strides[i] + 1;
+    if (ceil_mode) {
+      o = (span + strides[i] - 1) / strides[i] + 1;
+      // The last window must start inside the input or its begin padding (ONNX / PyTorch).
+      if ((o - 1) * strides[i] >= x[2 + i] + pads[i]) --o;
+    }
+    out.push_back(o);
+  }
+  return {in[0].dtype, out};
+}
+
+}  // namespace
+
+int64_t WindowOutSize(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe) {
+  return (in + pb + pe - d * (k - 1) - 1) / s + 1;
+}
+
+std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in,
+                                   const Attrs& a) {
+  const OpInfo& info = GetOpInfo(op);
+  if (info.num_inputs >= 0)
+    Expect(static_cast<int>(in.size()) == info.num_inputs,
+           fmt::format("expects {} inputs, got {}", info.num_inputs, in.size()));
+  switch (info.cls) {
+    case OpClass::kUnary: {
+      if (op == OpKind::kCast) return {{static_cast<DType>(a.Int("to")), in[0].shape}};
+      if (op == OpKind::kNot) Expect(in[0].dtype == DType::kBool, "Not expects bool");
+      return {in[0]};
+    }
+    case OpClass::kBinary: {
+      Expect(in[0].dtype == in[1].dtype,
+             fmt::format("input types differ: {} vs {}", TypeStr(in[0]), TypeStr(in[1])));
+      Shape s = BroadcastShapes(in[0].shape, in[1].shape);
+      return {{IsBoolResult(op) ? DType::kBool : in[0].dtype, s}};
+    }
+    case OpClass::kTernary: {
+      Expect(in[0].dtype == DType::kBool, "Where condition must be bool");
+      Expect(in[1].dtype == in[2].dtype, "Where branches must have one type");
+      return {{in[1].dtype, BroadcastShapes(in[0].shape, BroadcastShapes(in[1].shape, in[2].shape))}};
+    }
+    case OpClass::kMovement:
+      switch (op) {
+        case OpKind::kReshape: {
+          Shape s = a.Ints("shape");
+          Expect(NumElements(s) == NumElements(in[0].shape),
+                 fmt::format("cannot reshape {} to {}", ShapeStr(in[0].shape), ShapeStr(s)));
+          return {{in[0].dtype, s}};
+        }
+        case OpKind::kExpand: {
+          Shape s = a.Ints("shape");
+          Expect(BroadcastShapes(in[0].shape, s) == s,
+                 fmt::format("cannot expand {} to {}", ShapeStr(in[0].shape), ShapeStr(s)));
+          return {{in[0].dtype, s}};
+        }
+        case OpKind::kTranspose: {
+          const auto& perm = a.Ints("perm");
+          Expect(perm.size() == in[0].shape.size(), "perm length differs from rank");
+          Shape s;
+          std::vector<bool> seen(perm.size(), false);
+          for (int64_t p : perm) {
+            Expect(p >= 0 && p < static_cast<int64_t>(perm.size()) && !seen[p], "bad perm");
+            seen[p] = true;
+            s.push_back(in[0].shape[p]);
+          }
+          return {{in[0].dtype, s}};
+        }
+        case OpKind::kSlice: {
+          const auto& starts = a.Ints("starts");
+          const auto& steps = a.Ints("steps");
+          const auto& sizes = a.Ints("sizes");
+          const Shape& x = in[0].shape;
+          Expect(starts.size() == x.size() && steps.size() == x.size() && sizes.size() == x.size(),
+                 "slice attributes do not match the rank");
+          for (size_t i = 0; i < x.size(); ++i) {
+            if (sizes[i] == 0) continue;
+            int64_t last = starts[i] + (sizes[i] - 1) * steps[i];
+            Expect(steps[i] != 0 && starts[i] >= 0 && starts[i] < x[i] && last >= 0 && last < x[i],
+                   "slice is out of bounds");
+          }
+          return {{in[0].dtype, sizes}};
+        }
+        case OpKind::kConcat: {
+          Expect(!in.empty(), "Concat needs inputs");
+          int64_t axis = a.Int("axis");
+          Shape s = in[0].shape;
+          Expect(axis >= 0 && axis < static_cast<int64_t>(s.size()), "bad concat axis");
+          s[axis] = 0;
+          for (const auto& t : in) {
+            Expect(t.dtype == in[0].dtype && t.shape.size() == s.size(), "Concat inputs differ");
+            for (size_t d = 0; d < s.size(); ++d)
+              if (static_cast<int64_t>(d) != axis)
+                Expect(t.shape[d] == s[d], fmt::format("Concat inputs differ in dim {}", d));
+            s[axis] += t.shape[axis];
+          }
+          return {{in[0].dtype, s}};
+        }
+        case OpKind::kGather: {
+          int64_t axis = a.Int("axis");
+          const Shape& x = in[0].shape;
+          Expect(axis >= 0 && axis < static_cast<int64_t>(x.size()), "bad gather axis");
+          Expect(in[1].dtype == DType::kInt64 || in[1].dtype == DType::kInt32,
+                 "Gather indices must be int32 or int64");
+          Shape s(x.begin(), x.begin() + axis);
+          s.insert(s.end(), in[1].shape.begin(), in[1].shape.end());
+          s.insert(s.end(), x.begin() + axis + 1, x.end());
+          return {{in[0].dtype, s}};
+        }
+        case OpKind::kPad: {
+          const auto& pads = a.Ints("pads");
+          const Shape& x = in[0].shape;
+          Expect(pads.size() == 2 * x.size(), "pads length must be twice the rank");
+          Shape s = x;
+          for (size_t i = 0; i < x.size(); ++i) {
+            s[i] += pads[i] + pads[i + x.size()];
+            Expect(s[i] >= 0, "negative padded size");
+          }
+          return {{in[0].dtype, s}};
+        }
+        default: break;
+      }
+      break;
+    case OpClass::kConv:
+      Expect(in.size() == 2 || in.size() == 3, "Conv takes 2 or 3 inputs");
+      for (const auto& t : in) Expect(t.dtype == in[0].dtype, "Conv inputs must share a type");
+      return {InferWindow(info, in, a)};
+    case OpClass::kPool: return {InferWindow(info, in, a)};
+    case OpClass::kMatMul: {
+      const Shape& x = in[0].shape;
+      const Shape& y = in[1].shape;
+      Expect(x.size() >= 2 && y.size() >= 2, "MatMul operands must have rank >= 2");
+      Expect(in[0].dtype == in[1].dtype, "MatMul operands must share a type");
+      Expect(x.back() == y[y.size() - 2],
+             fmt::format("MatMul inner dims differ: {} vs {}", ShapeStr(x), ShapeStr(y)));
+      Shape bx(x.begin(), x.end() - 2), by(y.begin(), y.end() - 2);
+      Shape s = BroadcastShapes(bx, by);
+      s.push_back(x[x.size() - 2]);
+      s.push_back(y.back());
+      return {{in[0].dtype, s}};
+    }
+    case OpClass::kReduce: {
+      const auto& axes = a.Ints("axes");
+      bool keep = a.Int("keepdims") != 0;
+      const Shape& x = in[0].shape;
+      Shape s;
+      for (size_t d = 0; d < x.size(); ++d) {
+        bool reduced = std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end();
+        if (!reduced) s.push_back(x[d]);
+        else if (keep) s.push_back(1);
+      }
+      for (int64_t ax : axes) Expect(ax >= 0 && ax < static_cast<int64_t>(x.size()), "bad axis");
+      return {{in[0].dtype, s}};
+    }
+    case OpClass::kNormalize: {
+      int64_t axis = a.Int("axis");
+      Expect(axis >= 0 && axis < static_cast<int64_t>(in[0].shape.size()), "bad softmax axis");
+      return {in[0]};
+    }
+  }
+  Fail(ErrorCode::kInternal, "no type inference for {}", info.name);
+}
+
+}  // namespace texel::ir

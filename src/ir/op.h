@@ -1,0 +1,105 @@
+// The closed set of core ops that every frontend lowers to and every backend consumes.
+// ONNX ops that are compositions (Gemm, HardSwish, BatchNormalization, ...) are decomposed by
+// the importer; codegen never sees ONNX. Adding an op: one X() line here, its type inference in
+// ir/infer.cpp, its host evaluation (optional) and its generator.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace texel::ir {
+
+enum class OpClass : uint8_t {
+  kUnary,      // elementwise, one input, same shape
+  kBinary,     // elementwise, two inputs, numpy broadcasting
+  kTernary,    // elementwise, three inputs, numpy broadcasting (Where)
+  kMovement,   // data movement: output elements are input elements
+  kReduce,     // reduction over attr "axes"
+  kConv,       // convolution
+  kPool,       // windowed pooling
+  kMatMul,     // batched matrix product
+  kNormalize,  // softmax family
+};
+
+// X(name, class, inputs (-1 = variadic), outputs)
+#define TEXEL_OPS(X)                                                                       \
+  /* unary: attrs as noted */                                                              \
+  X(Relu, kUnary, 1, 1)                                                                    \
+  X(Sigmoid, kUnary, 1, 1)                                                                 \
+  X(Tanh, kUnary, 1, 1)                                                                    \
+  X(Exp, kUnary, 1, 1)                                                                     \
+  X(Log, kUnary, 1, 1)                                                                     \
+  X(Sqrt, kUnary, 1, 1)                                                                    \
+  X(Neg, kUnary, 1, 1)                                                                     \
+  X(Abs, kUnary, 1, 1)                                                                     \
+  X(Reciprocal, kUnary, 1, 1)                                                              \
+  X(Erf, kUnary, 1, 1)                                                                     \
+  X(Softplus, kUnary, 1, 1)                                                                \
+  X(Floor, kUnary, 1, 1)                                                                   \
+  X(Ceil, kUnary, 1, 1)                                                                    \
+  X(Round, kUnary, 1, 1)                                                                   \
+  X(Sign, kUnary, 1, 1)                                                                    \
+  X(Sin, kUnary, 1, 1)                                                                     \
+  X(Cos, kUnary, 1, 1)                                                                     \
+  X(Not, kUnary, 1, 1)                                                                     \
+  X(Clip, kUnary, 1, 1)        /* min, max (f64) */                                        \
+  X(LeakyRelu, kUnary, 1, 1)   /* alpha */                                                 \
+  X(Elu, kUnary, 1, 1)         /* alpha */                                                 \
+  X(HardSigmoid, kUnary, 1, 1) /* alpha, beta: clamp(alpha*x+beta, 0, 1) */                \
+  X(Cast, kUnary, 1, 1)        /* output dtype is the node's output type */                \
+  X(Copy, kUnary, 1, 1)        /* identity; used for graph outputs that alias inputs */    \
+  /* binary, numpy broadcasting */                                                         \
+  X(Add, kBinary, 2, 1)                                                                    \
+  X(Sub, kBinary, 2, 1)                                                                    \
+  X(Mul, kBinary, 2, 1)                                                                    \
+  X(Div, kBinary, 2, 1)                                                                    \
+  X(Pow, kBinary, 2, 1)                                                                    \
+  X(Max, kBinary, 2, 1)                                                                    \
+  X(Min, kBinary, 2, 1)                                                                    \
+  X(Equal, kBinary, 2, 1)                                                                  \
+  X(Less, kBinary, 2, 1)                                                                   \
+  X(Greater, kBinary, 2, 1)                                                                \
+  X(And, kBinary, 2, 1)                                                                    \
+  X(Or, kBinary, 2, 1)                                                                     \
+  X(Where, kTernary, 3, 1) /* cond, x, y */                                                \
+  /* data movement */                                                                      \
+  X(Reshape, kMovement, 1, 1)   /* output type carries the shape */                        \
+  X(Expand, kMovement, 1, 1)    /* broadcast to the output shape */                        \
+  X(Transpose, kMovement, 1, 1) /* perm */                                                 \
+  X(Slice, kMovement, 1, 1)     /* starts, steps (one per axis, normalised) */             \
+  X(Concat, kMovement, -1, 1)   /* axis */                                                 \
+  X(Gather, kMovement, 2, 1)    /* axis; indices i32/i64, negative wrap */                 \
+  X(Pad, kMovement, 1, 1)       /* pads [begins..., ends...] (may be negative), value */   \
+  /* anchors */                                                                            \
+  X(Conv, kConv, -1, 1) /* x, w[, b]; strides, pads[begins, ends], dilations, group */     \
+  X(MaxPool, kPool, 1, 1) /* kernel, strides, pads, dilations */                           \
+  X(AveragePool, kPool, 1, 1) /* kernel, strides, pads, count_include_pad */               \
+  X(MatMul, kMatMul, 2, 1)    /* [..., M, K] x [..., K, N], broadcast batch */             \
+  X(ReduceSum, kReduce, 1, 1) /* axes (sorted, normalised), keepdims */                    \
+  X(ReduceMean, kReduce, 1, 1)                                                             \
+  X(ReduceMax, kReduce, 1, 1)                                                              \
+  X(ReduceMin, kReduce, 1, 1)                                                              \
+  X(ReduceProd, kReduce, 1, 1)                                                             \
+  X(Softmax, kNormalize, 1, 1)    /* axis */                                               \
+  X(LogSoftmax, kNormalize, 1, 1) /* axis */
+
+enum class OpKind : uint16_t {
+#define TEXEL_OP_ENUM(name, cls, nin, nout) k##name,
+  TEXEL_OPS(TEXEL_OP_ENUM)
+#undef TEXEL_OP_ENUM
+      kCount
+};
+
+struct OpInfo {
+  OpKind kind;
+  std::string_view name;
+  OpClass cls;
+  int num_inputs;  // -1: variadic
+  int num_outputs;
+};
+
+const OpInfo& GetOpInfo(OpKind op);
+inline std::string_view OpName(OpKind op) { return GetOpInfo(op).name; }
+bool ParseOpKind(std::string_view name, OpKind* out);
+
+}  // namespace texel::ir

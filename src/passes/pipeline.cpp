@@ -1,0 +1,33 @@
+#include "passes/pipeline.h"
+
+#include "core/error.h"
+#include "ir/verifier.h"
+
+namespace texel::passes {
+
+const std::vector<Pass>& Pipeline() {
+  static const std::vector<Pass> passes = {
+      {"fold-constants", "evaluate nodes whose inputs are all constants on the host", FoldConstants},
+      {"simplify", "drop identities and merge chains of views", Simplify},
+      {"partition", "assign each node to a backend", Partition},
+  };
+  return passes;
+}
+
+void RunPipeline(ir::Graph& g, const PassContext& ctx,
+                 const std::function<void(const Pass&, const Stats&, const ir::Graph&)>&
+                     after_each) {
+  for (const Pass& p : Pipeline()) {
+    if (!ctx.device && std::string_view(p.name) == "partition") continue;
+    Stats stats = p.run(g, ctx);
+    try {
+      ir::Verify(g);
+    } catch (Error& e) {
+      e.AddContext(fmt::format("after pass '{}'", p.name));
+      throw;
+    }
+    if (after_each) after_each(p, stats, g);
+  }
+}
+
+}  // namespace texel::passes

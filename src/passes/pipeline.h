@@ -1,0 +1,41 @@
+// The pass pipeline. Each pass has a stable name, a one-line summary and statistics; the
+// verifier runs after every pass. `texel compile --print-ir-after=NAME` prints the IR after it.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/cl/device.h"
+
+namespace texel::passes {
+
+using Stats = std::map<std::string, int64_t>;
+
+struct PassContext {
+  const cl::DeviceInfo* device = nullptr;    // null: device-independent passes only
+  std::vector<std::string> backends;         // allowed backends, in preference order
+};
+
+struct Pass {
+  const char* name;
+  const char* summary;
+  std::function<Stats(ir::Graph&, const PassContext&)> run;
+};
+
+// Every pass, in pipeline order.
+const std::vector<Pass>& Pipeline();
+
+// Runs the pipeline; after_each (if set) sees each pass's name, stats and the graph.
+void RunPipeline(ir::Graph& g, const PassContext& ctx,
+                 const std::function<void(const Pass&, const Stats&, const ir::Graph&)>&
+                     after_each = nullptr);
+
+// The passes (one file each).
+Stats FoldConstants(ir::Graph& g, const PassContext& ctx);
+Stats Simplify(ir::Graph& g, const PassContext& ctx);
+Stats Partition(ir::Graph& g, const PassContext& ctx);
+
+}  // namespace texel::passes

@@ -1,0 +1,365 @@
+#include "runtime/cl/context.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <optional>
+#include <regex>
+#include <utility>
+
+#include "core/error.h"
+#include "runtime/cl/program_cache.h"
+
+namespace texel::cl {
+namespace {
+
+bool IsOpenCl20OrLater(std::string_view version) {
+  // "OpenCL M.N ..." — 1.x is the only family without clCreateCommandQueueWithProperties.
+  constexpr std::string_view kPrefix = "OpenCL ";
+  if (version.substr(0, kPrefix.size()) != kPrefix || version.size() <= kPrefix.size()) {
+    return false;
+  }
+  char major = version[kPrefix.size()];
+  return major >= '2' && major <= '9';
+}
+
+cl_command_queue CreateQueue(cl_context context, const DeviceInfo& info) {
+  cl_int err = CL_SUCCESS;
+  // Both must be >= 2.0: a 1.2 platform's ICD dispatch table may lack the 2.0 entry point.
+  if (IsOpenCl20OrLater(info.device_version) && IsOpenCl20OrLater(info.platform_version)) {
+    const cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
+    cl_command_queue q = clCreateCommandQueueWithProperties(context, info.device, props, &err);
+    if (err == CL_SUCCESS) return q;
+  }
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  cl_command_queue q = clCreateCommandQueue(context, info.device, CL_QUEUE_PROFILING_ENABLE, &err);
+#pragma GCC diagnostic pop
+  CheckCL(err, "clCreateCommandQueue");
+  return q;
+}
+
+std::string BuildLog(cl_program program, cl_device_id device) {
+  size_t size = 0;
+  if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size) !=
+          CL_SUCCESS ||
+      size == 0) {
+    return "";
+  }
+  std::string log(size, '\0');
+  if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr) !=
+      CL_SUCCESS) {
+    return "";
+  }
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
+}
+
+// Names of the kernels (marked "// texel-kernel: NAME" in source) that the log's error lines
+// point into, in order of first mention.
+std::vector<std::string> KernelsWithErrors(const std::string& source, const std::string& log) {
+  // marks[i] = kernel name owning source line i + 1 (empty before the first mark).
+  std::vector<std::string> marks;
+  static const std::regex kMark(R"(^\s*//\s*texel-kernel:\s*(\S+))");
+  std::string current;
+  size_t start = 0;
+  while (start <= source.size()) {
+    size_t end = source.find('\n', start);
+    if (end == std::string::npos) end = source.size();
+    std::string line = source.substr(start, end - start);
+    std::smatch m;
+    if (std::regex_search(line, m, kMark)) current = m[1].str();
+    marks.push_back(current);
+    start = end + 1;
+  }
+
+  // Drivers word their diagnostics differently; each pattern captures the source line:
+  //   clang/NVIDIA/Intel  "<source>:12:5: error: ..."   "input.cl:12: fatal error: ..."
+  //   PoCL                "error: /tmp/tempfile.cl:12:5: expected expression"
+  //   AMD (EDG)           "\"/tmp/OCL1.cl\", line 12: error: ..."
+  static const std::regex kErrorPatterns[] = {
+      std::regex(R"(:(\d+):(?:\d+:)?\s*(?:fatal\s+)?error)", std::regex::icase),
+      std::regex(R"(error:\s*\S*?:(\d+):\d+:)", std::regex::icase),
+      std::regex(R"(line (\d+):\s*(?:catastrophic\s+)?error)", std::regex::icase),
+  };
+  std::vector<std::string> names;
+  size_t pos = 0;
+  while (pos < log.size()) {
+    size_t end = log.find('\n', pos);
+    if (end == std::string::npos) end = log.size();
+    const std::string line = log.substr(pos, end - pos);
+    pos = end + 1;
+    for (const std::regex& pattern : kErrorPatterns) {
+      std::smatch m;
+      if (!std::regex_search(line, m, pattern)) continue;
+      size_t line_no = 0;
+      try {
+        line_no = std::stoul(m[1].str());
+      } catch (const std::exception&) {
+        break;
+      }
+      if (line_no == 0 || line_no > marks.size()) break;
+      const std::string& name = marks[line_no - 1];
+      if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) {
+        names.push_back(name);
+      }
+      break;
+    }
+  }
+  return names;
+}
+
+cl_program BuildFromSource(const Context& ctx, const std::string& source,
+                           const std::string& options) {
+  cl_int err = CL_SUCCESS;
+  const char* src = source.c_str();
+  size_t len = source.size();
+  cl_program program = clCreateProgramWithSource(ctx.context(), 1, &src, &len, &err);
+  CheckCL(err, "clCreateProgramWithSource");
+  cl_device_id device = ctx.device();
+  err = clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr);
+  if (err == CL_SUCCESS) return program;
+
+  std::string log = BuildLog(program, device);
+  clReleaseProgram(program);
+  std::vector<std::string> kernels = KernelsWithErrors(source, log);
+  std::string head = kernels.empty() ? "OpenCL build failed"
+                                     : fmt::format("OpenCL build failed in kernel(s) {}",
+                                                   fmt::join(kernels, ", "));
+  if (err != CL_BUILD_PROGRAM_FAILURE) head += fmt::format(" ({})", CLErrorName(err));
+  if (log.empty()) log = "(empty build log)";
+  throw Error(ErrorCode::kBuild, head + "\n" + log);
+}
+
+// Any failure (corrupt, foreign or stale binary) yields nullptr: the caller rebuilds from source.
+cl_program BuildFromBinary(const Context& ctx, const std::vector<uint8_t>& binary,
+                           const std::string& options) {
+  cl_device_id device = ctx.device();
+  const unsigned char* data = binary.data();
+  size_t len = binary.size();
+  cl_int binary_status = CL_SUCCESS;
+  cl_int err = CL_SUCCESS;
+  cl_program program =
+      clCreateProgramWithBinary(ctx.context(), 1, &device, &len, &data, &binary_status, &err);
+  if (err != CL_SUCCESS || binary_status != CL_SUCCESS || program == nullptr) {
+    if (program != nullptr) clReleaseProgram(program);
+    return nullptr;
+  }
+  if (clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr) != CL_SUCCESS) {
+    clReleaseProgram(program);
+    return nullptr;
+  }
+  return program;
+}
+
+// The program's binary for its single device; empty when the driver cannot provide one.
+std::vector<uint8_t> ProgramBinary(cl_program program) {
+  cl_uint num_devices = 0;
+  if (clGetProgramInfo(program, CL_PROGRAM_NUM_DEVICES, sizeof(num_devices), &num_devices,
+                       nullptr) != CL_SUCCESS ||
+      num_devices != 1) {
+    return {};
+  }
+  size_t size = 0;
+  if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr) !=
+          CL_SUCCESS ||
+      size == 0) {
+    return {};
+  }
+  std::vector<uint8_t> binary(size);
+  unsigned char* ptr = binary.data();
+  if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(ptr), &ptr, nullptr) != CL_SUCCESS) {
+    return {};
+  }
+  return binary;
+}
+
+}  // namespace
+
+// ---- Context ----
+
+Context::Context(const DeviceInfo& info) : info_(info) {
+  cl_int err = CL_SUCCESS;
+  const cl_context_properties props[] = {
+      CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(info_.platform), 0};
+  context_ = clCreateContext(props, 1, &info_.device, nullptr, nullptr, &err);
+  CheckCL(err, "clCreateContext");
+  try {
+    queue_ = CreateQueue(context_, info_);
+  } catch (...) {
+    clReleaseContext(context_);
+    throw;
+  }
+}
+
+Context::~Context() {
+  if (queue_ != nullptr) clReleaseCommandQueue(queue_);
+  if (context_ != nullptr) clReleaseContext(context_);
+}
+
+void Context::Finish() const { CheckCL(clFinish(queue_), "clFinish"); }
+
+// ---- Buffer ----
+
+Buffer::Buffer(const Context& ctx, size_t bytes) : bytes_(bytes) {
+  cl_int err = CL_SUCCESS;
+  // OpenCL rejects zero-sized buffers; a 1-byte stand-in keeps empty tensors uniform.
+  mem_ =
+      clCreateBuffer(ctx.context(), CL_MEM_READ_WRITE, std::max<size_t>(bytes, 1), nullptr, &err);
+  CheckCL(err, fmt::format("clCreateBuffer({} bytes)", bytes));
+}
+
+Buffer::~Buffer() {
+  if (mem_ != nullptr) clReleaseMemObject(mem_);
+}
+
+Buffer::Buffer(Buffer&& o) noexcept
+    : mem_(std::exchange(o.mem_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+
+Buffer& Buffer::operator=(Buffer&& o) noexcept {
+  if (this != &o) {
+    if (mem_ != nullptr) clReleaseMemObject(mem_);
+    mem_ = std::exchange(o.mem_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+  }
+  return *this;
+}
+
+void Buffer::Write(const Context& ctx, const void* src, size_t bytes, size_t offset) const {
+  TEXEL_CHECK(offset <= bytes_ && bytes <= bytes_ - offset, "write of {} bytes at {} into {}",
+              bytes, offset, bytes_);
+  if (bytes == 0) return;
+  CheckCL(clEnqueueWriteBuffer(ctx.queue(), mem_, CL_TRUE, offset, bytes, src, 0, nullptr, nullptr),
+          "clEnqueueWriteBuffer");
+}
+
+void Buffer::Read(const Context& ctx, void* dst, size_t bytes, size_t offset) const {
+  TEXEL_CHECK(offset <= bytes_ && bytes <= bytes_ - offset, "read of {} bytes at {} from {}", bytes,
+              offset, bytes_);
+  if (bytes == 0) return;
+  CheckCL(clEnqueueReadBuffer(ctx.queue(), mem_, CL_TRUE, offset, bytes, dst, 0, nullptr, nullptr),
+          "clEnqueueReadBuffer");
+}
+
+// ---- Event ----
+
+Event::~Event() {
+  if (event_ != nullptr) clReleaseEvent(event_);
+}
+
+Event::Event(Event&& o) noexcept : event_(std::exchange(o.event_, nullptr)) {}
+
+Event& Event::operator=(Event&& o) noexcept {
+  if (this != &o) {
+    if (event_ != nullptr) clReleaseEvent(event_);
+    event_ = std::exchange(o.event_, nullptr);
+  }
+  return *this;
+}
+
+void Event::Wait() const {
+  TEXEL_CHECK(event_ != nullptr, "Wait on an empty event");
+  CheckCL(clWaitForEvents(1, &event_), "clWaitForEvents");
+}
+
+uint64_t Event::DurationNs() const {
+  TEXEL_CHECK(event_ != nullptr, "DurationNs on an empty event");
+  cl_ulong start = 0, end = 0;
+  CheckCL(
+      clGetEventProfilingInfo(event_, CL_PROFILING_COMMAND_START, sizeof(start), &start, nullptr),
+      "clGetEventProfilingInfo(START)");
+  CheckCL(clGetEventProfilingInfo(event_, CL_PROFILING_COMMAND_END, sizeof(end), &end, nullptr),
+          "clGetEventProfilingInfo(END)");
+  return end > start ? end - start : 0;
+}
+
+// ---- Kernel ----
+
+Kernel::Kernel(cl_program program, const std::string& name) : name_(name) {
+  cl_int err = CL_SUCCESS;
+  kernel_ = clCreateKernel(program, name.c_str(), &err);
+  CheckCL(err, fmt::format("clCreateKernel('{}')", name));
+}
+
+Kernel::~Kernel() {
+  if (kernel_ != nullptr) clReleaseKernel(kernel_);
+}
+
+Kernel::Kernel(Kernel&& o) noexcept
+    : kernel_(std::exchange(o.kernel_, nullptr)), name_(std::move(o.name_)) {
+  o.name_.clear();
+}
+
+Kernel& Kernel::operator=(Kernel&& o) noexcept {
+  if (this != &o) {
+    if (kernel_ != nullptr) clReleaseKernel(kernel_);
+    kernel_ = std::exchange(o.kernel_, nullptr);
+    name_ = std::move(o.name_);
+    o.name_.clear();
+  }
+  return *this;
+}
+
+void Kernel::SetArg(unsigned index, const Buffer& b) {
+  cl_mem mem = b.mem();
+  CheckCL(clSetKernelArg(kernel_, index, sizeof(mem), &mem),
+          fmt::format("clSetKernelArg('{}', {})", name_, index));
+}
+
+void Kernel::SetArg(unsigned index, size_t bytes, const void* value) {
+  CheckCL(clSetKernelArg(kernel_, index, bytes, value),
+          fmt::format("clSetKernelArg('{}', {})", name_, index));
+}
+
+// ---- Launch ----
+
+void Launch(const Context& ctx, const Kernel& k, const std::vector<size_t>& global,
+            const std::vector<size_t>& local, Event* event) {
+  TEXEL_CHECK(!global.empty() && global.size() <= 3, "kernel '{}': {} global dims", k.name(),
+              global.size());
+  TEXEL_CHECK(local.empty() || local.size() == global.size(),
+              "kernel '{}': {} local dims for {} global dims", k.name(), local.size(),
+              global.size());
+  if (event != nullptr) *event = Event();
+  cl_int err =
+      clEnqueueNDRangeKernel(ctx.queue(), k.get(), static_cast<cl_uint>(global.size()), nullptr,
+                             global.data(), local.empty() ? nullptr : local.data(), 0, nullptr,
+                             event != nullptr ? event->out() : nullptr);
+  if (err != CL_SUCCESS) {
+    CheckCL(err, fmt::format("clEnqueueNDRangeKernel('{}', global {}, local {})", k.name(),
+                             fmt::join(global, "x"),
+                             local.empty() ? std::string("auto")
+                                           : fmt::format("{}", fmt::join(local, "x"))));
+  }
+}
+
+// ---- Program ----
+
+Program::Program(const Context& ctx, const std::string& source, const std::string& options,
+                 ProgramCache* cache) {
+  const bool use_cache = cache != nullptr && cache->enabled();
+  std::string key;
+  if (use_cache) {
+    key = ProgramCache::Key(ctx.info(), source, options);
+    if (std::optional<std::vector<uint8_t>> binary = cache->Load(key)) {
+      program_ = BuildFromBinary(ctx, *binary, options);
+      if (program_ != nullptr) {
+        from_cache_ = true;
+        return;
+      }
+      cache->Remove(key);  // never trust an entry that failed once
+    }
+  }
+  program_ = BuildFromSource(ctx, source, options);
+  if (use_cache) {
+    std::vector<uint8_t> binary = ProgramBinary(program_);
+    if (!binary.empty()) cache->Store(key, binary);
+  }
+}
+
+Program::~Program() {
+  if (program_ != nullptr) clReleaseProgram(program_);
+}
+
+}  // namespace texel::cl

@@ -1,0 +1,114 @@
+// Context: one cl_context and one in-order cl_command_queue on one device (profiling enabled),
+// plus thin RAII wrappers for buffers, programs, kernels and events.
+// Lifetime: a Context must outlive every Buffer/Program/Kernel/Event made from it.
+// Thread safety: a Context may be shared; Buffers/Kernels are not synchronised (one per session).
+#pragma once
+
+#include <CL/cl.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/cl/device.h"
+
+namespace texel::cl {
+
+class ProgramCache;
+
+class Context {
+ public:
+  explicit Context(const DeviceInfo& info);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const DeviceInfo& info() const { return info_; }
+  cl_context context() const { return context_; }
+  cl_device_id device() const { return info_.device; }
+  cl_command_queue queue() const { return queue_; }
+  void Finish() const;
+
+ private:
+  DeviceInfo info_;
+  cl_context context_ = nullptr;
+  cl_command_queue queue_ = nullptr;
+};
+
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(const Context& ctx, size_t bytes);  // CL_MEM_READ_WRITE; bytes == 0 allocates 1 byte
+  ~Buffer();
+  Buffer(Buffer&& o) noexcept;
+  Buffer& operator=(Buffer&& o) noexcept;
+  cl_mem mem() const { return mem_; }
+  size_t bytes() const { return bytes_; }
+  void Write(const Context& ctx, const void* src, size_t bytes, size_t offset = 0) const;  // blocking
+  void Read(const Context& ctx, void* dst, size_t bytes, size_t offset = 0) const;         // blocking
+
+ private:
+  cl_mem mem_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+class Event {
+ public:
+  Event() = default;
+  explicit Event(cl_event e) : event_(e) {}
+  ~Event();
+  Event(Event&& o) noexcept;
+  Event& operator=(Event&& o) noexcept;
+  cl_event get() const { return event_; }
+  cl_event* out() { return &event_; }  // for clEnqueue*(..., out()); must be empty
+  void Wait() const;
+  // Profiling: nanoseconds between CL_PROFILING_COMMAND_START and _END.
+  uint64_t DurationNs() const;
+
+ private:
+  cl_event event_ = nullptr;
+};
+
+class Kernel {
+ public:
+  Kernel() = default;
+  Kernel(cl_program program, const std::string& name);
+  ~Kernel();
+  Kernel(Kernel&& o) noexcept;
+  Kernel& operator=(Kernel&& o) noexcept;
+  cl_kernel get() const { return kernel_; }
+  const std::string& name() const { return name_; }
+  void SetArg(unsigned index, const Buffer& b);
+  void SetArg(unsigned index, size_t bytes, const void* value);
+
+ private:
+  cl_kernel kernel_ = nullptr;
+  std::string name_;
+};
+
+// Enqueues kernel on ctx's queue. local may be empty (driver's choice). global is rounded up to
+// a multiple of local by the caller. Returns the event if want_event.
+void Launch(const Context& ctx, const Kernel& k, const std::vector<size_t>& global,
+            const std::vector<size_t>& local, Event* event = nullptr);
+
+class Program {
+ public:
+  // Builds source for ctx's device, through cache when given (binary looked up first, stored
+  // after a successful build). On failure throws Error(kBuild) whose message names the kernels
+  // whose source lines the build log points at (source marks each kernel with a line
+  // "// texel-kernel: NAME") followed by the full build log.
+  Program(const Context& ctx, const std::string& source, const std::string& options,
+          ProgramCache* cache);
+  ~Program();
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+  cl_program get() const { return program_; }
+  bool from_cache() const { return from_cache_; }
+
+ private:
+  cl_program program_ = nullptr;
+  bool from_cache_ = false;
+};
+
+}  // namespace texel::cl

@@ -1,0 +1,145 @@
+#include "runtime/cl/program_cache.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string_view>
+#include <system_error>
+
+#include "core/sha256.h"
+
+namespace texel::cl {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Entry layout: "TXLB" | u32 format version | u64 payload size | 64 hex chars sha256(payload) |
+// payload. Integers are little-endian. The checksum catches truncation and bit rot, which a
+// driver might otherwise accept as a valid (but wrong) binary.
+constexpr char kMagic[4] = {'T', 'X', 'L', 'B'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr size_t kDigestSize = 64;
+constexpr size_t kHeaderSize = sizeof(kMagic) + 4 + 8 + kDigestSize;
+
+void AppendLe(std::string& out, uint64_t value, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+}
+
+uint64_t ReadLe(const char* p, int bytes) {
+  uint64_t value = 0;
+  for (int i = 0; i < bytes; ++i) value |= uint64_t{static_cast<uint8_t>(p[i])} << (8 * i);
+  return value;
+}
+
+std::string_view AsView(const std::vector<uint8_t>& bytes) {
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+std::string EnvOrEmpty(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? std::string(value) : std::string();
+}
+
+std::string TempSuffix() {
+  static std::atomic<uint64_t> counter{0};
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return fmt::format("{}.{:x}{}", static_cast<long>(::getpid()), rng(), counter++);
+}
+
+}  // namespace
+
+ProgramCache::ProgramCache(std::string dir) : dir_(std::move(dir)) {}
+
+ProgramCache ProgramCache::Default() {
+  std::string dir = EnvOrEmpty("TEXEL_CACHE_DIR");
+  if (dir == "off") return ProgramCache("");
+  if (!dir.empty()) return ProgramCache(dir);
+  // XDG base-dir spec: a relative XDG_CACHE_HOME is invalid and must be ignored.
+  std::string xdg = EnvOrEmpty("XDG_CACHE_HOME");
+  if (!xdg.empty() && xdg.front() == '/') return ProgramCache(xdg + "/texel");
+  std::string home = EnvOrEmpty("HOME");
+  if (!home.empty()) return ProgramCache(home + "/.cache/texel");
+  return ProgramCache("");
+}
+
+std::string ProgramCache::Key(const DeviceInfo& dev, const std::string& source,
+                              const std::string& options) {
+  // Length prefixes make the concatenation unambiguous ("ab"+"c" != "a"+"bc").
+  std::string material;
+  for (std::string_view part :
+       {std::string_view("texel-program-cache-v1"), std::string_view(source),
+        std::string_view(options), std::string_view(dev.name), std::string_view(dev.driver_version),
+        std::string_view(dev.platform_version), std::string_view(dev.device_version)}) {
+    material += fmt::format("{}:", part.size());
+    material.append(part);
+  }
+  return Sha256Hex(material);
+}
+
+std::optional<std::vector<uint8_t>> ProgramCache::Load(const std::string& key) const {
+  if (!enabled()) return std::nullopt;
+  const fs::path path = fs::path(dir_) / (key + ".bin");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return std::nullopt;
+  in.close();
+
+  bool valid = data.size() >= kHeaderSize && std::memcmp(data.data(), kMagic, 4) == 0 &&
+               ReadLe(data.data() + 4, 4) == kFormatVersion &&
+               ReadLe(data.data() + 8, 8) == data.size() - kHeaderSize;
+  std::vector<uint8_t> payload;
+  if (valid) {
+    payload.assign(data.begin() + kHeaderSize, data.end());
+    valid = std::string_view(data.data() + 16, kDigestSize) == Sha256Hex(AsView(payload));
+  }
+  if (!valid) {
+    Remove(key);
+    return std::nullopt;
+  }
+  return payload;
+}
+
+void ProgramCache::Store(const std::string& key, const std::vector<uint8_t>& binary) const {
+  if (!enabled()) return;
+  std::error_code ec;
+  fs::create_directories(dir_, ec);  // best effort: failure shows up as a failed open below
+
+  std::string header(kMagic, sizeof(kMagic));
+  AppendLe(header, kFormatVersion, 4);
+  AppendLe(header, binary.size(), 8);
+  header += Sha256Hex(AsView(binary));
+
+  // Write-then-rename so that concurrent readers never see a partial entry.
+  const fs::path final_path = fs::path(dir_) / (key + ".bin");
+  const fs::path tmp_path = fs::path(dir_) / (key + ".bin.tmp." + TempSuffix());
+  {
+    std::ofstream out(tmp_path, std::ios::binary | std::ios::trunc);
+    if (!out) return;
+    out.write(header.data(), static_cast<std::streamsize>(header.size()));
+    out.write(reinterpret_cast<const char*>(binary.data()),
+              static_cast<std::streamsize>(binary.size()));
+    out.close();
+    if (!out) {
+      fs::remove(tmp_path, ec);
+      return;
+    }
+  }
+  fs::rename(tmp_path, final_path, ec);
+  if (ec) fs::remove(tmp_path, ec);
+}
+
+void ProgramCache::Remove(const std::string& key) const {
+  if (!enabled()) return;
+  std::error_code ec;
+  fs::remove(fs::path(dir_) / (key + ".bin"), ec);
+}
+
+}  // namespace texel::cl

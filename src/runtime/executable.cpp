@@ -1,0 +1,92 @@
+#include "runtime/executable.h"
+
+#include "core/error.h"
+
+namespace texel::runtime {
+
+Executable::Executable(std::shared_ptr<cl::Context> ctx, Plan plan, cl::ProgramCache* cache)
+    : ctx_(std::move(ctx)), plan_(std::move(plan)) {
+  if (!plan_.steps.empty())
+    program_ = std::make_unique<cl::Program>(*ctx_, plan_.source, plan_.build_options, cache);
+  for (size_t i = 0; i < plan_.buffers.size(); ++i) {
+    const BufferDesc& b = plan_.buffers[i];
+    if (!b.constant) continue;
+    cl::Buffer buf(*ctx_, static_cast<size_t>(b.bytes));
+    if (b.bytes > 0) buf.Write(*ctx_, b.constant->bytes.data(), b.constant->bytes.size());
+    constants_.emplace(static_cast<int>(i), std::move(buf));
+  }
+}
+
+Session::Session(const Executable& exe) : exe_(exe) {
+  const Plan& plan = exe.plan();
+  buffers_.resize(plan.buffers.size());
+  for (size_t i = 0; i < plan.buffers.size(); ++i)
+    if (!plan.buffers[i].constant)
+      buffers_[i] = cl::Buffer(exe.context(), static_cast<size_t>(plan.buffers[i].bytes));
+  for (const KernelStep& s : plan.steps) {
+    cl::Kernel k(exe.program().get(), s.kernel);
+    for (size_t a = 0; a < s.buffers.size(); ++a)
+      k.SetArg(static_cast<unsigned>(a), BufferAt(s.buffers[a]));
+    kernels_.push_back(std::move(k));
+  }
+}
+
+const cl::Buffer& Session::BufferAt(int index) const {
+  return exe_.plan().buffers[index].constant ? exe_.constant_buffer(index) : buffers_[index];
+}
+
+void Session::SetInput(const std::string& name, const HostTensor& t) {
+  for (const TensorBinding& in : exe_.plan().inputs) {
+    if (in.name != name) continue;
+    if (t.dtype != in.dtype)
+      Fail(ErrorCode::kInvalidArgument, "input '{}' must be {}, got {}", name,
+           DTypeName(in.dtype), DTypeName(t.dtype));
+    if (t.shape != in.shape)
+      Fail(ErrorCode::kInvalidArgument, "input '{}' must have shape {}, got {}", name,
+           ShapeStr(in.shape), ShapeStr(t.shape));
+    if (!t.bytes.empty()) buffers_[in.buffer].Write(exe_.context(), t.bytes.data(), t.bytes.size());
+    return;
+  }
+  Fail(ErrorCode::kInvalidArgument, "the model has no input named '{}'", name);
+}
+
+void Session::Execute(std::vector<StepTiming>* timings) {
+  const Plan& plan = exe_.plan();
+  std::vector<cl::Event> events(timings ? plan.steps.size() : 0);
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const KernelStep& s = plan.steps[i];
+    try {
+      cl::Launch(exe_.context(), kernels_[i], s.global, s.local, timings ? &events[i] : nullptr);
+    } catch (Error& e) {
+      e.AddContext(fmt::format("step {} ({} '{}')", i, s.op, s.node));
+      throw;
+    }
+  }
+  exe_.context().Finish();
+  if (timings) {
+    timings->clear();
+    for (size_t i = 0; i < events.size(); ++i)
+      timings->push_back({&plan.steps[i], static_cast<double>(events[i].DurationNs()) * 1e-6});
+  }
+}
+
+HostTensor Session::GetOutput(size_t index) const {
+  const TensorBinding& out = exe_.plan().outputs.at(index);
+  HostTensor t(out.dtype, out.shape);
+  if (!t.bytes.empty()) BufferAt(out.buffer).Read(exe_.context(), t.bytes.data(), t.bytes.size());
+  return t;
+}
+
+std::vector<HostTensor> Session::Run(const std::map<std::string, HostTensor>& inputs) {
+  for (const TensorBinding& in : exe_.plan().inputs)
+    if (!inputs.count(in.name))
+      Fail(ErrorCode::kInvalidArgument, "input '{}' ({}[{}]) is not given", in.name,
+           DTypeName(in.dtype), ShapeStr(in.shape));
+  for (const auto& [name, t] : inputs) SetInput(name, t);
+  Execute();
+  std::vector<HostTensor> outs;
+  for (size_t i = 0; i < exe_.plan().outputs.size(); ++i) outs.push_back(GetOutput(i));
+  return outs;
+}
+
+}  // namespace texel::runtime

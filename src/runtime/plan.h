@@ -1,0 +1,45 @@
+// Plan: everything needed to run a compiled model, as plain data — the OpenCL program source,
+// the buffers (sizes, constant contents), the graph's inputs and outputs, and the steps in
+// order. Backends produce it; the runtime consumes it (and an artifact can store it).
+// Thread safety: a plain value, immutable once built.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace texel::runtime {
+
+struct BufferDesc {
+  int64_t bytes = 0;
+  ConstTensorPtr constant;  // uploaded once when the executable is created
+};
+
+struct TensorBinding {
+  std::string name;
+  DType dtype = DType::kFloat32;
+  Shape shape;
+  int buffer = -1;
+};
+
+struct KernelStep {
+  std::string kernel;        // kernel function name in the program
+  std::vector<int> buffers;  // buffer index per kernel parameter
+  std::vector<size_t> global, local;
+  std::string node;     // IR node name, for profiles and errors
+  std::string op;       // core op name
+  std::string backend;  // which backend lowered it
+  double flops = 0;
+  double bytes = 0;  // bytes read + written
+};
+
+struct Plan {
+  std::string source;
+  std::string build_options;
+  std::vector<BufferDesc> buffers;
+  std::vector<TensorBinding> inputs, outputs;
+  std::vector<KernelStep> steps;
+};
+
+}  // namespace texel::runtime

@@ -1,0 +1,24 @@
+#!/bin/bash
+# Runs one exported model through texel and compares its output with PyTorch's.
+# Usage: run_model_test.sh TEXEL_BINARY MODEL_DIR OUT_DIR
+#   MODEL_DIR holds model.onnx, input.npy and output.npy (scripts/export_models.py);
+#   OUT_DIR is scratch space, emptied first so that a stale output cannot pass.
+# The interpreter for compare_npy.py is $TEXEL_PYTHON (default /usr/bin/python3).
+set -euo pipefail
+
+if [[ $# -ne 3 ]]; then
+  echo "usage: $0 TEXEL_BINARY MODEL_DIR OUT_DIR" >&2
+  exit 2
+fi
+texel=$1
+model_dir=$2
+out_dir=$3
+python=${TEXEL_PYTHON:-/usr/bin/python3}
+scripts=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../scripts" && pwd)
+
+rm -rf "$out_dir"
+mkdir -p "$out_dir"
+
+set -x
+"$texel" run "$model_dir/model.onnx" --input "input=$model_dir/input.npy" --output-dir "$out_dir"
+"$python" "$scripts/compare_npy.py" "$model_dir/output.npy" "$out_dir/output.npy" --rel-l2 1e-4

@@ -1,0 +1,29 @@
+// The texel command-line program: one file per subcommand (cmd_*.cpp), each adding itself to
+// the CLI11 app and running when chosen. Errors are texel::Error, reported by main().
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace texel::cli {
+
+// A subcommand's entry point, run after parsing; returns the exit code.
+using Runner = std::function<int()>;
+
+Runner AddDevicesCommand(CLI::App& app);
+Runner AddRunCommand(CLI::App& app);
+Runner AddCompileCommand(CLI::App& app);
+
+// Shared option parsing: "name=value" pairs.
+std::pair<std::string, std::string> SplitAssignment(const std::string& text, const char* flag);
+std::map<std::string, Shape> ParseInputShapes(const std::vector<std::string>& items);
+std::map<std::string, HostTensor> ReadNpyAssignments(const std::vector<std::string>& items,
+                                                     const char* flag);
+
+}  // namespace texel::cli

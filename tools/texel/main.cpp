@@ -1,0 +1,56 @@
+// texel: the command-line program. See `texel --help` and README.md.
+#include <cstdio>
+
+#include "commands.h"
+#include "core/error.h"
+
+namespace texel::cli {
+
+std::pair<std::string, std::string> SplitAssignment(const std::string& text, const char* flag) {
+  size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    Fail(ErrorCode::kInvalidArgument, "{} {}: expected NAME=VALUE", flag, text);
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+std::map<std::string, Shape> ParseInputShapes(const std::vector<std::string>& items) {
+  std::map<std::string, Shape> out;
+  for (const auto& item : items) {
+    auto [name, dims] = SplitAssignment(item, "--input-shape");
+    out[name] = ParseShape(dims);
+  }
+  return out;
+}
+
+}  // namespace texel::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"texel: an ahead-of-time inference compiler and runtime for OpenCL devices"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "texel 0.1.0");
+  std::vector<std::pair<CLI::App*, texel::cli::Runner>> commands;
+  auto add = [&](texel::cli::Runner (*f)(CLI::App&)) {
+    size_t before = app.get_subcommands({}).size();
+    texel::cli::Runner r = f(app);
+    commands.emplace_back(app.get_subcommands({})[before], std::move(r));
+  };
+  add(texel::cli::AddDevicesCommand);
+  add(texel::cli::AddRunCommand);
+  add(texel::cli::AddCompileCommand);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& [sub, run] : commands)
+      if (sub->parsed()) return run();
+  } catch (const texel::Error& e) {
+    std::fprintf(stderr, "texel: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "texel: internal error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}
