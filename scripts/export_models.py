@@ -110,6 +110,10 @@ def export(name, out_dir, keep_batchnorm):
     os.makedirs(out_dir, exist_ok=True)
     paths = {f: os.path.join(out_dir, f) for f in FILES}
     tmp = {f: p + ".tmp" for f, p in paths.items()}
+    # Newer torch defaults to the dynamo exporter; texel's tests use the TorchScript one.
+    import inspect
+
+    extra = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(
         model,
         torch.from_numpy(x),
@@ -119,6 +123,7 @@ def export(name, out_dir, keep_batchnorm):
         output_names=["output"],
         do_constant_folding=True,
         training=training,
+        **extra,
     )
     proto = onnx.load(tmp["model.onnx"])
     onnx.checker.check_model(proto)

@@ -1,5 +1,6 @@
 #include "backends/lower.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "backends/backend.h"
@@ -24,7 +25,9 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
   int index = 0;
   for (const auto& node : g.nodes()) {
     const ir::Node& n = *node;
-    if (n.op == ir::OpKind::kReshape) {  // a view: the output shares the input's buffer
+    bool is_output =
+        std::find(g.outputs().begin(), g.outputs().end(), n.outputs[0]) != g.outputs().end();
+    if (n.op == ir::OpKind::kReshape && !is_output) {  // a view: shares the input's buffer
       int b = buffer(n.inputs[0]);
       if (static_cast<size_t>(n.outputs[0]->id) >= buffer_of.size())
         buffer_of.resize(n.outputs[0]->id + 1, -1);

@@ -8,6 +8,7 @@ const char* ErrorCodeName(ErrorCode code) {
     case ErrorCode::kNotFound: return "not found";
     case ErrorCode::kInvalidModel: return "invalid model";
     case ErrorCode::kUnsupported: return "unsupported";
+    case ErrorCode::kNotConstant: return "not a compile-time constant";
     case ErrorCode::kDevice: return "device error";
     case ErrorCode::kBuild: return "kernel build failed";
     case ErrorCode::kIo: return "i/o error";

@@ -17,6 +17,7 @@ enum class ErrorCode {
   kNotFound,         // missing file, device, input name
   kInvalidModel,     // malformed or inconsistent model
   kUnsupported,      // valid input that texel does not support (yet): op, attribute, dtype
+  kNotConstant,      // a value that decides shapes is only known at run time (static shapes)
   kDevice,           // an OpenCL call failed
   kBuild,            // an OpenCL program failed to build
   kIo,               // file system errors

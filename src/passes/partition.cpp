@@ -18,7 +18,6 @@ Stats Partition(ir::Graph& g, const PassContext& ctx) {
   Stats stats;
   for (const auto& node : g.nodes()) {
     ir::Node& n = *node;
-    if (n.op == ir::OpKind::kReshape) continue;  // a view, no kernel
     n.backend.clear();
     for (const backends::Backend* b : allowed) {
       if (b->Supports(n, *ctx.device)) {

@@ -24,7 +24,7 @@ Session::Session(const Executable& exe) : exe_(exe) {
     if (!plan.buffers[i].constant)
       buffers_[i] = cl::Buffer(exe.context(), static_cast<size_t>(plan.buffers[i].bytes));
   for (const KernelStep& s : plan.steps) {
-    cl::Kernel k(exe.program().get(), s.kernel);
+    cl::Kernel k(exe.program()->get(), s.kernel);
     for (size_t a = 0; a < s.buffers.size(); ++a)
       k.SetArg(static_cast<unsigned>(a), BufferAt(s.buffers[a]));
     kernels_.push_back(std::move(k));

@@ -22,7 +22,9 @@ class Executable {
   Executable(std::shared_ptr<cl::Context> ctx, Plan plan, cl::ProgramCache* cache);
   const Plan& plan() const { return plan_; }
   cl::Context& context() const { return *ctx_; }
-  const cl::Program& program() const { return *program_; }
+  // False when the program was built from source (or there is no kernel at all).
+  bool program_from_cache() const { return program_ && program_->from_cache(); }
+  const cl::Program* program() const { return program_.get(); }
   const cl::Buffer& constant_buffer(int index) const { return constants_.at(index); }
 
  private:

@@ -20,7 +20,13 @@ std::map<std::string, HostTensor> ReadNpyAssignments(const std::vector<std::stri
   std::map<std::string, HostTensor> out;
   for (const auto& item : items) {
     auto [name, path] = SplitAssignment(item, flag);
-    out[name] = ReadNpy(path);
+    if (out.count(name)) Fail(ErrorCode::kInvalidArgument, "{} {}: given twice", flag, name);
+    try {
+      out[name] = ReadNpy(path);
+    } catch (Error& e) {
+      e.AddContext(fmt::format("{} {}", flag, name));
+      throw;
+    }
   }
   return out;
 }
@@ -71,6 +77,13 @@ struct RunArgs {
 };
 
 int Run(const RunArgs& a) {
+  if (!a.output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(a.output_dir, ec);
+    if (ec || !std::filesystem::is_directory(a.output_dir))
+      Fail(ErrorCode::kIo, "--output-dir {}: cannot create the directory{}{}", a.output_dir,
+           ec ? ": " : " (a file of that name exists)", ec ? ec.message() : "");
+  }
   cl::DeviceInfo dev = cl::SelectDevice(a.device);
   auto ctx = std::make_shared<cl::Context>(dev);
   CompileOptions opts;
@@ -82,7 +95,10 @@ int Run(const RunArgs& a) {
   std::printf("device   %s\n", dev.Label().c_str());
   std::printf("model    %s: %zu kernels, compiled in %.0f ms%s\n", a.model.c_str(),
               plan.steps.size(), m.compile_ms,
-              m.executable->program().from_cache() ? " (program from cache)" : "");
+              // A plan without steps (e.g. only views) has no program.
+              m.executable->program_from_cache()
+                  ? " (program from cache)"
+                  : "");
   for (const auto& [name, t] : given) {
     (void)t;
     bool known = std::any_of(plan.inputs.begin(), plan.inputs.end(),
@@ -112,7 +128,6 @@ int Run(const RunArgs& a) {
     session.Execute();
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
-  if (!a.output_dir.empty()) std::filesystem::create_directories(a.output_dir);
   for (size_t i = 0; i < plan.outputs.size(); ++i) {
     const auto& out = plan.outputs[i];
     HostTensor t = session.GetOutput(i);

@@ -17,7 +17,13 @@ std::map<std::string, Shape> ParseInputShapes(const std::vector<std::string>& it
   std::map<std::string, Shape> out;
   for (const auto& item : items) {
     auto [name, dims] = SplitAssignment(item, "--input-shape");
-    out[name] = ParseShape(dims);
+    if (out.count(name)) Fail(ErrorCode::kInvalidArgument, "--input-shape {}: given twice", name);
+    try {
+      out[name] = ParseShape(dims);
+    } catch (Error& e) {
+      e.AddContext(fmt::format("--input-shape {}", item));
+      throw;
+    }
   }
   return out;
 }
@@ -40,7 +46,14 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // Usage errors read like every other error: one line, naming the subcommand.
+    std::string sub;
+    for (const auto& command : commands)
+      if (command.first->parsed()) sub = command.first->get_name();
+    std::fprintf(stderr, "texel: error: %s%s%s (see texel %s%s--help)\n", sub.c_str(),
+                 sub.empty() ? "" : ": ", e.what(), sub.c_str(), sub.empty() ? "" : " ");
+    return 1;
   }
   try {
     for (auto& [sub, run] : commands)

@@ -145,7 +145,7 @@ std::string MovementBody(const ir::Node& n) {
         if (mode == "constant") s += fmt::format(" if (p < 0 || p >= {}) inside = 0;", len);
         else if (mode == "edge") s += fmt::format(" p = clamp(p, 0L, {}L);", len - 1);
         else  // reflect (pads < len, checked by the importer)
-          s += fmt::format(" if (p < 0) p = -p; if (p >= {}) p = 2 * {} - 2 - p;", len, len - 1);
+          s += fmt::format(" if (p < 0) p = -p; if (p >= {}) p = 2 * {} - p;", len, len - 1);
         s += fmt::format(" s += p * {}; }}", xst[d]);
       }
       std::string value = IsFloat(x->type.dtype)

@@ -33,7 +33,9 @@ void RequireFloat32(const ir::Node& node) {
 }
 
 KernelSpec GenerateKernel(const ir::Node& node, const std::string& kernel_name) {
-  for (const ir::Value* v : node.outputs)
+  std::vector<const ir::Value*> values(node.inputs.begin(), node.inputs.end());
+  values.insert(values.end(), node.outputs.begin(), node.outputs.end());
+  for (const ir::Value* v : values)
     if (v->type.dtype == DType::kFloat16 || v->type.dtype == DType::kFloat64)
       Fail(ErrorCode::kUnsupported, "{} tensors are not supported on the device yet",
            DTypeName(v->type.dtype));

@@ -72,6 +72,15 @@ std::unique_ptr<ir::Graph> Import(const onnx::ModelProto& model, const std::stri
   for (const auto& vi : gp.input()) {
     auto fz = opts.frozen_inputs.find(vi.name());
     if (fz != opts.frozen_inputs.end()) {
+      ir::TensorType declared = InputType(vi, ImportOptions{{{vi.name(), fz->second.shape}}, {}});
+      if (declared.dtype != fz->second.dtype)
+        Fail(ErrorCode::kInvalidArgument, "--freeze {}: the input is {}, the file holds {}",
+             vi.name(), DTypeName(declared.dtype), DTypeName(fz->second.dtype));
+      const auto& dims = vi.type().tensor_type().shape().dim();
+      for (int i = 0; i < dims.size(); ++i)
+        if (dims[i].has_dim_value() && dims[i].dim_value() != fz->second.shape[i])
+          Fail(ErrorCode::kInvalidArgument, "--freeze {}: shape {} does not fit the input's dim "
+               "{} of {}", vi.name(), ShapeStr(fz->second.shape), i, dims[i].dim_value());
       values[vi.name()] = g->AddConstant(vi.name(), std::make_shared<HostTensor>(fz->second));
       continue;
     }
@@ -83,6 +92,13 @@ std::unique_ptr<ir::Graph> Import(const onnx::ModelProto& model, const std::stri
     if (!values.count(name))
       Fail(ErrorCode::kInvalidArgument, "--input-shape names '{}', which is not a graph input",
            name);
+  for (const auto& [name, t] : opts.frozen_inputs)
+    if (!values.count(name))
+      Fail(ErrorCode::kInvalidArgument, "--freeze names '{}', which is not a graph input", name);
+  for (const auto& vi : gp.output())
+    if (vi.has_type() && !vi.type().has_tensor_type())
+      Fail(ErrorCode::kUnsupported, "graph output '{}' is not a tensor (sequences, maps and "
+           "optionals are not supported)", vi.name());
   for (const auto& init : gp.initializer()) {
     if (opts.frozen_inputs.count(init.name())) continue;
     values[init.name()] = g->AddConstant(
@@ -164,8 +180,9 @@ std::unique_ptr<ir::Graph> ImportOnnxBytes(const std::string& bytes, const std::
 
 std::unique_ptr<ir::Graph> ImportOnnxFile(const std::string& path, const ImportOptions& opts) {
   try {
-    if (!std::filesystem::is_regular_file(path))
-      Fail(ErrorCode::kNotFound, "file not found");
+    if (!std::filesystem::exists(path)) Fail(ErrorCode::kNotFound, "file not found");
+    if (std::filesystem::is_directory(path))
+      Fail(ErrorCode::kInvalidArgument, "is a directory, not an ONNX file");
     std::ifstream f(path, std::ios::binary);
     if (!f) Fail(ErrorCode::kIo, "cannot open the file");
     std::stringstream ss;

@@ -29,7 +29,7 @@ ir::Value* NodeImporter::RequiredInput(size_t i) const {
 const HostTensor& NodeImporter::ConstInput(size_t i, std::string_view what) const {
   ir::Value* v = RequiredInput(i);
   if (!v->is_constant())
-    Fail(ErrorCode::kUnsupported,
+    Fail(ErrorCode::kNotConstant,
          "input '{}' ({}) is computed at run time; texel needs it at compile time (bind it with "
          "--freeze {}=file.npy if it is a graph input)",
          v->name, what, v->name);

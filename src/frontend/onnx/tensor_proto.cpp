@@ -1,5 +1,6 @@
 #include "frontend/onnx/tensor_proto.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -83,10 +84,25 @@ HostTensor TensorFromProto(const TensorProto& t, const std::string& base_dir) {
     Fail(ErrorCode::kUnsupported, "tensor '{}' has data type {}, which texel does not support",
          t.name(), OnnxTypeName(t.data_type()));
   Shape shape(t.dims().begin(), t.dims().end());
-  for (int64_t d : shape)
-    if (d < 0) Fail(ErrorCode::kInvalidModel, "tensor '{}' has a negative dim", t.name());
+  // Check the size against the data before allocating: a damaged file must not allocate
+  // whatever its dims claim.
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || (d > 0 && count > (int64_t{1} << 40) / d))
+      Fail(ErrorCode::kInvalidModel, "tensor '{}' has bad dims {}", t.name(), ShapeStr(shape));
+    count *= d;
+  }
+  size_t want = static_cast<size_t>(count) * DTypeSize(dtype);
+  if (t.data_location() != TensorProto::EXTERNAL && t.has_raw_data() && t.raw_data().size() != want)
+    Fail(ErrorCode::kInvalidModel, "tensor '{}' has {} bytes of data, its type {}[{}] needs {}",
+         t.name(), t.raw_data().size(), DTypeName(dtype), ShapeStr(shape), want);
+  int field_size = std::max({t.float_data_size(), t.double_data_size(), t.int64_data_size(),
+                             t.int32_data_size(), t.uint64_data_size()});
+  if (t.data_location() != TensorProto::EXTERNAL && !t.has_raw_data() && count != field_size &&
+      count > 0)
+    Fail(ErrorCode::kInvalidModel, "tensor '{}' has {} values, its shape {} needs {}", t.name(),
+         field_size, ShapeStr(shape), count);
   HostTensor out(dtype, shape);
-  size_t want = out.bytes.size();
   auto from_raw = [&](const std::string& raw) {
     if (raw.size() != want)
       Fail(ErrorCode::kInvalidModel, "tensor '{}' has {} bytes of data, its type {}[{}] needs {}",
