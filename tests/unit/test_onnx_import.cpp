@@ -1,0 +1,402 @@
+// Tests for the ONNX frontend on models built in C++ with the ONNX protobuf classes.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/error.h"
+#include "frontend/onnx/importer.h"
+#include "ir/graph.h"
+#include "ir/verifier.h"
+
+namespace texel::onnx_frontend {
+namespace {
+
+namespace fs = std::filesystem;
+using Dim = std::variant<int64_t, std::string>;
+
+// Builds a single-graph ModelProto of the default domain.
+class ModelBuilder {
+ public:
+  explicit ModelBuilder(int64_t opset = 13) {
+    model_.set_ir_version(8);
+    model_.set_producer_name("texel-test");
+    auto* o = model_.add_opset_import();
+    o->set_domain("");
+    o->set_version(opset);
+    g()->set_name("test");
+  }
+
+  void Input(const std::string& name, int elem_type, const std::vector<Dim>& dims) {
+    auto* vi = g()->add_input();
+    vi->set_name(name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(elem_type);
+    auto* shape = tt->mutable_shape();
+    for (const Dim& d : dims) {
+      auto* dim = shape->add_dim();
+      if (const int64_t* v = std::get_if<int64_t>(&d)) {
+        dim->set_dim_value(*v);
+      } else {
+        dim->set_dim_param(std::get<std::string>(d));
+      }
+    }
+  }
+  void Output(const std::string& name) { g()->add_output()->set_name(name); }
+
+  onnx::NodeProto* Node(const std::string& op, const std::vector<std::string>& inputs,
+                        const std::vector<std::string>& outputs, const std::string& name) {
+    auto* n = g()->add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    for (const auto& i : inputs) n->add_input(i);
+    for (const auto& o : outputs) n->add_output(o);
+    return n;
+  }
+
+  onnx::TensorProto* Initializer(const std::string& name, const HostTensor& t) {
+    auto* p = g()->add_initializer();
+    p->set_name(name);
+    p->set_data_type(t.dtype == DType::kInt64 ? onnx::TensorProto::INT64
+                                              : onnx::TensorProto::FLOAT);
+    for (int64_t d : t.shape) p->add_dims(d);
+    p->set_raw_data(std::string(t.bytes.begin(), t.bytes.end()));
+    return p;
+  }
+
+  onnx::ModelProto& model() { return model_; }
+  std::string Bytes() const {
+    std::string s;
+    EXPECT_TRUE(model_.SerializeToString(&s));
+    return s;
+  }
+
+ private:
+  onnx::GraphProto* g() { return model_.mutable_graph(); }
+  onnx::ModelProto model_;
+};
+
+void AttrInt(onnx::NodeProto* n, const std::string& name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+void AttrFloat(onnx::NodeProto* n, const std::string& name, float v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+
+HostTensor RandomF32(Shape s, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  HostTensor t(DType::kFloat32, std::move(s));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  for (int64_t i = 0; i < t.size(); ++i) t.data<float>()[i] = dist(rng);
+  return t;
+}
+
+HostTensor I64(Shape s, const std::vector<int64_t>& v) {
+  HostTensor t(DType::kInt64, std::move(s));
+  for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
+  return t;
+}
+
+std::unique_ptr<ir::Graph> Import(const ModelBuilder& m, const ImportOptions& opts = {}) {
+  return ImportOnnxBytes(m.Bytes(), ".", opts);
+}
+
+// Expects f to throw texel::Error with the given code; returns its what() text.
+std::string ExpectError(const std::function<void()>& f, ErrorCode code) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "expected texel::Error(" << ErrorCodeName(code) << ")";
+  return "";
+}
+
+int CountOps(const ir::Graph& g, ir::OpKind op) {
+  int n = 0;
+  for (const auto& node : g.nodes()) n += node->op == op;
+  return n;
+}
+
+const ir::Node* FindOp(const ir::Graph& g, ir::OpKind op) {
+  for (const auto& node : g.nodes())
+    if (node->op == op) return node.get();
+  return nullptr;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = fs::temp_directory_path() /
+            ("texel_onnx_test_" + std::to_string(getpid()) + "_" + std::to_string(rd()));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+void WriteFile(const fs::path& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  ASSERT_TRUE(out.good()) << path;
+}
+
+TEST(OnnxImportTest, ShapeGatherConcatReshapeFolds) {
+  // y = Reshape(x, Concat(Gather(Shape(x), [0]), [-1])): x [2,3,4] -> [2,12].
+  ModelBuilder m;
+  m.Input("x", onnx::TensorProto::FLOAT, {2, 3, 4});
+  m.Initializer("idx", I64({1}, {0}));
+  m.Initializer("minus_one", I64({1}, {-1}));
+  m.Node("Shape", {"x"}, {"s"}, "shape");
+  AttrInt(m.Node("Gather", {"s", "idx"}, {"d0"}, "gather"), "axis", 0);
+  AttrInt(m.Node("Concat", {"d0", "minus_one"}, {"target"}, "concat"), "axis", 0);
+  m.Node("Reshape", {"x", "target"}, {"y"}, "reshape");
+  m.Output("y");
+  auto g = Import(m);
+  EXPECT_EQ(CountOps(*g, ir::OpKind::kGather), 0);
+  EXPECT_EQ(CountOps(*g, ir::OpKind::kConcat), 0);
+  ASSERT_EQ(g->nodes().size(), 1u);
+  EXPECT_EQ(g->nodes()[0]->op, ir::OpKind::kReshape);
+  EXPECT_EQ(g->nodes()[0]->inputs[0], g->inputs()[0]);
+  ASSERT_EQ(g->outputs().size(), 1u);
+  EXPECT_EQ(g->outputs()[0]->name, "y");
+  EXPECT_EQ(g->outputs()[0]->type.shape, (Shape{2, 12}));
+  // No shape constants survive either.
+  for (const auto& v : g->values()) EXPECT_FALSE(v->is_constant()) << v->name;
+}
+
+TEST(OnnxImportTest, GemmTransBFoldsTheTranspose) {
+  ModelBuilder m;
+  m.Input("a", onnx::TensorProto::FLOAT, {2, 3});
+  HostTensor b = RandomF32({4, 3}, 11);
+  m.Initializer("b", b);
+  m.Initializer("c", RandomF32({4}, 12));
+  AttrInt(m.Node("Gemm", {"a", "b", "c"}, {"y"}, "gemm"), "transB", 1);
+  m.Output("y");
+  auto g = Import(m);
+  EXPECT_EQ(CountOps(*g, ir::OpKind::kTranspose), 0);
+  EXPECT_EQ(CountOps(*g, ir::OpKind::kMatMul), 1);
+  EXPECT_EQ(CountOps(*g, ir::OpKind::kAdd), 1);
+  EXPECT_EQ(CountOps(*g, ir::OpKind::kMul), 0);  // alpha = beta = 1
+  EXPECT_EQ(g->nodes().size(), 2u);
+  const ir::Node* mm = FindOp(*g, ir::OpKind::kMatMul);
+  ASSERT_NE(mm, nullptr);
+  EXPECT_EQ(mm->inputs[0], g->inputs()[0]);
+  const ir::Value* bt = mm->inputs[1];
+  ASSERT_TRUE(bt->is_constant());
+  ASSERT_EQ(bt->type.shape, (Shape{3, 4}));
+  for (int64_t k = 0; k < 3; ++k)
+    for (int64_t n = 0; n < 4; ++n)
+      EXPECT_EQ(bt->constant->data<float>()[k * 4 + n], b.data<float>()[n * 3 + k]);
+  EXPECT_EQ(g->outputs()[0]->type.shape, (Shape{2, 4}));
+}
+
+TEST(OnnxImportTest, BatchNormalizationFoldsToMulAdd) {
+  ModelBuilder m;
+  m.Input("x", onnx::TensorProto::FLOAT, {1, 3, 2, 2});
+  HostTensor scale = RandomF32({3}, 21), bias = RandomF32({3}, 22), mean = RandomF32({3}, 23);
+  HostTensor var = RandomF32({3}, 24, 0.5f, 2.0f);
+  m.Initializer("scale", scale);
+  m.Initializer("bias", bias);
+  m.Initializer("mean", mean);
+  m.Initializer("var", var);
+  const float eps = 1e-3f;
+  AttrFloat(m.Node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y"}, "bn"),
+            "epsilon", eps);
+  m.Output("y");
+  auto g = Import(m);
+  ASSERT_EQ(g->nodes().size(), 2u);
+  const ir::Node* mul = g->nodes()[0].get();
+  const ir::Node* add = g->nodes()[1].get();
+  ASSERT_EQ(mul->op, ir::OpKind::kMul);
+  ASSERT_EQ(add->op, ir::OpKind::kAdd);
+  EXPECT_EQ(mul->inputs[0], g->inputs()[0]);
+  EXPECT_EQ(add->inputs[0], mul->outputs[0]);
+  const ir::Value* s = mul->inputs[1];
+  const ir::Value* t = add->inputs[1];
+  ASSERT_TRUE(s->is_constant());
+  ASSERT_TRUE(t->is_constant());
+  EXPECT_EQ(s->type.shape, (Shape{3, 1, 1}));
+  EXPECT_EQ(t->type.shape, (Shape{3, 1, 1}));
+  for (int c = 0; c < 3; ++c) {
+    double sc = scale.data<float>()[c] / std::sqrt(double{var.data<float>()[c]} + eps);
+    double tc = bias.data<float>()[c] - mean.data<float>()[c] * sc;
+    EXPECT_NEAR(s->constant->data<float>()[c], sc, 1e-5 * std::fabs(sc) + 1e-6) << c;
+    EXPECT_NEAR(t->constant->data<float>()[c], tc, 1e-5 * std::fabs(tc) + 1e-6) << c;
+  }
+}
+
+TEST(OnnxImportTest, UnknownOpNamesOpAndNode) {
+  ModelBuilder m;
+  m.Input("x", onnx::TensorProto::FLOAT, {2});
+  m.Node("FancyOp", {"x"}, {"y"}, "my_node");
+  m.Output("y");
+  std::string msg = ExpectError([&] { Import(m); }, ErrorCode::kUnsupported);
+  EXPECT_NE(msg.find("FancyOp"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("my_node"), std::string::npos) << msg;
+}
+
+TEST(OnnxImportTest, UnusedAttributeIsUnsupported) {
+  ModelBuilder m;
+  m.Input("x", onnx::TensorProto::FLOAT, {2});
+  AttrInt(m.Node("Relu", {"x"}, {"y"}, "relu1"), "foo", 3);
+  m.Output("y");
+  std::string msg = ExpectError([&] { Import(m); }, ErrorCode::kUnsupported);
+  EXPECT_NE(msg.find("'foo'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("relu1"), std::string::npos) << msg;
+}
+
+TEST(OnnxImportTest, Opset18IsUnsupported) {
+  ModelBuilder m(18);
+  m.Input("x", onnx::TensorProto::FLOAT, {2});
+  m.Node("Relu", {"x"}, {"y"}, "relu");
+  m.Output("y");
+  std::string msg = ExpectError([&] { Import(m); }, ErrorCode::kUnsupported);
+  EXPECT_NE(msg.find("18"), std::string::npos) << msg;
+  ModelBuilder ok(17);
+  ok.Input("x", onnx::TensorProto::FLOAT, {2});
+  ok.Node("Relu", {"x"}, {"y"}, "relu");
+  ok.Output("y");
+  EXPECT_NO_THROW(Import(ok));
+}
+
+TEST(OnnxImportTest, SymbolicBatchDimDefaultsToOne) {
+  ModelBuilder m;
+  m.Input("x", onnx::TensorProto::FLOAT, {std::string("N"), 3});
+  m.Node("Relu", {"x"}, {"y"}, "relu");
+  m.Output("y");
+  auto g = Import(m);
+  ASSERT_EQ(g->inputs().size(), 1u);
+  EXPECT_EQ(g->inputs()[0]->type.shape, (Shape{1, 3}));
+  EXPECT_EQ(g->outputs()[0]->type.shape, (Shape{1, 3}));
+  ImportOptions opts;
+  opts.input_shapes["x"] = {5, 3};
+  EXPECT_EQ(Import(m, opts)->inputs()[0]->type.shape, (Shape{5, 3}));
+}
+
+TEST(OnnxImportTest, SymbolicNonBatchDimNeedsAShape) {
+  ModelBuilder m;
+  m.Input("x", onnx::TensorProto::FLOAT, {2, std::string("C")});
+  m.Node("Relu", {"x"}, {"y"}, "relu");
+  m.Output("y");
+  std::string msg = ExpectError([&] { Import(m); }, ErrorCode::kInvalidArgument);
+  EXPECT_NE(msg.find("'x'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'C'"), std::string::npos) << msg;
+  ImportOptions opts;
+  opts.input_shapes["x"] = {2, 7};
+  EXPECT_EQ(Import(m, opts)->outputs()[0]->type.shape, (Shape{2, 7}));
+}
+
+TEST(OnnxImportTest, ReshapeByGraphInputNeedsFreezing) {
+  ModelBuilder m;
+  m.Input("x", onnx::TensorProto::FLOAT, {2, 6});
+  m.Input("shape", onnx::TensorProto::INT64, {2});
+  m.Node("Reshape", {"x", "shape"}, {"y"}, "reshape");
+  m.Output("y");
+  std::string msg = ExpectError([&] { Import(m); }, ErrorCode::kNotConstant);
+  EXPECT_NE(msg.find("'shape'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("reshape"), std::string::npos) << msg;
+
+  ImportOptions opts;
+  opts.frozen_inputs["shape"] = I64({2}, {3, -1});
+  auto g = Import(m, opts);
+  ASSERT_EQ(g->inputs().size(), 1u);
+  EXPECT_EQ(g->inputs()[0]->name, "x");
+  EXPECT_EQ(g->outputs()[0]->type.shape, (Shape{3, 4}));
+  EXPECT_NO_THROW(ir::Verify(*g));
+}
+
+// A model y = x + W whose initializer W [2,3] lives in an external file at `location`, bytes
+// [16, 40).
+ModelBuilder ExternalModel(const std::string& location) {
+  ModelBuilder m;
+  m.Input("x", onnx::TensorProto::FLOAT, {2, 3});
+  auto* w = m.model().mutable_graph()->add_initializer();
+  w->set_name("W");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(2);
+  w->add_dims(3);
+  w->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto kv = [&](const char* key, const std::string& value) {
+    auto* e = w->add_external_data();
+    e->set_key(key);
+    e->set_value(value);
+  };
+  kv("location", location);
+  kv("offset", "16");
+  kv("length", "24");
+  m.Node("Add", {"x", "W"}, {"y"}, "add");
+  m.Output("y");
+  return m;
+}
+
+TEST(OnnxImportTest, ExternalDataIsRead) {
+  TempDir dir;
+  HostTensor w = RandomF32({2, 3}, 31);
+  std::string data = std::string(16, 'J') + std::string(w.bytes.begin(), w.bytes.end()) +
+                     std::string(8, 'T');
+  WriteFile(dir.path() / "weights.bin", data);
+  WriteFile(dir.path() / "model.onnx", ExternalModel("weights.bin").Bytes());
+  auto g = ImportOnnxFile((dir.path() / "model.onnx").string(), {});
+  const ir::Node* add = FindOp(*g, ir::OpKind::kAdd);
+  ASSERT_NE(add, nullptr);
+  const ir::Value* c = add->inputs[1];
+  ASSERT_TRUE(c->is_constant());
+  EXPECT_EQ(c->name, "W");
+  EXPECT_EQ(c->type, (ir::TensorType{DType::kFloat32, {2, 3}}));
+  EXPECT_EQ(c->constant->bytes, w.bytes);
+}
+
+TEST(OnnxImportTest, MissingExternalFileIsNotFound) {
+  TempDir dir;
+  WriteFile(dir.path() / "model.onnx", ExternalModel("weights.bin").Bytes());
+  std::string msg = ExpectError(
+      [&] { ImportOnnxFile((dir.path() / "model.onnx").string(), {}); }, ErrorCode::kNotFound);
+  EXPECT_NE(msg.find("weights.bin"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'W'"), std::string::npos) << msg;
+}
+
+TEST(OnnxImportTest, ExternalLocationOutsideTheModelFolderIsRejected) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "model");
+  HostTensor w = RandomF32({2, 3}, 32);
+  // The file exists, but outside the model's folder.
+  WriteFile(dir.path() / "weights.bin",
+            std::string(16, 'J') + std::string(w.bytes.begin(), w.bytes.end()));
+  WriteFile(dir.path() / "model" / "model.onnx", ExternalModel("../weights.bin").Bytes());
+  std::string msg =
+      ExpectError([&] { ImportOnnxFile((dir.path() / "model" / "model.onnx").string(), {}); },
+                  ErrorCode::kInvalidModel);
+  EXPECT_NE(msg.find("../weights.bin"), std::string::npos) << msg;
+  WriteFile(dir.path() / "model" / "model.onnx",
+            ExternalModel((dir.path() / "weights.bin").string()).Bytes());
+  ExpectError([&] { ImportOnnxFile((dir.path() / "model" / "model.onnx").string(), {}); },
+              ErrorCode::kInvalidModel);
+}
+
+}  // namespace
+}  // namespace texel::onnx_frontend
