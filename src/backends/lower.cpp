@@ -10,6 +10,7 @@ namespace texel::backends {
 
 runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
   runtime::Plan plan;
+  if (device.fp64) plan.source = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
   std::vector<int> buffer_of;  // value id -> buffer index
   auto buffer = [&](const ir::Value* v) -> int {
     if (static_cast<size_t>(v->id) >= buffer_of.size()) buffer_of.resize(v->id + 1, -1);

@@ -34,6 +34,12 @@ class Error : public std::exception {
   ErrorCode code() const { return code_; }
   const std::string& message() const { return message_; }
   const std::vector<std::string>& context() const { return context_; }
+  // The IR value or graph input the error is about, when there is one (kNotConstant).
+  const std::string& subject() const { return subject_; }
+  Error& SetSubject(std::string s) {
+    subject_ = std::move(s);
+    return *this;
+  }
   // Adds an outer context ("node 'conv1' (Conv)", "model.onnx"); shown before the message.
   Error& AddContext(std::string ctx) {
     context_.insert(context_.begin(), std::move(ctx));
@@ -47,6 +53,7 @@ class Error : public std::exception {
   ErrorCode code_;
   std::string message_;
   std::vector<std::string> context_;
+  std::string subject_;
   std::string what_;
 };
 
@@ -56,11 +63,11 @@ template <typename... Args>
 }
 
 // Internal invariant check: a failure is a texel bug, reported as kInternal, never a crash.
-#define TEXEL_CHECK(cond, ...)                                                              \
-  do {                                                                                      \
-    if (!(cond))                                                                            \
+#define TEXEL_CHECK(cond, ...)                                                             \
+  do {                                                                                     \
+    if (!(cond))                                                                           \
       ::texel::Fail(::texel::ErrorCode::kInternal, "{}:{}: check failed: {} {}", __FILE__, \
-                    __LINE__, #cond, ::fmt::format(__VA_ARGS__));                           \
+                    __LINE__, #cond, ::fmt::format(__VA_ARGS__));                          \
   } while (0)
 
 }  // namespace texel

@@ -32,7 +32,7 @@ uint16_t FloatToHalf(float f) {
   uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t absx = x & 0x7fffffffu;
   if (absx >= 0x7f800000u) return sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0);  // inf/nan
-  if (absx >= 0x477ff000u) return sign | 0x7c00u;                                       // overflow
+  if (absx >= 0x477ff000u) return sign | 0x7c00u;                                      // overflow
   if (absx < 0x38800000u) {  // subnormal half or zero: round to nearest even
     float a = std::bit_cast<float>(absx);
     return sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.0f));

@@ -23,15 +23,16 @@ const T& GetAttr(const std::map<std::string, AttrValue>& m, const std::string& k
 }  // namespace
 
 int64_t Attrs::Int(const std::string& key) const { return GetAttr<int64_t>(map_, key); }
-int64_t Attrs::Int(const std::string& key, int64_t def) const {
-  return Has(key) ? Int(key) : def;
-}
+int64_t Attrs::Int(const std::string& key, int64_t def) const { return Has(key) ? Int(key) : def; }
 double Attrs::Float(const std::string& key) const { return GetAttr<double>(map_, key); }
 double Attrs::Float(const std::string& key, double def) const {
   return Has(key) ? Float(key) : def;
 }
 const std::vector<int64_t>& Attrs::Ints(const std::string& key) const {
   return GetAttr<std::vector<int64_t>>(map_, key);
+}
+const std::vector<double>& Attrs::Floats(const std::string& key) const {
+  return GetAttr<std::vector<double>>(map_, key);
 }
 const std::string& Attrs::Str(const std::string& key) const {
   return GetAttr<std::string>(map_, key);
@@ -110,8 +111,8 @@ void Graph::RemoveDeadNodes() {
   std::vector<int> uses = UseCounts();
   for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
     Node& n = **it;
-    bool used = std::any_of(n.outputs.begin(), n.outputs.end(),
-                            [&](Value* v) { return uses[v->id] > 0; });
+    bool used =
+        std::any_of(n.outputs.begin(), n.outputs.end(), [&](Value* v) { return uses[v->id] > 0; });
     if (!used && !n.dead) {
       n.dead = true;
       for (Value* in : n.inputs) --uses[in->id];

@@ -24,7 +24,8 @@ struct TensorType {
 };
 std::string TypeStr(const TensorType& t);  // "f32[1x3x224x224]"
 
-using AttrValue = std::variant<int64_t, double, std::vector<int64_t>, std::string>;
+using AttrValue =
+    std::variant<int64_t, double, std::vector<int64_t>, std::vector<double>, std::string>;
 
 class Attrs {
  public:
@@ -38,6 +39,7 @@ class Attrs {
   double Float(const std::string& key) const;
   double Float(const std::string& key, double def) const;
   const std::vector<int64_t>& Ints(const std::string& key) const;
+  const std::vector<double>& Floats(const std::string& key) const;
   const std::string& Str(const std::string& key) const;
   const std::map<std::string, AttrValue>& map() const { return map_; }
   bool operator==(const Attrs&) const = default;

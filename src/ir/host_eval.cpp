@@ -85,11 +85,25 @@ std::optional<double> UnaryF(OpKind op, const Attrs& a, double x) {
     case OpKind::kSign: return static_cast<double>((x > 0) - (x < 0));
     case OpKind::kSin: return std::sin(x);
     case OpKind::kCos: return std::cos(x);
+    case OpKind::kTan: return std::tan(x);
+    case OpKind::kAsin: return std::asin(x);
+    case OpKind::kAcos: return std::acos(x);
+    case OpKind::kAtan: return std::atan(x);
+    case OpKind::kSinh: return std::sinh(x);
+    case OpKind::kCosh: return std::cosh(x);
+    case OpKind::kAsinh: return std::asinh(x);
+    case OpKind::kAcosh: return std::acosh(x);
+    case OpKind::kAtanh: return std::atanh(x);
+    case OpKind::kIsNaN: return std::isnan(x) ? 1.0 : 0.0;
+    case OpKind::kIsInf:
+      return std::isinf(x) &&
+                     ((x > 0 && a.Int("detect_positive")) || (x < 0 && a.Int("detect_negative")))
+                 ? 1.0
+                 : 0.0;
     case OpKind::kClip: return std::min(std::max(x, a.Float("min")), a.Float("max"));
     case OpKind::kLeakyRelu: return x >= 0 ? x : x * a.Float("alpha");
     case OpKind::kElu: return x >= 0 ? x : a.Float("alpha") * (std::exp(x) - 1);
-    case OpKind::kHardSigmoid:
-      return std::clamp(a.Float("alpha") * x + a.Float("beta"), 0.0, 1.0);
+    case OpKind::kHardSigmoid: return std::clamp(a.Float("alpha") * x + a.Float("beta"), 0.0, 1.0);
     case OpKind::kCast:
     case OpKind::kCopy: return x;
     default: return std::nullopt;
@@ -109,8 +123,13 @@ std::optional<int64_t> UnaryI(OpKind op, int64_t x) {
   }
 }
 
-std::optional<double> BinaryF(OpKind op, double x, double y) {
+std::optional<double> BinaryF(OpKind op, const Attrs& a, double x, double y) {
   switch (op) {
+    case OpKind::kMod: {
+      double r = std::fmod(x, y);
+      if (!a.Int("fmod") && r != 0 && ((r < 0) != (y < 0))) r += y;
+      return r;
+    }
     case OpKind::kAdd: return x + y;
     case OpKind::kSub: return x - y;
     case OpKind::kMul: return x * y;
@@ -125,8 +144,14 @@ std::optional<double> BinaryF(OpKind op, double x, double y) {
   }
 }
 
-std::optional<int64_t> BinaryI(OpKind op, int64_t x, int64_t y) {
+std::optional<int64_t> BinaryI(OpKind op, const Attrs& a, int64_t x, int64_t y) {
   switch (op) {
+    case OpKind::kMod: {
+      if (y == 0) Fail(ErrorCode::kInvalidModel, "integer modulo by zero in a constant");
+      int64_t r = x % y;
+      if (!a.Int("fmod") && r != 0 && ((r < 0) != (y < 0))) r += y;
+      return r;
+    }
     case OpKind::kAdd: return x + y;
     case OpKind::kSub: return x - y;
     case OpKind::kMul: return x * y;
@@ -165,20 +190,26 @@ std::optional<HostTensor> Elementwise(OpKind op, const Attrs& a,
       bool c = LoadI(*in[0], off[0]) != 0;
       const HostTensor& src = c ? *in[1] : *in[2];
       int64_t o = c ? off[1] : off[2];
-      if (as_int) StoreI(out, i, LoadI(src, o));
-      else StoreF(out, i, LoadF(src, o));
+      if (as_int)
+        StoreI(out, i, LoadI(src, o));
+      else
+        StoreF(out, i, LoadF(src, o));
       return;
     }
     if (as_int && !(op == OpKind::kCast && IsFloat(out.dtype))) {
       auto r = in.size() == 1 ? UnaryI(op, LoadI(*in[0], off[0]))
-                              : BinaryI(op, LoadI(*in[0], off[0]), LoadI(*in[1], off[1]));
-      if (!r) ok = false;
-      else StoreI(out, i, *r);
+                              : BinaryI(op, a, LoadI(*in[0], off[0]), LoadI(*in[1], off[1]));
+      if (!r)
+        ok = false;
+      else
+        StoreI(out, i, *r);
     } else {
       auto r = in.size() == 1 ? UnaryF(op, a, LoadF(*in[0], off[0]))
-                              : BinaryF(op, LoadF(*in[0], off[0]), LoadF(*in[1], off[1]));
-      if (!r) ok = false;
-      else StoreF(out, i, *r);
+                              : BinaryF(op, a, LoadF(*in[0], off[0]), LoadF(*in[1], off[1]));
+      if (!r)
+        ok = false;
+      else
+        StoreF(out, i, *r);
     }
   });
   if (!ok) return std::nullopt;
@@ -264,9 +295,12 @@ std::optional<HostTensor> Movement(OpKind op, const Attrs& a,
         for (size_t d = 0; d < os.size() && src >= 0; ++d) {
           int64_t p = c[d] - pads[d], len = x.shape[d];
           if (p < 0 || p >= len) {
-            if (mode == "constant") src = -1;
-            else if (mode == "edge") p = std::clamp<int64_t>(p, 0, len - 1);
-            else return std::nullopt;  // reflect stays on the device
+            if (mode == "constant")
+              src = -1;
+            else if (mode == "edge")
+              p = std::clamp<int64_t>(p, 0, len - 1);
+            else
+              return std::nullopt;  // reflect stays on the device
           }
           if (src >= 0) src += p * xst[d];
         }
@@ -283,22 +317,33 @@ std::optional<HostTensor> Movement(OpKind op, const Attrs& a,
   return out;
 }
 
-std::optional<HostTensor> Reduce(OpKind op, const Attrs& a, const HostTensor& x,
-                                 const TensorType& out_type) {
+// Acc is double for floats and int64 for integers, so integer reductions are exact.
+template <typename Acc>
+HostTensor Reduce(OpKind op, const Attrs& a, const HostTensor& x, const TensorType& out_type) {
   HostTensor out(out_type.dtype, out_type.shape);
   const auto& axes = a.Ints("axes");
   // Out coordinates with the reduced dims kept as size 1.
   Shape kept = x.shape;
   for (int64_t ax : axes) kept[ax] = 1;
   int64_t n = NumElements(kept);
-  std::vector<double> acc(n, op == OpKind::kReduceMax   ? -INFINITY
-                             : op == OpKind::kReduceMin ? INFINITY
-                             : op == OpKind::kReduceProd ? 1.0
-                                                         : 0.0);
+  constexpr Acc kLowest = std::numeric_limits<Acc>::has_infinity
+                              ? -std::numeric_limits<Acc>::infinity()
+                              : std::numeric_limits<Acc>::lowest();
+  constexpr Acc kHighest = std::numeric_limits<Acc>::has_infinity
+                               ? std::numeric_limits<Acc>::infinity()
+                               : std::numeric_limits<Acc>::max();
+  std::vector<Acc> acc(n, op == OpKind::kReduceMax    ? kLowest
+                          : op == OpKind::kReduceMin  ? kHighest
+                          : op == OpKind::kReduceProd ? Acc{1}
+                                                      : Acc{0});
   std::vector<int64_t> kst = BroadcastStrides(kept, x.shape);
   ForEachBroadcast(x.shape, {kst}, [&](int64_t i, const std::vector<int64_t>& off) {
-    double v = LoadF(x, i);
-    double& r = acc[off[0]];
+    Acc v;
+    if constexpr (std::is_floating_point_v<Acc>)
+      v = LoadF(x, i);
+    else
+      v = LoadI(x, i);
+    Acc& r = acc[off[0]];
     switch (op) {
       case OpKind::kReduceMax: r = std::max(r, v); break;
       case OpKind::kReduceMin: r = std::min(r, v); break;
@@ -307,8 +352,12 @@ std::optional<HostTensor> Reduce(OpKind op, const Attrs& a, const HostTensor& x,
     }
   });
   int64_t count = NumElements(x.shape) / std::max<int64_t>(n, 1);
-  for (int64_t i = 0; i < n; ++i)
-    StoreF(out, i, op == OpKind::kReduceMean ? acc[i] / count : acc[i]);
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_floating_point_v<Acc>)
+      StoreF(out, i, op == OpKind::kReduceMean ? acc[i] / static_cast<double>(count) : acc[i]);
+    else
+      StoreI(out, i, op == OpKind::kReduceMean ? acc[i] / count : acc[i]);
+  }
   return out;
 }
 
@@ -323,9 +372,9 @@ std::optional<HostTensor> EvaluateOnHost(OpKind op, const Attrs& attrs,
     case OpClass::kTernary: return Elementwise(op, attrs, inputs, out_type);
     case OpClass::kMovement: return Movement(op, attrs, inputs, out_type);
     case OpClass::kReduce:
-      if (!IsFloat(inputs[0]->dtype) && op != OpKind::kReduceMax && op != OpKind::kReduceMin)
-        return std::nullopt;  // exact integer sums stay on the device
-      return Reduce(op, attrs, *inputs[0], out_type);
+      if (op == OpKind::kArgMax || op == OpKind::kArgMin) return std::nullopt;
+      if (IsFloat(inputs[0]->dtype)) return Reduce<double>(op, attrs, *inputs[0], out_type);
+      return Reduce<int64_t>(op, attrs, *inputs[0], out_type);
     default: return std::nullopt;
   }
 }

@@ -32,8 +32,8 @@ TensorType InferWindow(const OpInfo& info, const std::vector<TensorType>& in, co
     int64_t group = a.Int("group");
     Expect(w.size() == x.size(), "weight rank differs from input rank");
     Expect(group > 0 && x[1] % group == 0 && w[0] % group == 0 && w[1] * group == x[1],
-           fmt::format("input channels {} and weight {} do not match group {}", x[1],
-                       ShapeStr(w), group));
+           fmt::format("input channels {} and weight {} do not match group {}", x[1], ShapeStr(w),
+                       group));
     if (in.size() > 2) Expect(in[2].shape == Shape{w[0]}, "bias shape must be [M]");
     out[1] = w[0];
     kernel.assign(w.begin() + 2, w.end());
@@ -43,7 +43,8 @@ TensorType InferWindow(const OpInfo& info, const std::vector<TensorType>& in, co
   }
   bool ceil_mode = a.Int("ceil_mode", 0) != 0;
   for (size_t i = 0; i < nsp; ++i) {
-    Expect(strides[i] > 0 && dil[i] > 0 && kernel[i] > 0, "strides, dilations and kernel must be > 0");
+    Expect(strides[i] > 0 && dil[i] > 0 && kernel[i] > 0,
+           "strides, dilations and kernel must be > 0");
     int64_t span = x[2 + i] + pads[i] + pads[nsp + i] - dil[i] * (kernel[i] - 1) - 1;
     Expect(span >= 0, "the window is larger than the padded input");
     int64_t o = span / strides[i] + 1;
@@ -63,8 +64,7 @@ int64_t WindowOutSize(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, i
   return (in + pb + pe - d * (k - 1) - 1) / s + 1;
 }
 
-std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in,
-                                   const Attrs& a) {
+std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in, const Attrs& a) {
   const OpInfo& info = GetOpInfo(op);
   if (info.num_inputs >= 0)
     Expect(static_cast<int>(in.size()) == info.num_inputs,
@@ -73,6 +73,7 @@ std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in,
     case OpClass::kUnary: {
       if (op == OpKind::kCast) return {{static_cast<DType>(a.Int("to")), in[0].shape}};
       if (op == OpKind::kNot) Expect(in[0].dtype == DType::kBool, "Not expects bool");
+      if (op == OpKind::kIsNaN || op == OpKind::kIsInf) return {{DType::kBool, in[0].shape}};
       return {in[0]};
     }
     case OpClass::kBinary: {
@@ -84,7 +85,8 @@ std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in,
     case OpClass::kTernary: {
       Expect(in[0].dtype == DType::kBool, "Where condition must be bool");
       Expect(in[1].dtype == in[2].dtype, "Where branches must have one type");
-      return {{in[1].dtype, BroadcastShapes(in[0].shape, BroadcastShapes(in[1].shape, in[2].shape))}};
+      return {
+          {in[1].dtype, BroadcastShapes(in[0].shape, BroadcastShapes(in[1].shape, in[2].shape))}};
     }
     case OpClass::kMovement:
       switch (op) {
@@ -153,6 +155,25 @@ std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in,
           s.insert(s.end(), x.begin() + axis + 1, x.end());
           return {{in[0].dtype, s}};
         }
+        case OpKind::kGatherElements: {
+          int64_t axis = a.Int("axis");
+          Expect(axis >= 0 && axis < static_cast<int64_t>(in[0].shape.size()), "bad axis");
+          Expect(in[1].shape.size() == in[0].shape.size(), "indices rank differs from data rank");
+          Expect(in[1].dtype == DType::kInt64 || in[1].dtype == DType::kInt32,
+                 "indices must be int32 or int64");
+          return {{in[0].dtype, in[1].shape}};
+        }
+        case OpKind::kResize: {
+          const auto& sizes = a.Ints("sizes");
+          Expect(sizes.size() == in[0].shape.size() && a.Floats("scales").size() == sizes.size(),
+                 "Resize sizes/scales do not match the rank");
+          return {{in[0].dtype, sizes}};
+        }
+        case OpKind::kCumSum: {
+          int64_t axis = a.Int("axis");
+          Expect(axis >= 0 && axis < static_cast<int64_t>(in[0].shape.size()), "bad axis");
+          return {in[0]};
+        }
         case OpKind::kPad: {
           const auto& pads = a.Ints("pads");
           const Shape& x = in[0].shape;
@@ -192,11 +213,15 @@ std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in,
       Shape s;
       for (size_t d = 0; d < x.size(); ++d) {
         bool reduced = std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end();
-        if (!reduced) s.push_back(x[d]);
-        else if (keep) s.push_back(1);
+        if (!reduced)
+          s.push_back(x[d]);
+        else if (keep)
+          s.push_back(1);
       }
       for (int64_t ax : axes) Expect(ax >= 0 && ax < static_cast<int64_t>(x.size()), "bad axis");
-      return {{in[0].dtype, s}};
+      bool arg = op == OpKind::kArgMax || op == OpKind::kArgMin;
+      if (arg) Expect(axes.size() == 1, "ArgMax/ArgMin reduce one axis");
+      return {{arg ? DType::kInt64 : in[0].dtype, s}};
     }
     case OpClass::kNormalize: {
       int64_t axis = a.Int("axis");

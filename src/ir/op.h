@@ -22,65 +22,83 @@ enum class OpClass : uint8_t {
 };
 
 // X(name, class, inputs (-1 = variadic), outputs)
-#define TEXEL_OPS(X)                                                                       \
-  /* unary: attrs as noted */                                                              \
-  X(Relu, kUnary, 1, 1)                                                                    \
-  X(Sigmoid, kUnary, 1, 1)                                                                 \
-  X(Tanh, kUnary, 1, 1)                                                                    \
-  X(Exp, kUnary, 1, 1)                                                                     \
-  X(Log, kUnary, 1, 1)                                                                     \
-  X(Sqrt, kUnary, 1, 1)                                                                    \
-  X(Neg, kUnary, 1, 1)                                                                     \
-  X(Abs, kUnary, 1, 1)                                                                     \
-  X(Reciprocal, kUnary, 1, 1)                                                              \
-  X(Erf, kUnary, 1, 1)                                                                     \
-  X(Softplus, kUnary, 1, 1)                                                                \
-  X(Floor, kUnary, 1, 1)                                                                   \
-  X(Ceil, kUnary, 1, 1)                                                                    \
-  X(Round, kUnary, 1, 1)                                                                   \
-  X(Sign, kUnary, 1, 1)                                                                    \
-  X(Sin, kUnary, 1, 1)                                                                     \
-  X(Cos, kUnary, 1, 1)                                                                     \
-  X(Not, kUnary, 1, 1)                                                                     \
-  X(Clip, kUnary, 1, 1)        /* min, max (f64) */                                        \
-  X(LeakyRelu, kUnary, 1, 1)   /* alpha */                                                 \
-  X(Elu, kUnary, 1, 1)         /* alpha */                                                 \
-  X(HardSigmoid, kUnary, 1, 1) /* alpha, beta: clamp(alpha*x+beta, 0, 1) */                \
-  X(Cast, kUnary, 1, 1)        /* output dtype is the node's output type */                \
-  X(Copy, kUnary, 1, 1)        /* identity; used for graph outputs that alias inputs */    \
-  /* binary, numpy broadcasting */                                                         \
-  X(Add, kBinary, 2, 1)                                                                    \
-  X(Sub, kBinary, 2, 1)                                                                    \
-  X(Mul, kBinary, 2, 1)                                                                    \
-  X(Div, kBinary, 2, 1)                                                                    \
-  X(Pow, kBinary, 2, 1)                                                                    \
-  X(Max, kBinary, 2, 1)                                                                    \
-  X(Min, kBinary, 2, 1)                                                                    \
-  X(Equal, kBinary, 2, 1)                                                                  \
-  X(Less, kBinary, 2, 1)                                                                   \
-  X(Greater, kBinary, 2, 1)                                                                \
-  X(And, kBinary, 2, 1)                                                                    \
-  X(Or, kBinary, 2, 1)                                                                     \
-  X(Where, kTernary, 3, 1) /* cond, x, y */                                                \
-  /* data movement */                                                                      \
-  X(Reshape, kMovement, 1, 1)   /* output type carries the shape */                        \
-  X(Expand, kMovement, 1, 1)    /* broadcast to the output shape */                        \
-  X(Transpose, kMovement, 1, 1) /* perm */                                                 \
-  X(Slice, kMovement, 1, 1)     /* starts, steps (one per axis, normalised) */             \
-  X(Concat, kMovement, -1, 1)   /* axis */                                                 \
-  X(Gather, kMovement, 2, 1)    /* axis; indices i32/i64, negative wrap */                 \
-  X(Pad, kMovement, 1, 1)       /* pads [begins..., ends...] (may be negative), value */   \
-  /* anchors */                                                                            \
-  X(Conv, kConv, -1, 1) /* x, w[, b]; strides, pads[begins, ends], dilations, group */     \
-  X(MaxPool, kPool, 1, 1) /* kernel, strides, pads, dilations */                           \
-  X(AveragePool, kPool, 1, 1) /* kernel, strides, pads, count_include_pad */               \
-  X(MatMul, kMatMul, 2, 1)    /* [..., M, K] x [..., K, N], broadcast batch */             \
-  X(ReduceSum, kReduce, 1, 1) /* axes (sorted, normalised), keepdims */                    \
-  X(ReduceMean, kReduce, 1, 1)                                                             \
-  X(ReduceMax, kReduce, 1, 1)                                                              \
-  X(ReduceMin, kReduce, 1, 1)                                                              \
-  X(ReduceProd, kReduce, 1, 1)                                                             \
-  X(Softmax, kNormalize, 1, 1)    /* axis */                                               \
+#define TEXEL_OPS(X)                                                                                \
+  /* unary: attrs as noted */                                                                       \
+  X(Relu, kUnary, 1, 1)                                                                             \
+  X(Sigmoid, kUnary, 1, 1)                                                                          \
+  X(Tanh, kUnary, 1, 1)                                                                             \
+  X(Exp, kUnary, 1, 1)                                                                              \
+  X(Log, kUnary, 1, 1)                                                                              \
+  X(Sqrt, kUnary, 1, 1)                                                                             \
+  X(Neg, kUnary, 1, 1)                                                                              \
+  X(Abs, kUnary, 1, 1)                                                                              \
+  X(Reciprocal, kUnary, 1, 1)                                                                       \
+  X(Erf, kUnary, 1, 1)                                                                              \
+  X(Softplus, kUnary, 1, 1)                                                                         \
+  X(Floor, kUnary, 1, 1)                                                                            \
+  X(Ceil, kUnary, 1, 1)                                                                             \
+  X(Round, kUnary, 1, 1)                                                                            \
+  X(Sign, kUnary, 1, 1)                                                                             \
+  X(Sin, kUnary, 1, 1)                                                                              \
+  X(Cos, kUnary, 1, 1)                                                                              \
+  X(Not, kUnary, 1, 1)                                                                              \
+  X(Tan, kUnary, 1, 1)                                                                              \
+  X(Asin, kUnary, 1, 1)                                                                             \
+  X(Acos, kUnary, 1, 1)                                                                             \
+  X(Atan, kUnary, 1, 1)                                                                             \
+  X(Sinh, kUnary, 1, 1)                                                                             \
+  X(Cosh, kUnary, 1, 1)                                                                             \
+  X(Asinh, kUnary, 1, 1)                                                                            \
+  X(Acosh, kUnary, 1, 1)                                                                            \
+  X(Atanh, kUnary, 1, 1)                                                                            \
+  X(IsNaN, kUnary, 1, 1)       /* bool output */                                                    \
+  X(IsInf, kUnary, 1, 1)       /* bool output; detect_positive, detect_negative */                  \
+  X(Clip, kUnary, 1, 1)        /* min, max (f64) */                                                 \
+  X(LeakyRelu, kUnary, 1, 1)   /* alpha */                                                          \
+  X(Elu, kUnary, 1, 1)         /* alpha */                                                          \
+  X(HardSigmoid, kUnary, 1, 1) /* alpha, beta: clamp(alpha*x+beta, 0, 1) */                         \
+  X(Cast, kUnary, 1, 1)        /* output dtype is the node's output type */                         \
+  X(Copy, kUnary, 1, 1)        /* identity; used for graph outputs that alias inputs */             \
+  /* binary, numpy broadcasting */                                                                  \
+  X(Add, kBinary, 2, 1)                                                                             \
+  X(Sub, kBinary, 2, 1)                                                                             \
+  X(Mul, kBinary, 2, 1)                                                                             \
+  X(Div, kBinary, 2, 1)                                                                             \
+  X(Pow, kBinary, 2, 1)                                                                             \
+  X(Max, kBinary, 2, 1)                                                                             \
+  X(Min, kBinary, 2, 1)                                                                             \
+  X(Equal, kBinary, 2, 1)                                                                           \
+  X(Less, kBinary, 2, 1)                                                                            \
+  X(Greater, kBinary, 2, 1)                                                                         \
+  X(And, kBinary, 2, 1)                                                                             \
+  X(Or, kBinary, 2, 1)                                                                              \
+  X(Mod, kBinary, 2, 1)    /* fmod: 1 = C fmod (sign of dividend), 0 = sign of divisor */           \
+  X(Where, kTernary, 3, 1) /* cond, x, y */                                                         \
+  /* data movement */                                                                               \
+  X(Reshape, kMovement, 1, 1)        /* output type carries the shape */                            \
+  X(Expand, kMovement, 1, 1)         /* broadcast to the output shape */                            \
+  X(Transpose, kMovement, 1, 1)      /* perm */                                                     \
+  X(Slice, kMovement, 1, 1)          /* starts, steps (one per axis, normalised) */                 \
+  X(Concat, kMovement, -1, 1)        /* axis */                                                     \
+  X(Gather, kMovement, 2, 1)         /* axis; indices i32/i64, negative wrap */                     \
+  X(Pad, kMovement, 1, 1)            /* pads [begins..., ends...] (may be negative), value */       \
+  X(GatherElements, kMovement, 2, 1) /* axis; output shape = indices shape */                       \
+  X(CumSum, kMovement, 1, 1)         /* axis, exclusive, reverse */                                 \
+  X(Resize, kMovement, 1, 1)         /* sizes, scales, roi, mode, coord, nearest_mode, cubic_a,     \
+                                        exclude_outside, extrapolation (see generate_resize.cpp) */ \
+  /* anchors */                                                                                     \
+  X(Conv, kConv, -1, 1)       /* x, w[, b]; strides, pads[begins, ends], dilations, group */        \
+  X(MaxPool, kPool, 1, 1)     /* kernel, strides, pads, dilations */                                \
+  X(AveragePool, kPool, 1, 1) /* kernel, strides, pads, count_include_pad */                        \
+  X(MatMul, kMatMul, 2, 1)    /* [..., M, K] x [..., K, N], broadcast batch */                      \
+  X(ReduceSum, kReduce, 1, 1) /* axes (sorted, normalised), keepdims */                             \
+  X(ReduceMean, kReduce, 1, 1)                                                                      \
+  X(ReduceMax, kReduce, 1, 1)                                                                       \
+  X(ReduceMin, kReduce, 1, 1)                                                                       \
+  X(ReduceProd, kReduce, 1, 1)                                                                      \
+  X(ArgMax, kReduce, 1, 1) /* axes = [axis], keepdims, select_last_index; i64 output */             \
+  X(ArgMin, kReduce, 1, 1)                                                                          \
+  X(Softmax, kNormalize, 1, 1)    /* axis */                                                        \
   X(LogSoftmax, kNormalize, 1, 1) /* axis */
 
 enum class OpKind : uint16_t {

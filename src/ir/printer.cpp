@@ -8,7 +8,10 @@ namespace {
 std::string AttrStr(const AttrValue& v) {
   if (auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
   if (auto* d = std::get_if<double>(&v)) return fmt::format("{}", *d);
-  if (auto* l = std::get_if<std::vector<int64_t>>(&v)) return fmt::format("[{}]", fmt::join(*l, ", "));
+  if (auto* l = std::get_if<std::vector<int64_t>>(&v))
+    return fmt::format("[{}]", fmt::join(*l, ", "));
+  if (auto* l = std::get_if<std::vector<double>>(&v))
+    return fmt::format("[{}]", fmt::join(*l, ", "));
   return fmt::format("\"{}\"", std::get<std::string>(v));
 }
 
@@ -17,7 +20,8 @@ std::string AttrStr(const AttrValue& v) {
 std::string PrintGraph(const Graph& g) {
   std::string out = "graph(";
   for (size_t i = 0; i < g.inputs().size(); ++i)
-    out += fmt::format("{}%{}: {}", i ? ", " : "", g.inputs()[i]->name, TypeStr(g.inputs()[i]->type));
+    out +=
+        fmt::format("{}%{}: {}", i ? ", " : "", g.inputs()[i]->name, TypeStr(g.inputs()[i]->type));
   out += ") -> (";
   for (size_t i = 0; i < g.outputs().size(); ++i)
     out += fmt::format("{}%{}", i ? ", " : "", g.outputs()[i]->name);

@@ -7,8 +7,8 @@
 namespace texel::passes {
 
 Stats Partition(ir::Graph& g, const PassContext& ctx) {
-  std::vector<std::string> names = ctx.backends.empty() ? std::vector<std::string>{"native"}
-                                                        : ctx.backends;
+  std::vector<std::string> names =
+      ctx.backends.empty() ? std::vector<std::string>{"native"} : ctx.backends;
   std::vector<const backends::Backend*> allowed;
   for (const auto& name : names) {
     const backends::Backend* b = backends::FindBackend(name);
@@ -33,8 +33,7 @@ Stats Partition(ir::Graph& g, const PassContext& ctx) {
         e.AddContext(fmt::format("node '{}' ({})", n.name, OpName(n.op)));
         throw;
       }
-      Fail(ErrorCode::kUnsupported, "node '{}' ({}): no backend supports it", n.name,
-           OpName(n.op));
+      Fail(ErrorCode::kUnsupported, "node '{}' ({}): no backend supports it", n.name, OpName(n.op));
     }
     ++stats["nodes-" + n.backend];
   }

@@ -7,16 +7,17 @@ namespace texel::passes {
 
 const std::vector<Pass>& Pipeline() {
   static const std::vector<Pass> passes = {
-      {"fold-constants", "evaluate nodes whose inputs are all constants on the host", FoldConstants},
+      {"fold-constants", "evaluate nodes whose inputs are all constants on the host",
+       FoldConstants},
       {"simplify", "drop identities and merge chains of views", Simplify},
       {"partition", "assign each node to a backend", Partition},
   };
   return passes;
 }
 
-void RunPipeline(ir::Graph& g, const PassContext& ctx,
-                 const std::function<void(const Pass&, const Stats&, const ir::Graph&)>&
-                     after_each) {
+void RunPipeline(
+    ir::Graph& g, const PassContext& ctx,
+    const std::function<void(const Pass&, const Stats&, const ir::Graph&)>& after_each) {
   for (const Pass& p : Pipeline()) {
     if (!ctx.device && std::string_view(p.name) == "partition") continue;
     Stats stats = p.run(g, ctx);

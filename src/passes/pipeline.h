@@ -15,8 +15,8 @@ namespace texel::passes {
 using Stats = std::map<std::string, int64_t>;
 
 struct PassContext {
-  const cl::DeviceInfo* device = nullptr;    // null: device-independent passes only
-  std::vector<std::string> backends;         // allowed backends, in preference order
+  const cl::DeviceInfo* device = nullptr;  // null: device-independent passes only
+  std::vector<std::string> backends;       // allowed backends, in preference order
 };
 
 struct Pass {
@@ -29,9 +29,9 @@ struct Pass {
 const std::vector<Pass>& Pipeline();
 
 // Runs the pipeline; after_each (if set) sees each pass's name, stats and the graph.
-void RunPipeline(ir::Graph& g, const PassContext& ctx,
-                 const std::function<void(const Pass&, const Stats&, const ir::Graph&)>&
-                     after_each = nullptr);
+void RunPipeline(
+    ir::Graph& g, const PassContext& ctx,
+    const std::function<void(const Pass&, const Stats&, const ir::Graph&)>& after_each = nullptr);
 
 // The passes (one file each).
 Stats FoldConstants(ir::Graph& g, const PassContext& ctx);

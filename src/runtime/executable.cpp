@@ -39,8 +39,8 @@ void Session::SetInput(const std::string& name, const HostTensor& t) {
   for (const TensorBinding& in : exe_.plan().inputs) {
     if (in.name != name) continue;
     if (t.dtype != in.dtype)
-      Fail(ErrorCode::kInvalidArgument, "input '{}' must be {}, got {}", name,
-           DTypeName(in.dtype), DTypeName(t.dtype));
+      Fail(ErrorCode::kInvalidArgument, "input '{}' must be {}, got {}", name, DTypeName(in.dtype),
+           DTypeName(t.dtype));
     if (t.shape != in.shape)
       Fail(ErrorCode::kInvalidArgument, "input '{}' must have shape {}, got {}", name,
            ShapeStr(in.shape), ShapeStr(t.shape));

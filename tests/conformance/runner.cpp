@@ -111,20 +111,30 @@ std::string RunTest(const fs::path& dir, const Options& opt) {
   auto ctx = std::make_shared<cl::Context>(cl::SelectDevice(opt.device));
   CompiledModel m;
   std::vector<std::string> frozen;
-  try {
-    m = Compile(model.string(), ctx, co);
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::kNotConstant) throw;
-    // Inputs that decide shapes (a Reshape target, Slice bounds, ...) become compile-time
-    // constants, as `texel run --freeze` does: integer inputs only.
-    for (size_t i = 0; i < inputs0.size(); ++i) {
-      if (IsFloat(inputs0[i].dtype)) continue;
-      co.import.frozen_inputs[names[i]] = inputs0[i];
-      co.import.input_shapes.erase(names[i]);
-      frozen.push_back(names[i]);
+  // Inputs that decide shapes (a Reshape target, Resize scales, Slice bounds, ...) become
+  // compile-time constants, as `texel run --freeze` does: the graph input texel names, or, when
+  // it names a value computed from inputs, every integer input.
+  auto freeze = [&](size_t i) {
+    co.import.frozen_inputs[names[i]] = inputs0[i];
+    co.import.input_shapes.erase(names[i]);
+    frozen.push_back(names[i]);
+  };
+  for (int attempt = 0;; ++attempt) {
+    try {
+      m = Compile(model.string(), ctx, co);
+      break;
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kNotConstant || attempt > static_cast<int>(names.size())) throw;
+      auto it = std::find(names.begin(), names.end(), e.subject());
+      size_t before = frozen.size();
+      if (it != names.end() && static_cast<size_t>(it - names.begin()) < inputs0.size()) {
+        freeze(static_cast<size_t>(it - names.begin()));
+      } else {
+        for (size_t i = 0; i < inputs0.size(); ++i)
+          if (!IsFloat(inputs0[i].dtype) && !co.import.frozen_inputs.count(names[i])) freeze(i);
+      }
+      if (frozen.size() == before) throw;
     }
-    if (frozen.empty()) throw;
-    m = Compile(model.string(), ctx, co);
   }
   for (size_t s = 0; s < sets.size(); ++s) {
     std::vector<HostTensor> inputs = ReadTensors(sets[s], "input");
@@ -198,7 +208,8 @@ std::vector<Outcome> RunAll(const std::vector<std::pair<std::string, fs::path>>&
       ssize_t n;
       while ((n = read(c.fd, buf, sizeof buf)) > 0) c.out.append(buf, n);
       bool eof = n == 0;
-      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - c.start).count();
+      double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - c.start).count();
       bool timed_out = !eof && secs > opt.timeout_s;
       if (!eof && !timed_out) {
         ++k;
@@ -257,18 +268,26 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--root") opt.root = value();
+    if (a == "--root")
+      opt.root = value();
     else if (a == "--suites") {
       opt.suites.clear();
       std::stringstream ss(value());
       for (std::string s; std::getline(ss, s, ',');) opt.suites.push_back(s);
-    } else if (a == "--filter") opt.filter = value();
-    else if (a == "--baseline") opt.baseline = value();
-    else if (a == "--write-baseline") opt.write_baseline = true;
-    else if (a == "--jobs" || a == "-j") opt.jobs = std::max(1, std::stoi(value()));
-    else if (a == "--timeout") opt.timeout_s = std::stoi(value());
-    else if (a == "--device") opt.device = value();
-    else if (a == "--verbose" || a == "-v") opt.verbose = true;
+    } else if (a == "--filter")
+      opt.filter = value();
+    else if (a == "--baseline")
+      opt.baseline = value();
+    else if (a == "--write-baseline")
+      opt.write_baseline = true;
+    else if (a == "--jobs" || a == "-j")
+      opt.jobs = std::max(1, std::stoi(value()));
+    else if (a == "--timeout")
+      opt.timeout_s = std::stoi(value());
+    else if (a == "--device")
+      opt.device = value();
+    else if (a == "--verbose" || a == "-v")
+      opt.verbose = true;
     else {
       std::fprintf(stderr,
                    "usage: texel_conformance [--root DIR] [--suites a,b] [--filter SUBSTR] "
@@ -313,7 +332,8 @@ int main(int argc, char** argv) {
   std::printf("\n%-20s %6s %12s %6s\n", "suite", "pass", "unsupported", "fail");
   for (const auto& [suite, c] : per_suite)
     std::printf("%-20s %6d %12d %6d\n", suite.c_str(), c.count("pass") ? c.at("pass") : 0,
-                c.count("unsupported") ? c.at("unsupported") : 0, c.count("fail") ? c.at("fail") : 0);
+                c.count("unsupported") ? c.at("unsupported") : 0,
+                c.count("fail") ? c.at("fail") : 0);
   std::printf("%-20s %6d %12d %6d   (%zu tests, %.0f s)\n", "total", pass,
               static_cast<int>(results.size()) - pass - fail, fail, results.size(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

@@ -69,18 +69,16 @@ TEST(InferTypesTest, BinaryBroadcast) {
   EXPECT_EQ(InferOne(OpKind::kAdd, {F32({2, 1, 4}), F32({3, 1})}), F32({2, 3, 4}));
   EXPECT_EQ(InferOne(OpKind::kMul, {F32({5}), F32({})}), F32({5}));
   EXPECT_EQ(InferOne(OpKind::kLess, {I64({2, 3}), I64({3})}), (TensorType{DType::kBool, {2, 3}}));
-  EXPECT_EQ(InferOne(OpKind::kWhere, {{DType::kBool, {2, 1}}, I64({3}), I64({1, 3})}),
-            I64({2, 3}));
+  EXPECT_EQ(InferOne(OpKind::kWhere, {{DType::kBool, {2, 1}}, I64({3}), I64({1, 3})}), I64({2, 3}));
   ExpectInvalid(OpKind::kAdd, {F32({2, 3}), F32({4})});
   ExpectInvalid(OpKind::kAdd, {F32({2, 3}), I64({2, 3})});
-  ExpectInvalid(OpKind::kAdd, {F32({2, 3})});  // wrong input count
+  ExpectInvalid(OpKind::kAdd, {F32({2, 3})});                     // wrong input count
   ExpectInvalid(OpKind::kWhere, {F32({2}), F32({2}), F32({2})});  // cond not bool
 }
 
 TEST(InferTypesTest, UnaryAndCast) {
   EXPECT_EQ(InferOne(OpKind::kRelu, {F32({3, 4})}), F32({3, 4}));
-  EXPECT_EQ(InferOne(OpKind::kCast, {F32({3, 4})}, {{"to", int64_t(DType::kInt64)}}),
-            I64({3, 4}));
+  EXPECT_EQ(InferOne(OpKind::kCast, {F32({3, 4})}, {{"to", int64_t(DType::kInt64)}}), I64({3, 4}));
   ExpectInvalid(OpKind::kNot, {F32({3})});
 }
 
@@ -108,10 +106,12 @@ TEST(InferTypesTest, ConvGroupsStridesDilationPads) {
 
 TEST(InferTypesTest, PoolCeilMode) {
   // 6 wide, k3 s2: floor gives 2, ceil gives 3 (last window starts at 4 < 6).
-  EXPECT_EQ(InferOne(OpKind::kMaxPool, {F32({1, 2, 6, 6})}, PoolAttrs({3, 3}, {2, 2}, {0, 0, 0, 0}, 0)),
-            F32({1, 2, 2, 2}));
-  EXPECT_EQ(InferOne(OpKind::kMaxPool, {F32({1, 2, 6, 6})}, PoolAttrs({3, 3}, {2, 2}, {0, 0, 0, 0}, 1)),
-            F32({1, 2, 3, 3}));
+  EXPECT_EQ(
+      InferOne(OpKind::kMaxPool, {F32({1, 2, 6, 6})}, PoolAttrs({3, 3}, {2, 2}, {0, 0, 0, 0}, 0)),
+      F32({1, 2, 2, 2}));
+  EXPECT_EQ(
+      InferOne(OpKind::kMaxPool, {F32({1, 2, 6, 6})}, PoolAttrs({3, 3}, {2, 2}, {0, 0, 0, 0}, 1)),
+      F32({1, 2, 3, 3}));
   // 5 wide, k1 s2, end pad 1: ceil would give 4, but that window would start in the end
   // padding (at 6 >= 5), so it is dropped: 3.
   EXPECT_EQ(InferOne(OpKind::kAveragePool, {F32({1, 1, 5, 5})},
@@ -137,9 +137,9 @@ TEST(InferTypesTest, ReduceKeepdims) {
   EXPECT_EQ(InferOne(OpKind::kReduceMean, {F32({2, 3, 4, 5})},
                      {{"axes", Ints{1, 3}}, {"keepdims", int64_t{0}}}),
             F32({2, 4}));
-  EXPECT_EQ(InferOne(OpKind::kReduceMax, {I64({2, 3})},
-                     {{"axes", Ints{0, 1}}, {"keepdims", int64_t{0}}}),
-            I64({}));
+  EXPECT_EQ(
+      InferOne(OpKind::kReduceMax, {I64({2, 3})}, {{"axes", Ints{0, 1}}, {"keepdims", int64_t{0}}}),
+      I64({}));
   ExpectInvalid(OpKind::kReduceSum, {F32({2, 3})}, {{"axes", Ints{2}}, {"keepdims", int64_t{1}}});
 }
 
@@ -165,9 +165,9 @@ TEST(InferTypesTest, Gather) {
 }
 
 TEST(InferTypesTest, Concat) {
-  EXPECT_EQ(InferOne(OpKind::kConcat, {F32({2, 3}), F32({2, 5}), F32({2, 1})},
-                     {{"axis", int64_t{1}}}),
-            F32({2, 9}));
+  EXPECT_EQ(
+      InferOne(OpKind::kConcat, {F32({2, 3}), F32({2, 5}), F32({2, 1})}, {{"axis", int64_t{1}}}),
+      F32({2, 9}));
   ExpectInvalid(OpKind::kConcat, {F32({2, 3}), F32({3, 3})}, {{"axis", int64_t{1}}});
   ExpectInvalid(OpKind::kConcat, {F32({2, 3}), I64({2, 3})}, {{"axis", int64_t{1}}});
   ExpectInvalid(OpKind::kConcat, {F32({2, 3}), F32({2, 3, 1})}, {{"axis", int64_t{1}}});
@@ -188,8 +188,7 @@ TEST(InferTypesTest, TransposeReshapeExpand) {
   ExpectInvalid(OpKind::kTranspose, {F32({2, 3, 4})}, {{"perm", Ints{0, 1, 3}}});
   EXPECT_EQ(InferOne(OpKind::kReshape, {F32({2, 3, 4})}, {{"shape", Ints{6, 4}}}), F32({6, 4}));
   ExpectInvalid(OpKind::kReshape, {F32({2, 3, 4})}, {{"shape", Ints{5, 4}}});
-  EXPECT_EQ(InferOne(OpKind::kExpand, {F32({3, 1})}, {{"shape", Ints{2, 3, 4}}}),
-            F32({2, 3, 4}));
+  EXPECT_EQ(InferOne(OpKind::kExpand, {F32({3, 1})}, {{"shape", Ints{2, 3, 4}}}), F32({2, 3, 4}));
   ExpectInvalid(OpKind::kExpand, {F32({3, 2})}, {{"shape", Ints{2, 3, 4}}});
 }
 
@@ -202,8 +201,11 @@ TEST(GraphTest, AddNodeNamesTheNodeOnError) {
   Graph g;
   Value* x = g.AddInput("x", F32({2, 3}));
   Value* y = g.AddInput("y", F32({4}));
-  std::string msg = ExpectError([&] { g.AddNode(OpKind::kAdd, {x, y}, {}, "bad_add"); },
-                                ErrorCode::kInvalidModel);
+  std::string msg = ExpectError(
+      [&] {
+        g.AddNode(OpKind::kAdd, {x, y}, {}, "bad_add");
+      },
+      ErrorCode::kInvalidModel);
   EXPECT_NE(msg.find("bad_add"), std::string::npos) << msg;
   EXPECT_NE(msg.find("Add"), std::string::npos) << msg;
   EXPECT_TRUE(g.nodes().empty());
@@ -273,10 +275,10 @@ std::unique_ptr<Graph> TinyGraph() {
                  ->outputs[0];
   y = g->AddNode(OpKind::kLeakyRelu, {y}, {{"alpha", 0.25}}, "act")->outputs[0];
   y = g->AddNode(OpKind::kMul, {y, s}, {}, "scaled")->outputs[0];
-  y = g->AddNode(OpKind::kPad, {y},
-                 {{"pads", Ints{0, 0, 1, 0, 0, 0, 0, 2}}, {"mode", std::string("edge")},
-                  {"value", 0.0}},
-                 "out")
+  y = g->AddNode(
+           OpKind::kPad, {y},
+           {{"pads", Ints{0, 0, 1, 0, 0, 0, 0, 2}}, {"mode", std::string("edge")}, {"value", 0.0}},
+           "out")
           ->outputs[0];
   g->AddOutput(y);
   return g;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -331,8 +332,9 @@ TEST(OnnxImportTest, ReshapeByGraphInputNeedsFreezing) {
 }
 
 // A model y = x + W whose initializer W [2,3] lives in an external file at `location`, bytes
-// [16, 40).
-ModelBuilder ExternalModel(const std::string& location) {
+// [offset, offset + length).
+ModelBuilder ExternalModel(const std::string& location, const std::string& offset = "16",
+                           const std::string& length = "24") {
   ModelBuilder m;
   m.Input("x", onnx::TensorProto::FLOAT, {2, 3});
   auto* w = m.model().mutable_graph()->add_initializer();
@@ -347,8 +349,8 @@ ModelBuilder ExternalModel(const std::string& location) {
     e->set_value(value);
   };
   kv("location", location);
-  kv("offset", "16");
-  kv("length", "24");
+  kv("offset", offset);
+  kv("length", length);
   m.Node("Add", {"x", "W"}, {"y"}, "add");
   m.Output("y");
   return m;
@@ -357,8 +359,8 @@ ModelBuilder ExternalModel(const std::string& location) {
 TEST(OnnxImportTest, ExternalDataIsRead) {
   TempDir dir;
   HostTensor w = RandomF32({2, 3}, 31);
-  std::string data = std::string(16, 'J') + std::string(w.bytes.begin(), w.bytes.end()) +
-                     std::string(8, 'T');
+  std::string data =
+      std::string(16, 'J') + std::string(w.bytes.begin(), w.bytes.end()) + std::string(8, 'T');
   WriteFile(dir.path() / "weights.bin", data);
   WriteFile(dir.path() / "model.onnx", ExternalModel("weights.bin").Bytes());
   auto g = ImportOnnxFile((dir.path() / "model.onnx").string(), {});
@@ -369,13 +371,21 @@ TEST(OnnxImportTest, ExternalDataIsRead) {
   EXPECT_EQ(c->name, "W");
   EXPECT_EQ(c->type, (ir::TensorType{DType::kFloat32, {2, 3}}));
   EXPECT_EQ(c->constant->bytes, w.bytes);
+  // A location in a subfolder of the model's folder is fine too.
+  fs::create_directories(dir.path() / "data");
+  WriteFile(dir.path() / "data" / "w.bin", data);
+  WriteFile(dir.path() / "model2.onnx", ExternalModel("data/w.bin").Bytes());
+  g = ImportOnnxFile((dir.path() / "model2.onnx").string(), {});
+  add = FindOp(*g, ir::OpKind::kAdd);
+  ASSERT_NE(add, nullptr);
+  EXPECT_EQ(add->inputs[1]->constant->bytes, w.bytes);
 }
 
 TEST(OnnxImportTest, MissingExternalFileIsNotFound) {
   TempDir dir;
   WriteFile(dir.path() / "model.onnx", ExternalModel("weights.bin").Bytes());
-  std::string msg = ExpectError(
-      [&] { ImportOnnxFile((dir.path() / "model.onnx").string(), {}); }, ErrorCode::kNotFound);
+  std::string msg = ExpectError([&] { ImportOnnxFile((dir.path() / "model.onnx").string(), {}); },
+                                ErrorCode::kNotFound);
   EXPECT_NE(msg.find("weights.bin"), std::string::npos) << msg;
   EXPECT_NE(msg.find("'W'"), std::string::npos) << msg;
 }
@@ -396,6 +406,41 @@ TEST(OnnxImportTest, ExternalLocationOutsideTheModelFolderIsRejected) {
             ExternalModel((dir.path() / "weights.bin").string()).Bytes());
   ExpectError([&] { ImportOnnxFile((dir.path() / "model" / "model.onnx").string(), {}); },
               ErrorCode::kInvalidModel);
+}
+
+TEST(OnnxImportTest, BadExternalOffsetOrLengthIsInvalidModel) {
+  TempDir dir;
+  HostTensor w = RandomF32({2, 3}, 33);
+  WriteFile(dir.path() / "weights.bin",
+            std::string(16, 'J') + std::string(w.bytes.begin(), w.bytes.end()));
+  fs::path model = dir.path() / "model.onnx";
+  // Past the end of the file, and a length that disagrees with the tensor's type.
+  WriteFile(model, ExternalModel("weights.bin", "32", "24").Bytes());
+  ExpectError([&] { ImportOnnxFile(model.string(), {}); }, ErrorCode::kInvalidModel);
+  WriteFile(model, ExternalModel("weights.bin", "16", "20").Bytes());
+  ExpectError([&] { ImportOnnxFile(model.string(), {}); }, ErrorCode::kInvalidModel);
+}
+
+TEST(OnnxImportTest, DamagedExternalDataIsATexelError) {
+  TempDir dir;
+  HostTensor w = RandomF32({2, 3}, 34);
+  WriteFile(dir.path() / "weights.bin",
+            std::string(16, 'J') + std::string(w.bytes.begin(), w.bytes.end()));
+  fs::path model = dir.path() / "model.onnx";
+  // A damaged model must not escape as a std::exception or allocate what it claims.
+  for (const auto& [offset, length] : std::vector<std::pair<std::string, std::string>>{
+           {"sixteen", "24"}, {"16", "1000000000000000"}}) {
+    WriteFile(model, ExternalModel("weights.bin", offset, length).Bytes());
+    try {
+      ImportOnnxFile(model.string(), {});
+      ADD_FAILURE() << "offset " << offset << ", length " << length << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidModel) << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "offset " << offset << ", length " << length
+                    << ": not a texel::Error: " << e.what();
+    }
+  }
 }
 
 }  // namespace

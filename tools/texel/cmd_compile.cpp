@@ -25,12 +25,14 @@ int RunCompile(const CompileArgs& a) {
   if (!a.print_after.empty()) {
     bool known = false;
     for (const auto& p : passes::Pipeline()) known = known || a.print_after == p.name;
-    if (!known) Fail(ErrorCode::kInvalidArgument, "--print-ir-after: no pass named '{}'", a.print_after);
+    if (!known)
+      Fail(ErrorCode::kInvalidArgument, "--print-ir-after: no pass named '{}'", a.print_after);
   }
   opts.after_pass = [&](const passes::Pass& p, const passes::Stats& stats, const ir::Graph& g) {
     if (a.stats) {
       std::printf("pass %-16s %s\n", p.name, p.summary);
-      for (const auto& [k, v] : stats) std::printf("  %-24s %lld\n", k.c_str(), static_cast<long long>(v));
+      for (const auto& [k, v] : stats)
+        std::printf("  %-24s %lld\n", k.c_str(), static_cast<long long>(v));
     }
     if (a.print_after == p.name) std::fputs(ir::PrintGraph(g).c_str(), stdout);
   };

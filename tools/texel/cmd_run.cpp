@@ -38,11 +38,15 @@ HostTensor RandomTensor(DType dtype, const Shape& shape, std::mt19937_64& rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_int_distribution<int> small(0, 9);
   for (int64_t i = 0; i < t.size(); ++i) {
-    if (dtype == DType::kFloat32) t.data<float>()[i] = normal(rng);
-    else if (dtype == DType::kFloat16) t.data<uint16_t>()[i] = FloatToHalf(normal(rng));
-    else if (dtype == DType::kBool) t.data<uint8_t>()[i] = small(rng) & 1;
+    if (dtype == DType::kFloat32)
+      t.data<float>()[i] = normal(rng);
+    else if (dtype == DType::kFloat16)
+      t.data<uint16_t>()[i] = FloatToHalf(normal(rng));
+    else if (dtype == DType::kBool)
+      t.data<uint8_t>()[i] = small(rng) & 1;
     else
-      VisitDType(dtype, [&](auto z) { t.data<decltype(z)>()[i] = static_cast<decltype(z)>(small(rng)); });
+      VisitDType(dtype,
+                 [&](auto z) { t.data<decltype(z)>()[i] = static_cast<decltype(z)>(small(rng)); });
   }
   return t;
 }
@@ -96,14 +100,14 @@ int Run(const RunArgs& a) {
   std::printf("model    %s: %zu kernels, compiled in %.0f ms%s\n", a.model.c_str(),
               plan.steps.size(), m.compile_ms,
               // A plan without steps (e.g. only views) has no program.
-              m.executable->program_from_cache()
-                  ? " (program from cache)"
-                  : "");
+              m.executable->program_from_cache() ? " (program from cache)" : "");
   for (const auto& [name, t] : given) {
     (void)t;
     bool known = std::any_of(plan.inputs.begin(), plan.inputs.end(),
                              [&](const auto& in) { return in.name == name; });
-    if (!known) Fail(ErrorCode::kInvalidArgument, "--input {}: the model has no input named '{}'", name, name);
+    if (!known)
+      Fail(ErrorCode::kInvalidArgument, "--input {}: the model has no input named '{}'", name,
+           name);
   }
   runtime::Session session(*m.executable);
   std::mt19937_64 rng(a.seed);
@@ -117,8 +121,8 @@ int Run(const RunArgs& a) {
       if (!random) e.AddContext(fmt::format("--input {}", in.name));
       throw;
     }
-    std::printf("input    %s: %s[%s]%s\n", in.name.c_str(), std::string(DTypeName(in.dtype)).c_str(),
-                ShapeStr(in.shape).c_str(),
+    std::printf("input    %s: %s[%s]%s\n", in.name.c_str(),
+                std::string(DTypeName(in.dtype)).c_str(), ShapeStr(in.shape).c_str(),
                 random ? fmt::format(" (random, seed {})", a.seed).c_str() : "");
   }
   for (int i = 0; i < a.warmup; ++i) session.Execute();
@@ -126,13 +130,15 @@ int Run(const RunArgs& a) {
   for (int i = 0; i < std::max(a.repeat, 1); ++i) {
     auto t0 = std::chrono::steady_clock::now();
     session.Execute();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   for (size_t i = 0; i < plan.outputs.size(); ++i) {
     const auto& out = plan.outputs[i];
     HostTensor t = session.GetOutput(i);
-    std::printf("output   %s: %s[%s]  %s\n", out.name.c_str(), std::string(DTypeName(out.dtype)).c_str(),
-                ShapeStr(out.shape).c_str(), Summary(t, a.top).c_str());
+    std::printf("output   %s: %s[%s]  %s\n", out.name.c_str(),
+                std::string(DTypeName(out.dtype)).c_str(), ShapeStr(out.shape).c_str(),
+                Summary(t, a.top).c_str());
     if (!a.output_dir.empty()) {
       std::string safe = out.name;
       for (char& c : safe)

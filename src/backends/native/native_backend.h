@@ -2,6 +2,7 @@
 #pragma once
 
 #include "backends/backend.h"
+#include "codegen/opencl/generator.h"
 
 namespace texel::backends {
 
@@ -12,6 +13,7 @@ class NativeBackend : public Backend {
   double Estimate(const ir::Node& node, const cl::DeviceInfo& device) const override;
   std::vector<codegen::KernelSpec> Lower(const ir::Node& node, const std::string& name_prefix,
                                          const cl::DeviceInfo& device) const override;
+  static codegen::Target TargetOf(const cl::DeviceInfo& device);
 };
 
 }  // namespace texel::backends

@@ -38,10 +38,21 @@ constexpr ExprRule kExprRules[] = {
     {OpKind::kSin, "sin(x0)", ""},
     {OpKind::kCos, "cos(x0)", ""},
     {OpKind::kNot, "", "(!x0)"},
+    {OpKind::kTan, "tan(x0)", ""},
+    {OpKind::kAsin, "asin(x0)", ""},
+    {OpKind::kAcos, "acos(x0)", ""},
+    {OpKind::kAtan, "atan(x0)", ""},
+    {OpKind::kSinh, "sinh(x0)", ""},
+    {OpKind::kCosh, "cosh(x0)", ""},
+    {OpKind::kAsinh, "asinh(x0)", ""},
+    {OpKind::kAcosh, "acosh(x0)", ""},
+    {OpKind::kAtanh, "atanh(x0)", ""},
+    {OpKind::kIsNaN, "isnan(x0)", ""},
+    {OpKind::kIsInf, "(isinf(x0) && ((x0 > 0 && POS) || (x0 < 0 && NEG)))", ""},
     {OpKind::kClip, "(x0 < MINV ? MINV : (x0 > MAXV ? MAXV : x0))", ""},
     {OpKind::kLeakyRelu, "(x0 >= 0 ? x0 : x0 * ALPHA)", ""},
     {OpKind::kElu, "(x0 >= 0 ? x0 : ALPHA * expm1(x0))", ""},
-    {OpKind::kHardSigmoid, "clamp(ALPHA * x0 + BETA, 0.0f, 1.0f)", ""},
+    {OpKind::kHardSigmoid, "clamp(ALPHA * x0 + BETA, (T_IN)0, (T_IN)1)", ""},
     {OpKind::kCopy, "x0", "x0"},
     {OpKind::kAdd, "(x0 + x1)", "(x0 + x1)"},
     {OpKind::kSub, "(x0 - x1)", "(x0 - x1)"},
@@ -55,6 +66,8 @@ constexpr ExprRule kExprRules[] = {
     {OpKind::kGreater, "(x0 > x1)", "(x0 > x1)"},
     {OpKind::kAnd, "", "(x0 && x1)"},
     {OpKind::kOr, "", "(x0 || x1)"},
+    // Mod with fmod=0 takes the divisor's sign (Python %); fmod=1 the dividend's (C fmod).
+    {OpKind::kMod, "MOD_F(x0, x1)", "MOD_I(x0, x1)"},
     {OpKind::kWhere, "", "(x0 ? x1 : x2)"},  // typed by the condition; see below
 };
 
@@ -80,6 +93,7 @@ std::string ElementwiseBody(const ir::Node& n, KernelSource& src) {
     if (r.op == n.op) rule = &r;
   TEXEL_CHECK(rule != nullptr, "no expression for {}", OpName(n.op));
   DType t = n.op == OpKind::kWhere ? DType::kBool : n.inputs[0]->type.dtype;
+  src.Define("T_IN", CL(n.inputs[0]->type.dtype));
   const char* expr = IsFloat(t) ? rule->float_expr : rule->int_expr;
   if (!*expr)
     Fail(ErrorCode::kUnsupported, "{} on {} is not supported on the device", OpName(n.op),
@@ -87,6 +101,19 @@ std::string ElementwiseBody(const ir::Node& n, KernelSource& src) {
   if (n.op == OpKind::kClip) {
     src.Define("MINV", FloatLiteral(n.attrs.Float("min")));
     src.Define("MAXV", FloatLiteral(n.attrs.Float("max")));
+  }
+  if (n.op == OpKind::kIsInf) {
+    src.Define("POS", n.attrs.Int("detect_positive"));
+    src.Define("NEG", n.attrs.Int("detect_negative"));
+  }
+  if (n.op == OpKind::kMod) {
+    bool c_mod = n.attrs.Int("fmod") != 0;
+    src.Define("MOD_F(a, b)", c_mod ? "fmod(a, b)"
+                                    : "(fmod(a, b) != 0 && ((fmod(a, b) < 0) != (b < 0)) ? "
+                                      "fmod(a, b) + b : fmod(a, b))");
+    src.Define("MOD_I(a, b)", c_mod ? "(a % b)"
+                                    : "((a % b) != 0 && (((a % b) < 0) != (b < 0)) ? "
+                                      "(a % b) + b : (a % b))");
   }
   if (n.attrs.Has("alpha")) src.Define("ALPHA", FloatLiteral(n.attrs.Float("alpha")));
   if (n.attrs.Has("beta")) src.Define("BETA", FloatLiteral(n.attrs.Float("beta")));
@@ -134,6 +161,26 @@ std::string MovementBody(const ir::Node& n) {
           "v = in0[{} + g * {}];",
           OffsetExpr(idx_st), dim, dim - 1, OffsetExpr(x_st), xst[axis]);
     }
+    case OpKind::kGatherElements: {
+      int64_t axis = n.attrs.Int("axis"), dim = x->type.shape[axis];
+      std::vector<int64_t> st = xst;
+      st[axis] = 0;
+      return fmt::format(
+          "long g = (long)in1[i]; if (g < 0) g += {}; g = clamp(g, 0L, {}L); "
+          "v = in0[{} + g * {}];",
+          dim, dim - 1, OffsetExpr(st), xst[axis]);
+    }
+    case OpKind::kResize: return ResizeBody(n);
+    case OpKind::kCumSum: {
+      int64_t axis = n.attrs.Int("axis"), dim = x->type.shape[axis];
+      bool excl = n.attrs.Int("exclusive") != 0, rev = n.attrs.Int("reverse") != 0;
+      std::vector<int64_t> st = xst;
+      st[axis] = 0;
+      std::string lo = rev ? fmt::format("c{}{}", axis, excl ? " + 1" : "") : "0";
+      std::string hi = rev ? std::to_string(dim) : fmt::format("c{}{}", axis, excl ? "" : " + 1");
+      return fmt::format("v = 0; for (long k = {}; k < {}; ++k) v += in0[{} + k * {}];", lo, hi,
+                         OffsetExpr(st), xst[axis]);
+    }
     case OpKind::kPad: {
       const auto& pads = n.attrs.Ints("pads");
       std::string mode = n.attrs.Str("mode");
@@ -142,8 +189,10 @@ std::string MovementBody(const ir::Node& n) {
       for (size_t d = 0; d < rank; ++d) {
         int64_t len = x->type.shape[d];
         s += fmt::format(" {{ long p = c{} - {};", d, pads[d]);
-        if (mode == "constant") s += fmt::format(" if (p < 0 || p >= {}) inside = 0;", len);
-        else if (mode == "edge") s += fmt::format(" p = clamp(p, 0L, {}L);", len - 1);
+        if (mode == "constant")
+          s += fmt::format(" if (p < 0 || p >= {}) inside = 0;", len);
+        else if (mode == "edge")
+          s += fmt::format(" p = clamp(p, 0L, {}L);", len - 1);
         else  // reflect (pads < len, checked by the importer)
           s += fmt::format(" if (p < 0) p = -p; if (p >= {}) p = 2 * {} - p;", len, len - 1);
         s += fmt::format(" s += p * {}; }}", xst[d]);

@@ -22,11 +22,12 @@ std::string FlatToOffset(const char* var, const char* acc, const std::vector<int
 KernelSpec GenerateReduce(const ir::Node& n, const std::string& kernel_name) {
   const ir::Value* x = n.inputs[0];
   DType t = x->type.dtype;
-  bool is_float = t == DType::kFloat32;
+  bool is_float = t == DType::kFloat32 || t == DType::kFloat64;
   if (!is_float && (t != DType::kInt32 && t != DType::kInt64))
     Fail(ErrorCode::kUnsupported, "{} on {} is not supported on the device", OpName(n.op),
          DTypeName(t));
-  if (!is_float && n.op == ir::OpKind::kReduceMean)
+  if (!is_float && (n.op == ir::OpKind::kReduceMean || n.op == ir::OpKind::kArgMax ||
+                    n.op == ir::OpKind::kArgMin))
     Fail(ErrorCode::kUnsupported, "ReduceMean on integers is not supported on the device");
   const Shape& xs = x->type.shape;
   std::vector<int64_t> xst = Strides(xs);
@@ -39,27 +40,45 @@ KernelSpec GenerateReduce(const ir::Node& n, const std::string& kernel_name) {
   }
   int64_t outputs = NumElements(kept_dims), r = NumElements(red_dims);
   std::string cl = std::string(CLTypeName(t));
-  std::string acc_t = is_float ? "float" : "long";
+  std::string acc_t = t == DType::kFloat64 ? "double" : is_float ? "float" : "long";
   KernelSource src(kernel_name, "reduce");
+  bool arg = n.op == ir::OpKind::kArgMax || n.op == ir::OpKind::kArgMin;
   src.Define("T", cl).Define("T_ACC", acc_t).Define("N", fmt::format("{}L", outputs));
+  src.Define("T_OUT", arg ? "long" : cl);
   src.Define("R", fmt::format("{}L", r));
   src.Define("BASE_OFFSET", FlatToOffset("i", "base", kept_dims, kept_st));
   src.Define("RED_OFFSET", FlatToOffset("r", "roff", red_dims, red_st));
   std::string lowest = is_float ? "(-INFINITY)" : (t == DType::kInt32 ? "INT_MIN" : "LONG_MIN");
   std::string highest = is_float ? "INFINITY" : (t == DType::kInt32 ? "INT_MAX" : "LONG_MAX");
+  // ArgMax/ArgMin keep the first extreme index, or the last with select_last_index.
+  std::string tie = n.attrs.Int("select_last_index", 0) ? " || v == a" : "";
   switch (n.op) {
     case ir::OpKind::kReduceMax:
-      src.Define("INIT", lowest).Define("ACC(a, v)", "a = (isnan((float)(v)) || v > a) ? v : a");
+      src.Define("INIT", lowest)
+          .Define("ACC(a, i, v, r)", "a = (isnan((float)(v)) || v > a) ? v : a");
       break;
     case ir::OpKind::kReduceMin:
-      src.Define("INIT", highest).Define("ACC(a, v)", "a = (isnan((float)(v)) || v < a) ? v : a");
+      src.Define("INIT", highest)
+          .Define("ACC(a, i, v, r)", "a = (isnan((float)(v)) || v < a) ? v : a");
       break;
-    case ir::OpKind::kReduceProd: src.Define("INIT", "1").Define("ACC(a, v)", "a *= v"); break;
-    default: src.Define("INIT", "0").Define("ACC(a, v)", "a += v"); break;
+    case ir::OpKind::kArgMax:
+      src.Define("INIT", lowest)
+          .Define("ACC(a, i, v, r)",
+                  fmt::format("if (r == 0 || v > a{}) {{ a = v; i = r; }}", tie));
+      break;
+    case ir::OpKind::kArgMin:
+      src.Define("INIT", highest)
+          .Define("ACC(a, i, v, r)",
+                  fmt::format("if (r == 0 || v < a{}) {{ a = v; i = r; }}", tie));
+      break;
+    case ir::OpKind::kReduceProd:
+      src.Define("INIT", "1").Define("ACC(a, i, v, r)", "a *= v");
+      break;
+    default: src.Define("INIT", "0").Define("ACC(a, i, v, r)", "a += v"); break;
   }
-  src.Define("FINISH(a)", n.op == ir::OpKind::kReduceMean
-                              ? fmt::format("(a / {}.0f)", r)
-                              : fmt::format("({})(a)", cl));
+  src.Define("FINISH(a, i)", arg                               ? "i"
+                             : n.op == ir::OpKind::kReduceMean ? fmt::format("(a / {}.0f)", r)
+                                                               : fmt::format("({})(a)", cl));
   KernelSpec spec;
   spec.name = kernel_name;
   spec.source = src.Render();

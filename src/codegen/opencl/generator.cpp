@@ -32,13 +32,16 @@ void RequireFloat32(const ir::Node& node) {
            OpName(node.op), DTypeName(v->type.dtype));
 }
 
-KernelSpec GenerateKernel(const ir::Node& node, const std::string& kernel_name) {
+KernelSpec GenerateKernel(const ir::Node& node, const std::string& kernel_name,
+                          const Target& target) {
   std::vector<const ir::Value*> values(node.inputs.begin(), node.inputs.end());
   values.insert(values.end(), node.outputs.begin(), node.outputs.end());
-  for (const ir::Value* v : values)
-    if (v->type.dtype == DType::kFloat16 || v->type.dtype == DType::kFloat64)
-      Fail(ErrorCode::kUnsupported, "{} tensors are not supported on the device yet",
-           DTypeName(v->type.dtype));
+  for (const ir::Value* v : values) {
+    if (v->type.dtype == DType::kFloat16)
+      Fail(ErrorCode::kUnsupported, "f16 tensors are not supported on the device yet");
+    if (v->type.dtype == DType::kFloat64 && !target.fp64)
+      Fail(ErrorCode::kUnsupported, "f64 tensors need a device with cl_khr_fp64");
+  }
   switch (node.info().cls) {
     case ir::OpClass::kUnary:
     case ir::OpClass::kBinary:

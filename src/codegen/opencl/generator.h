@@ -10,7 +10,13 @@
 
 namespace texel::codegen {
 
-KernelSpec GenerateKernel(const ir::Node& node, const std::string& kernel_name);
+// The device facts generators use, filled by the backend from the device it lowers for.
+struct Target {
+  bool fp64 = false;  // cl_khr_fp64: float64 tensors in elementwise, movement and reductions
+};
+
+KernelSpec GenerateKernel(const ir::Node& node, const std::string& kernel_name,
+                          const Target& target);
 
 // Family generators, dispatched by op class.
 KernelSpec GeneratePointwise(const ir::Node& node, const std::string& kernel_name);
@@ -19,6 +25,9 @@ KernelSpec GeneratePool(const ir::Node& node, const std::string& kernel_name);
 KernelSpec GenerateMatMul(const ir::Node& node, const std::string& kernel_name);
 KernelSpec GenerateReduce(const ir::Node& node, const std::string& kernel_name);
 KernelSpec GenerateSoftmax(const ir::Node& node, const std::string& kernel_name);
+
+// The pointwise body of a Resize node (generate_resize.cpp).
+std::string ResizeBody(const ir::Node& node);
 
 // Helpers shared by generators.
 std::string CoordsCode(const Shape& shape);  // "long t = i; const long c1 = t % 5; ..."

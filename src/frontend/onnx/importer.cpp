@@ -24,8 +24,10 @@ int DefaultOpset(const onnx::ModelProto& m) {
 ir::TensorType InputType(const onnx::ValueInfoProto& vi, const ImportOptions& opts) {
   const auto& tp = vi.type();
   if (!tp.has_tensor_type())
-    Fail(ErrorCode::kUnsupported, "graph input '{}' is not a tensor (sequences and maps are not "
-         "supported)", vi.name());
+    Fail(ErrorCode::kUnsupported,
+         "graph input '{}' is not a tensor (sequences and maps are not "
+         "supported)",
+         vi.name());
   ir::TensorType t;
   if (!DTypeFromOnnx(tp.tensor_type().elem_type(), &t.dtype))
     Fail(ErrorCode::kUnsupported, "graph input '{}' has type {}, which texel does not support",
@@ -40,8 +42,10 @@ ir::TensorType InputType(const onnx::ValueInfoProto& vi, const ImportOptions& op
     return t;
   }
   if (!tp.tensor_type().has_shape())
-    Fail(ErrorCode::kInvalidArgument, "graph input '{}' has no shape; give one with "
-         "--input-shape {}=DIMS", vi.name(), vi.name());
+    Fail(ErrorCode::kInvalidArgument,
+         "graph input '{}' has no shape; give one with "
+         "--input-shape {}=DIMS",
+         vi.name(), vi.name());
   const auto& dims = tp.tensor_type().shape().dim();
   for (int i = 0; i < dims.size(); ++i) {
     if (dims[i].has_dim_value() && dims[i].dim_value() >= 0) {
@@ -49,8 +53,10 @@ ir::TensorType InputType(const onnx::ValueInfoProto& vi, const ImportOptions& op
     } else if (i == 0) {
       t.shape.push_back(1);  // a symbolic batch dim defaults to 1
     } else {
-      Fail(ErrorCode::kInvalidArgument, "graph input '{}' has symbolic dim {} ('{}'); fix it with "
-           "--input-shape {}=DIMS", vi.name(), i, dims[i].dim_param(), vi.name());
+      Fail(ErrorCode::kInvalidArgument,
+           "graph input '{}' has symbolic dim {} ('{}'); fix it with "
+           "--input-shape {}=DIMS",
+           vi.name(), i, dims[i].dim_param(), vi.name());
     }
   }
   return t;
@@ -79,8 +85,10 @@ std::unique_ptr<ir::Graph> Import(const onnx::ModelProto& model, const std::stri
       const auto& dims = vi.type().tensor_type().shape().dim();
       for (int i = 0; i < dims.size(); ++i)
         if (dims[i].has_dim_value() && dims[i].dim_value() != fz->second.shape[i])
-          Fail(ErrorCode::kInvalidArgument, "--freeze {}: shape {} does not fit the input's dim "
-               "{} of {}", vi.name(), ShapeStr(fz->second.shape), i, dims[i].dim_value());
+          Fail(ErrorCode::kInvalidArgument,
+               "--freeze {}: shape {} does not fit the input's dim "
+               "{} of {}",
+               vi.name(), ShapeStr(fz->second.shape), i, dims[i].dim_value());
       values[vi.name()] = g->AddConstant(vi.name(), std::make_shared<HostTensor>(fz->second));
       continue;
     }
@@ -97,20 +105,22 @@ std::unique_ptr<ir::Graph> Import(const onnx::ModelProto& model, const std::stri
       Fail(ErrorCode::kInvalidArgument, "--freeze names '{}', which is not a graph input", name);
   for (const auto& vi : gp.output())
     if (vi.has_type() && !vi.type().has_tensor_type())
-      Fail(ErrorCode::kUnsupported, "graph output '{}' is not a tensor (sequences, maps and "
-           "optionals are not supported)", vi.name());
+      Fail(ErrorCode::kUnsupported,
+           "graph output '{}' is not a tensor (sequences, maps and "
+           "optionals are not supported)",
+           vi.name());
   for (const auto& init : gp.initializer()) {
     if (opts.frozen_inputs.count(init.name())) continue;
-    values[init.name()] = g->AddConstant(
-        init.name(), std::make_shared<HostTensor>(TensorFromProto(init, base_dir)));
+    values[init.name()] =
+        g->AddConstant(init.name(), std::make_shared<HostTensor>(TensorFromProto(init, base_dir)));
   }
 
   const auto& registry = OpRegistry();
   for (const auto& node : gp.node()) {
     std::string label = fmt::format("node '{}' ({})",
-                                    !node.name().empty()       ? node.name()
+                                    !node.name().empty()     ? node.name()
                                     : node.output_size() > 0 ? node.output(0)
-                                                               : std::string("?"),
+                                                             : std::string("?"),
                                     node.op_type());
     try {
       if (!node.domain().empty() && node.domain() != "ai.onnx")

@@ -14,7 +14,7 @@ NodeImporter::NodeImporter(ir::Graph& g, const onnx::NodeProto& node,
       outputs_(node.output_size(), nullptr),
       opset_(opset),
       base_dir_(base_dir),
-      name_(!node.name().empty() ? node.name()
+      name_(!node.name().empty()     ? node.name()
             : node.output_size() > 0 ? node.output(0)
                                      : node.op_type()) {}
 
@@ -28,11 +28,13 @@ ir::Value* NodeImporter::RequiredInput(size_t i) const {
 
 const HostTensor& NodeImporter::ConstInput(size_t i, std::string_view what) const {
   ir::Value* v = RequiredInput(i);
-  if (!v->is_constant())
-    Fail(ErrorCode::kNotConstant,
-         "input '{}' ({}) is computed at run time; texel needs it at compile time (bind it with "
-         "--freeze {}=file.npy if it is a graph input)",
-         v->name, what, v->name);
+  if (!v->is_constant()) {
+    throw Error(ErrorCode::kNotConstant,
+                fmt::format("input '{}' ({}) is computed at run time; texel needs it at compile "
+                            "time (bind it with --freeze {}=file.npy if it is a graph input)",
+                            v->name, what, v->name))
+        .SetSubject(v->name);
+  }
   return *v->constant;
 }
 
@@ -51,7 +53,8 @@ int64_t NodeImporter::AttrInt(const std::string& key, std::optional<int64_t> def
     if (!def) Invalid(fmt::format("attribute '{}' is required", key));
     return *def;
   }
-  if (a->type() != onnx::AttributeProto::INT) Invalid(fmt::format("attribute '{}' must be an int", key));
+  if (a->type() != onnx::AttributeProto::INT)
+    Invalid(fmt::format("attribute '{}' must be an int", key));
   return a->i();
 }
 
@@ -78,6 +81,14 @@ std::vector<int64_t> NodeImporter::AttrInts(const std::string& key,
   if (a->type() != onnx::AttributeProto::INTS)
     Invalid(fmt::format("attribute '{}' must be a list of ints", key));
   return {a->ints().begin(), a->ints().end()};
+}
+
+std::vector<double> NodeImporter::AttrFloats(const std::string& key) {
+  used_.insert(key);
+  const auto* a = FindAttr(key);
+  if (!a || a->type() != onnx::AttributeProto::FLOATS)
+    Invalid(fmt::format("attribute '{}' must be a list of floats", key));
+  return {a->floats().begin(), a->floats().end()};
 }
 
 std::string NodeImporter::AttrString(const std::string& key, std::optional<std::string> def) {

@@ -20,8 +20,8 @@ namespace texel::onnx_frontend {
 
 class NodeImporter {
  public:
-  NodeImporter(ir::Graph& g, const onnx::NodeProto& node, std::vector<ir::Value*> inputs,
-               int opset, const std::string& base_dir);
+  NodeImporter(ir::Graph& g, const onnx::NodeProto& node, std::vector<ir::Value*> inputs, int opset,
+               const std::string& base_dir);
 
   const onnx::NodeProto& proto() const { return node_; }
   int opset() const { return opset_; }
@@ -46,6 +46,7 @@ class NodeImporter {
   double AttrFloat(const std::string& key, std::optional<double> def = std::nullopt);
   std::vector<int64_t> AttrInts(const std::string& key,
                                 std::optional<std::vector<int64_t>> def = std::nullopt);
+  std::vector<double> AttrFloats(const std::string& key);
   std::string AttrString(const std::string& key, std::optional<std::string> def = std::nullopt);
   const onnx::TensorProto& AttrTensor(const std::string& key);
   // Marks attributes as read where ignoring them is correct (e.g. Dropout's seed).

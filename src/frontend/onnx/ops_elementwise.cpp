@@ -49,17 +49,19 @@ void Pow(NodeImporter& n) {
 }
 
 void LeakyRelu(NodeImporter& n) {
-  n.SetOutput(0, n.Emit(OpKind::kLeakyRelu, {n.RequiredInput(0)},
-                        {{"alpha", n.AttrFloat("alpha", 0.01)}}));
+  n.SetOutput(
+      0, n.Emit(OpKind::kLeakyRelu, {n.RequiredInput(0)}, {{"alpha", n.AttrFloat("alpha", 0.01)}}));
 }
 
 void Elu(NodeImporter& n) {
-  n.SetOutput(0, n.Emit(OpKind::kElu, {n.RequiredInput(0)}, {{"alpha", n.AttrFloat("alpha", 1.0)}}));
+  n.SetOutput(0,
+              n.Emit(OpKind::kElu, {n.RequiredInput(0)}, {{"alpha", n.AttrFloat("alpha", 1.0)}}));
 }
 
 void HardSigmoid(NodeImporter& n) {
-  n.SetOutput(0, n.Emit(OpKind::kHardSigmoid, {n.RequiredInput(0)},
-                        {{"alpha", n.AttrFloat("alpha", 0.2)}, {"beta", n.AttrFloat("beta", 0.5)}}));
+  n.SetOutput(0,
+              n.Emit(OpKind::kHardSigmoid, {n.RequiredInput(0)},
+                     {{"alpha", n.AttrFloat("alpha", 0.2)}, {"beta", n.AttrFloat("beta", 0.5)}}));
 }
 
 // HardSwish(x) = x * HardSigmoid(x) with alpha = 1/6, beta = 0.5.
@@ -75,8 +77,8 @@ void Clip(NodeImporter& n) {
   ir::Value* x = n.RequiredInput(0);
   double inf = std::numeric_limits<double>::infinity();
   if (n.opset() < 11) {
-    n.SetOutput(0, n.Emit(OpKind::kClip, {x}, {{"min", n.AttrFloat("min", -inf)},
-                                                {"max", n.AttrFloat("max", inf)}}));
+    n.SetOutput(0, n.Emit(OpKind::kClip, {x},
+                          {{"min", n.AttrFloat("min", -inf)}, {"max", n.AttrFloat("max", inf)}}));
     return;
   }
   ir::Value* lo = n.Input(1);
@@ -122,8 +124,115 @@ void Dropout(NodeImporter& n) {
   }
 }
 
+void Mod(NodeImporter& n) {
+  int64_t fmod = n.AttrInt("fmod", 0);
+  ir::Value* a = n.RequiredInput(0);
+  if (IsFloat(a->type.dtype) && fmod == 0) n.Invalid("fmod must be 1 for floating-point inputs");
+  n.SetOutput(0, n.Emit(OpKind::kMod, {a, n.RequiredInput(1)}, {{"fmod", fmod}}));
+}
+
+void IsInf(NodeImporter& n) {
+  n.SetOutput(0, n.Emit(OpKind::kIsInf, {n.RequiredInput(0)},
+                        {{"detect_positive", n.AttrInt("detect_positive", 1)},
+                         {"detect_negative", n.AttrInt("detect_negative", 1)}}));
+}
+
+// Comparisons with equality: (a > b) or (a == b), exact for NaN too (both false).
+template <OpKind kStrict>
+void CompareOrEqual(NodeImporter& n) {
+  ir::Value* a = n.RequiredInput(0);
+  ir::Value* b = n.RequiredInput(1);
+  n.SetOutput(0, n.Emit(OpKind::kOr, {n.Emit(kStrict, {a, b}), n.Emit(OpKind::kEqual, {a, b})}));
+}
+
+// Xor(a, b) = Not(Equal(a, b)) on bools.
+void Xor(NodeImporter& n) {
+  n.SetOutput(
+      0, n.Emit(OpKind::kNot, {n.Emit(OpKind::kEqual, {n.RequiredInput(0), n.RequiredInput(1)})}));
+}
+
+ir::Value* Zero(NodeImporter& n, ir::Value* like) { return n.ConstScalar(like->type.dtype, 0.0); }
+
+// PRelu(x) = x < 0 ? slope * x : x, slope broadcast to x.
+void PRelu(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  ir::Value* slope = n.RequiredInput(1);
+  const Shape& xs = x->type.shape;
+  // Before opset 7 a 1-D slope of size C applies per channel (axis 1).
+  if (n.opset() < 7 && slope->type.shape.size() == 1 && xs.size() >= 2 &&
+      slope->type.shape[0] == xs[1] && slope->type.shape[0] != 1) {
+    Shape s(xs.size() - 1, 1);
+    s[0] = xs[1];
+    slope = n.Reshape(slope, s);
+  }
+  ir::Value* neg = n.Emit(OpKind::kLess, {x, Zero(n, x)});
+  n.SetOutput(0, n.Emit(OpKind::kWhere, {neg, n.Emit(OpKind::kMul, {x, slope}), x}));
+}
+
+// Selu(x) = gamma * (x > 0 ? x : alpha * (exp(x) - 1)) = gamma * Elu_alpha(x).
+void Selu(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  double alpha = n.AttrFloat("alpha", 1.67326319217681884765625);
+  double gamma = n.AttrFloat("gamma", 1.05070102214813232421875);
+  ir::Value* elu = n.Emit(OpKind::kElu, {x}, {{"alpha", alpha}});
+  n.SetOutput(0, n.Emit(OpKind::kMul, {elu, n.ConstScalar(x->type.dtype, gamma)}));
+}
+
+// Celu(x) = max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) = alpha * Elu_1(x / alpha).
+void Celu(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  double alpha = n.AttrFloat("alpha", 1.0);
+  DType t = x->type.dtype;
+  ir::Value* scaled = n.Emit(OpKind::kDiv, {x, n.ConstScalar(t, alpha)});
+  ir::Value* elu = n.Emit(OpKind::kElu, {scaled}, {{"alpha", 1.0}});
+  n.SetOutput(0, n.Emit(OpKind::kMul, {elu, n.ConstScalar(t, alpha)}));
+}
+
+// ThresholdedRelu(x) = x > alpha ? x : 0.
+void ThresholdedRelu(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  ir::Value* above =
+      n.Emit(OpKind::kGreater, {x, n.ConstScalar(x->type.dtype, n.AttrFloat("alpha", 1.0))});
+  n.SetOutput(0, n.Emit(OpKind::kWhere, {above, x, Zero(n, x)}));
+}
+
+// Softsign(x) = x / (1 + |x|).
+void Softsign(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  ir::Value* d =
+      n.Emit(OpKind::kAdd, {n.Emit(OpKind::kAbs, {x}), n.ConstScalar(x->type.dtype, 1.0)});
+  n.SetOutput(0, n.Emit(OpKind::kDiv, {x, d}));
+}
+
+// Mish(x) = x * tanh(softplus(x)).
+void Mish(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  n.SetOutput(0,
+              n.Emit(OpKind::kMul, {x, n.Emit(OpKind::kTanh, {n.Emit(OpKind::kSoftplus, {x})})}));
+}
+
+// Shrink(x) = x < -lambd ? x + bias : (x > lambd ? x - bias : 0).
+void Shrink(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  DType t = x->type.dtype;
+  double lambd = n.AttrFloat("lambd", 0.5), bias = n.AttrFloat("bias", 0.0);
+  ir::Value* lo = n.Emit(OpKind::kLess, {x, n.ConstScalar(t, -lambd)});
+  ir::Value* hi = n.Emit(OpKind::kGreater, {x, n.ConstScalar(t, lambd)});
+  ir::Value* inner =
+      n.Emit(OpKind::kWhere, {hi, n.Emit(OpKind::kSub, {x, n.ConstScalar(t, bias)}), Zero(n, x)});
+  n.SetOutput(
+      0, n.Emit(OpKind::kWhere, {lo, n.Emit(OpKind::kAdd, {x, n.ConstScalar(t, bias)}), inner}));
+}
+
+void CastLike(NodeImporter& n) {
+  n.IgnoreAttr("saturate");
+  DType to = n.RequiredInput(1)->type.dtype;
+  n.SetOutput(0, n.Emit(OpKind::kCast, {n.RequiredInput(0)}, {{"to", int64_t(to)}}));
+}
+
 void Where(NodeImporter& n) {
-  n.SetOutput(0, n.Emit(OpKind::kWhere, {n.RequiredInput(0), n.RequiredInput(1), n.RequiredInput(2)}));
+  n.SetOutput(0,
+              n.Emit(OpKind::kWhere, {n.RequiredInput(0), n.RequiredInput(1), n.RequiredInput(2)}));
 }
 
 }  // namespace
@@ -147,6 +256,29 @@ void RegisterElementwiseOps(Registry& r) {
   r["Sin"] = Unary<OpKind::kSin>;
   r["Cos"] = Unary<OpKind::kCos>;
   r["Not"] = Unary<OpKind::kNot>;
+  r["Tan"] = Unary<OpKind::kTan>;
+  r["Asin"] = Unary<OpKind::kAsin>;
+  r["Acos"] = Unary<OpKind::kAcos>;
+  r["Atan"] = Unary<OpKind::kAtan>;
+  r["Sinh"] = Unary<OpKind::kSinh>;
+  r["Cosh"] = Unary<OpKind::kCosh>;
+  r["Asinh"] = Unary<OpKind::kAsinh>;
+  r["Acosh"] = Unary<OpKind::kAcosh>;
+  r["Atanh"] = Unary<OpKind::kAtanh>;
+  r["IsNaN"] = Unary<OpKind::kIsNaN>;
+  r["IsInf"] = IsInf;
+  r["Mod"] = Mod;
+  r["GreaterOrEqual"] = CompareOrEqual<OpKind::kGreater>;
+  r["LessOrEqual"] = CompareOrEqual<OpKind::kLess>;
+  r["Xor"] = Xor;
+  r["PRelu"] = PRelu;
+  r["Selu"] = Selu;
+  r["Celu"] = Celu;
+  r["ThresholdedRelu"] = ThresholdedRelu;
+  r["Softsign"] = Softsign;
+  r["Mish"] = Mish;
+  r["Shrink"] = Shrink;
+  r["CastLike"] = CastLike;
   r["Identity"] = Identity;
   r["LeakyRelu"] = LeakyRelu;
   r["Elu"] = Elu;

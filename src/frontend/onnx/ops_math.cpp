@@ -1,5 +1,6 @@
 // Importers for matrix products, reductions and the softmax family.
 #include <algorithm>
+#include <optional>
 
 #include "frontend/onnx/node_importer.h"
 #include "frontend/onnx/registry.h"
@@ -13,7 +14,8 @@ using ir::OpKind;
 void MatMul(NodeImporter& n) {
   ir::Value* a = n.RequiredInput(0);
   ir::Value* b = n.RequiredInput(1);
-  if (a->type.shape.empty() || b->type.shape.empty()) n.Invalid("MatMul operands must not be scalars");
+  if (a->type.shape.empty() || b->type.shape.empty())
+    n.Invalid("MatMul operands must not be scalars");
   bool a1 = a->type.shape.size() == 1, b1 = b->type.shape.size() == 1;
   if (a1) a = n.Reshape(a, {1, a->type.shape[0]});
   if (b1) b = n.Reshape(b, {b->type.shape[0], 1});
@@ -70,25 +72,19 @@ void Softmax(NodeImporter& n) {
   n.SetOutput(0, n.Reshape(y, xs));
 }
 
-// Reductions. Axes come from an attribute, or from input 1 for ReduceSum since opset 13.
-template <OpKind kOp>
-void Reduce(NodeImporter& n) {
+// The normalised axes and keepdims of a reduction; nullopt for a no-op (noop_with_empty_axes).
+// Axes come from an attribute, or from input 1 for ReduceSum since opset 13.
+std::optional<std::vector<int64_t>> ReduceAxes(NodeImporter& n, bool axes_input) {
   ir::Value* x = n.RequiredInput(0);
   int64_t rank = static_cast<int64_t>(x->type.shape.size());
   std::vector<int64_t> axes;
-  bool axes_input = kOp == OpKind::kReduceSum && n.opset() >= 13;
   if (axes_input) {
     if (n.Input(1)) axes = n.ConstInts(1, "axes");
   } else {
     axes = n.AttrInts("axes", std::vector<int64_t>{});
   }
-  int64_t keepdims = n.AttrInt("keepdims", 1);
-  bool noop_empty = n.AttrInt("noop_with_empty_axes", 0) != 0;
   if (axes.empty()) {
-    if (noop_empty) {
-      n.SetOutput(0, n.Emit(OpKind::kCopy, {x}));
-      return;
-    }
+    if (n.AttrInt("noop_with_empty_axes", 0) != 0) return std::nullopt;
     for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
   }
   for (int64_t& a : axes) {
@@ -99,7 +95,120 @@ void Reduce(NodeImporter& n) {
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
   for (int64_t a : axes)
     if (x->type.shape[a] == 0) n.Unsupported("reducing an empty axis is not supported");
-  n.SetOutput(0, n.Emit(kOp, {x}, {{"axes", axes}, {"keepdims", keepdims}}));
+  return axes;
+}
+
+template <OpKind kOp>
+void Reduce(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  auto axes = ReduceAxes(n, kOp == OpKind::kReduceSum && n.opset() >= 13);
+  int64_t keepdims = n.AttrInt("keepdims", 1);
+  if (!axes) {
+    n.SetOutput(0, n.Emit(OpKind::kCopy, {x}));
+    return;
+  }
+  n.SetOutput(0, n.Emit(kOp, {x}, {{"axes", *axes}, {"keepdims", keepdims}}));
+}
+
+enum class Composite { kL1, kL2, kSumSquare, kLogSum, kLogSumExp };
+
+// Reductions composed of core ops:
+//   ReduceL1 = Sum(|x|)   ReduceL2 = Sqrt(Sum(x*x))   ReduceSumSquare = Sum(x*x)
+//   ReduceLogSum = Log(Sum(x))   ReduceLogSumExp = Log(Sum(Exp(x - m))) + m, m = Max(x)
+template <Composite kKind>
+void ReduceComposite(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  auto axes = ReduceAxes(n, false);
+  int64_t keepdims = n.AttrInt("keepdims", 1);
+  if (!axes) axes = std::vector<int64_t>{};
+  auto sum = [&](ir::Value* v, int64_t keep) {
+    if (axes->empty()) return v;
+    return n.Emit(OpKind::kReduceSum, {v}, {{"axes", *axes}, {"keepdims", keep}});
+  };
+  ir::Value* y = nullptr;
+  switch (kKind) {
+    case Composite::kL1: y = sum(n.Emit(OpKind::kAbs, {x}), keepdims); break;
+    case Composite::kL2:
+      y = n.Emit(OpKind::kSqrt, {sum(n.Emit(OpKind::kMul, {x, x}), keepdims)});
+      break;
+    case Composite::kSumSquare: y = sum(n.Emit(OpKind::kMul, {x, x}), keepdims); break;
+    case Composite::kLogSum: y = n.Emit(OpKind::kLog, {sum(x, keepdims)}); break;
+    case Composite::kLogSumExp: {
+      if (axes->empty()) {
+        y = x;
+        break;
+      }
+      ir::Value* m = n.Emit(OpKind::kReduceMax, {x}, {{"axes", *axes}, {"keepdims", int64_t{1}}});
+      ir::Value* s = sum(n.Emit(OpKind::kExp, {n.Emit(OpKind::kSub, {x, m})}), 1);
+      y = n.Emit(OpKind::kAdd, {n.Emit(OpKind::kLog, {s}), m});
+      if (!keepdims) {
+        Shape shape;
+        for (size_t d = 0; d < x->type.shape.size(); ++d)
+          if (std::find(axes->begin(), axes->end(), static_cast<int64_t>(d)) == axes->end())
+            shape.push_back(x->type.shape[d]);
+        y = n.Reshape(y, shape);
+      }
+      break;
+    }
+  }
+  if (y == x) y = n.Emit(OpKind::kCopy, {x});
+  n.SetOutput(0, y);
+}
+
+template <OpKind kOp>
+void ArgReduce(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  int64_t rank = static_cast<int64_t>(x->type.shape.size());
+  int64_t axis = n.AttrInt("axis", 0);
+  if (axis < -rank || axis >= rank) n.Invalid(fmt::format("axis {} out of range", axis));
+  if (axis < 0) axis += rank;
+  if (x->type.shape[axis] == 0) n.Invalid("cannot reduce an empty axis");
+  n.SetOutput(0, n.Emit(kOp, {x},
+                        {{"axes", std::vector<int64_t>{axis}},
+                         {"keepdims", n.AttrInt("keepdims", 1)},
+                         {"select_last_index", n.AttrInt("select_last_index", 0)}}));
+}
+
+void CumSum(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  int64_t rank = static_cast<int64_t>(x->type.shape.size());
+  int64_t axis = n.ConstInput(1, "axis").GetInt(0);
+  if (axis < -rank || axis >= rank) n.Invalid(fmt::format("axis {} out of range", axis));
+  if (axis < 0) axis += rank;
+  n.SetOutput(0, n.Emit(OpKind::kCumSum, {x},
+                        {{"axis", axis},
+                         {"exclusive", n.AttrInt("exclusive", 0)},
+                         {"reverse", n.AttrInt("reverse", 0)}}));
+}
+
+// Hardmax: 1 at the first maximum along axis, 0 elsewhere:
+// Cast(Equal(ArgMax(x, keepdims), iota along axis)). Before opset 13 the input is seen as 2-D.
+void Hardmax(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  const Shape& xs = x->type.shape;
+  int64_t rank = static_cast<int64_t>(xs.size());
+  int64_t axis = n.AttrInt("axis", n.opset() < 13 ? 1 : -1);
+  if (axis < -rank || axis >= rank) n.Invalid(fmt::format("axis {} out of range", axis));
+  if (axis < 0) axis += rank;
+  ir::Value* v = x;
+  if (n.opset() < 13) {
+    int64_t outer = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= xs[d];
+    v = n.Reshape(x, {outer, NumElements(xs) / std::max<int64_t>(outer, 1)});
+    axis = 1;
+  }
+  const Shape& vs = v->type.shape;
+  ir::Value* am = n.Emit(OpKind::kArgMax, {v},
+                         {{"axes", std::vector<int64_t>{axis}},
+                          {"keepdims", int64_t{1}},
+                          {"select_last_index", int64_t{0}}});
+  Shape iota_shape(vs.size(), 1);
+  iota_shape[axis] = vs[axis];
+  HostTensor iota(DType::kInt64, iota_shape);
+  for (int64_t i = 0; i < vs[axis]; ++i) iota.data<int64_t>()[i] = i;
+  ir::Value* eq = n.Emit(OpKind::kEqual, {am, n.Const(std::move(iota))});
+  ir::Value* y = n.Emit(OpKind::kCast, {eq}, {{"to", int64_t(x->type.dtype)}});
+  n.SetOutput(0, n.Reshape(y, xs));
 }
 
 }  // namespace
@@ -114,6 +223,15 @@ void RegisterMathOps(Registry& r) {
   r["ReduceMax"] = Reduce<OpKind::kReduceMax>;
   r["ReduceMin"] = Reduce<OpKind::kReduceMin>;
   r["ReduceProd"] = Reduce<OpKind::kReduceProd>;
+  r["ReduceL1"] = ReduceComposite<Composite::kL1>;
+  r["ReduceL2"] = ReduceComposite<Composite::kL2>;
+  r["ReduceSumSquare"] = ReduceComposite<Composite::kSumSquare>;
+  r["ReduceLogSum"] = ReduceComposite<Composite::kLogSum>;
+  r["ReduceLogSumExp"] = ReduceComposite<Composite::kLogSumExp>;
+  r["ArgMax"] = ArgReduce<OpKind::kArgMax>;
+  r["ArgMin"] = ArgReduce<OpKind::kArgMin>;
+  r["CumSum"] = CumSum;
+  r["Hardmax"] = Hardmax;
 }
 
 }  // namespace texel::onnx_frontend

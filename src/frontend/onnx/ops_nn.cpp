@@ -1,4 +1,5 @@
 // Importers for convolution, pooling and normalisation ONNX ops.
+#include <algorithm>
 #include <cmath>
 
 #include "frontend/onnx/node_importer.h"
@@ -62,7 +63,8 @@ void Conv(NodeImporter& n) {
   ir::Value* b = n.Input(2);
   const Shape& xs = x->type.shape;
   if (xs.size() < 3 || xs.size() > 4)
-    n.Unsupported(fmt::format("Conv over {} spatial dims is not supported (1 or 2)", xs.size() - 2));
+    n.Unsupported(
+        fmt::format("Conv over {} spatial dims is not supported (1 or 2)", xs.size() - 2));
   if (w->type.shape.size() != xs.size()) n.Invalid("weight rank differs from input rank");
   Window win = ReadWindow(n, xs, Shape(w->type.shape.begin() + 2, w->type.shape.end()));
   if (win.kernel != Shape(w->type.shape.begin() + 2, w->type.shape.end()))
@@ -77,8 +79,10 @@ void Conv(NodeImporter& n) {
   std::vector<ir::Value*> ins = {x, w};
   if (b) ins.push_back(b);
   ir::Value* y = n.Emit(OpKind::kConv, ins,
-                        {{"strides", win.strides}, {"pads", win.pads},
-                         {"dilations", win.dilations}, {"group", group}});
+                        {{"strides", win.strides},
+                         {"pads", win.pads},
+                         {"dilations", win.dilations},
+                         {"group", group}});
   if (one_d) {
     Shape s = y->type.shape;
     s.erase(s.begin() + 2);
@@ -92,7 +96,8 @@ void Pool(NodeImporter& n) {
   ir::Value* x = n.RequiredInput(0);
   const Shape& xs = x->type.shape;
   if (xs.size() < 3 || xs.size() > 4)
-    n.Unsupported(fmt::format("pooling over {} spatial dims is not supported (1 or 2)", xs.size() - 2));
+    n.Unsupported(
+        fmt::format("pooling over {} spatial dims is not supported (1 or 2)", xs.size() - 2));
   if (n.num_outputs() > 1 && !n.proto().output(1).empty())
     n.Unsupported("MaxPool's Indices output is not supported");
   if (n.AttrInt("storage_order", 0) != 0) n.Unsupported("storage_order=1 is not supported");
@@ -104,8 +109,11 @@ void Pool(NodeImporter& n) {
     x = n.Reshape(x, Insert1(xs, 2, 1));
     To2D(win);
   }
-  ir::Attrs attrs = {{"kernel", win.kernel}, {"strides", win.strides}, {"pads", win.pads},
-                     {"dilations", win.dilations}, {"ceil_mode", ceil_mode}};
+  ir::Attrs attrs = {{"kernel", win.kernel},
+                     {"strides", win.strides},
+                     {"pads", win.pads},
+                     {"dilations", win.dilations},
+                     {"ceil_mode", ceil_mode}};
   if (kOp == OpKind::kAveragePool) attrs.Set("count_include_pad", count_include_pad);
   ir::Value* y = n.Emit(kOp, {x}, attrs);
   if (one_d) {
@@ -151,15 +159,104 @@ void BatchNormalization(NodeImporter& n) {
   ir::Value* bias = param(2);
   ir::Value* mean = param(3);
   ir::Value* var = param(4);
-  ir::Value* s = n.Emit(OpKind::kDiv, {scale, n.Emit(OpKind::kSqrt, {n.Emit(OpKind::kAdd,
-                                         {var, n.ConstScalar(var->type.dtype, eps)})})});
+  ir::Value* s = n.Emit(
+      OpKind::kDiv,
+      {scale,
+       n.Emit(OpKind::kSqrt, {n.Emit(OpKind::kAdd, {var, n.ConstScalar(var->type.dtype, eps)})})});
   ir::Value* t = n.Emit(OpKind::kSub, {bias, n.Emit(OpKind::kMul, {mean, s})});
   n.SetOutput(0, n.Emit(OpKind::kAdd, {n.Emit(OpKind::kMul, {x, s}), t}));
+}
+
+// Normalises x over `axes`: (x - mean) / sqrt(var + eps), with mean and var kept as [.., 1, ..].
+// Returns the normalised value; mean and inv_std (1 / sqrt(var + eps)) through the pointers.
+ir::Value* Standardize(NodeImporter& n, ir::Value* x, const std::vector<int64_t>& axes, double eps,
+                       ir::Value** mean_out = nullptr, ir::Value** inv_std_out = nullptr) {
+  ir::Attrs keep = {{"axes", axes}, {"keepdims", int64_t{1}}};
+  DType t = x->type.dtype;
+  ir::Value* mean = n.Emit(OpKind::kReduceMean, {x}, keep);
+  ir::Value* d = n.Emit(OpKind::kSub, {x, mean});
+  ir::Value* var = n.Emit(OpKind::kReduceMean, {n.Emit(OpKind::kMul, {d, d})}, keep);
+  ir::Value* inv_std =
+      n.Emit(OpKind::kReciprocal,
+             {n.Emit(OpKind::kSqrt, {n.Emit(OpKind::kAdd, {var, n.ConstScalar(t, eps)})})});
+  if (mean_out) *mean_out = mean;
+  if (inv_std_out) *inv_std_out = inv_std;
+  return n.Emit(OpKind::kMul, {d, inv_std});
+}
+
+// LayerNormalization (opset 17): normalise over dims >= axis, then scale and bias.
+void LayerNormalization(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  int64_t rank = static_cast<int64_t>(x->type.shape.size());
+  int64_t axis = n.AttrInt("axis", -1);
+  if (axis < -rank || axis >= rank) n.Invalid(fmt::format("axis {} out of range", axis));
+  if (axis < 0) axis += rank;
+  double eps = n.AttrFloat("epsilon", 1e-5);
+  if (n.AttrInt("stash_type", 1) != 1)
+    n.Unsupported("stash_type other than float is not supported");
+  std::vector<int64_t> axes;
+  for (int64_t d = axis; d < rank; ++d) axes.push_back(d);
+  ir::Value* mean = nullptr;
+  ir::Value* inv_std = nullptr;
+  ir::Value* y = Standardize(n, x, axes, eps, &mean, &inv_std);
+  y = n.Emit(OpKind::kMul, {y, n.RequiredInput(1)});
+  if (ir::Value* b = n.Input(2)) y = n.Emit(OpKind::kAdd, {y, b});
+  n.SetOutput(0, y);
+  n.SetOutput(1, mean);
+  n.SetOutput(2, inv_std);
+}
+
+// InstanceNormalization: normalise each (n, c) plane over the spatial dims; scale/bias per c.
+void InstanceNormalization(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  const Shape& xs = x->type.shape;
+  if (xs.size() < 3) n.Invalid("input must have rank >= 3");
+  std::vector<int64_t> axes;
+  for (size_t d = 2; d < xs.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  ir::Value* y = Standardize(n, x, axes, n.AttrFloat("epsilon", 1e-5));
+  Shape pshape(xs.size() - 1, 1);
+  pshape[0] = xs[1];
+  y = n.Emit(OpKind::kMul, {y, n.Reshape(n.RequiredInput(1), pshape)});
+  n.SetOutput(0, n.Emit(OpKind::kAdd, {y, n.Reshape(n.RequiredInput(2), pshape)}));
+}
+
+// MeanVarianceNormalization: (x - mean) / sqrt(var) over axes (default N, H, W); ONNX adds
+// no epsilon beyond 1e-9.
+void MeanVarianceNormalization(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  int64_t rank = static_cast<int64_t>(x->type.shape.size());
+  std::vector<int64_t> axes = n.AttrInts("axes", std::vector<int64_t>{0, 2, 3});
+  for (int64_t& a : axes) {
+    if (a < -rank || a >= rank) n.Invalid(fmt::format("axis {} out of range", a));
+    if (a < 0) a += rank;
+  }
+  std::sort(axes.begin(), axes.end());
+  n.SetOutput(0, Standardize(n, x, axes, 1e-9));
+}
+
+// LpNormalization: x / norm_p(x) along axis (p = 1 or 2).
+void LpNormalization(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  int64_t rank = static_cast<int64_t>(x->type.shape.size());
+  int64_t axis = n.AttrInt("axis", -1), p = n.AttrInt("p", 2);
+  if (axis < -rank || axis >= rank) n.Invalid(fmt::format("axis {} out of range", axis));
+  if (axis < 0) axis += rank;
+  if (p != 1 && p != 2) n.Invalid("p must be 1 or 2");
+  ir::Attrs keep = {{"axes", std::vector<int64_t>{axis}}, {"keepdims", int64_t{1}}};
+  ir::Value* norm =
+      p == 1 ? n.Emit(OpKind::kReduceSum, {n.Emit(OpKind::kAbs, {x})}, keep)
+             : n.Emit(OpKind::kSqrt,
+                      {n.Emit(OpKind::kReduceSum, {n.Emit(OpKind::kMul, {x, x})}, keep)});
+  n.SetOutput(0, n.Emit(OpKind::kDiv, {x, norm}));
 }
 
 }  // namespace
 
 void RegisterNnOps(Registry& r) {
+  r["LayerNormalization"] = LayerNormalization;
+  r["InstanceNormalization"] = InstanceNormalization;
+  r["MeanVarianceNormalization"] = MeanVarianceNormalization;
+  r["LpNormalization"] = LpNormalization;
   r["Conv"] = Conv;
   r["MaxPool"] = Pool<OpKind::kMaxPool>;
   r["AveragePool"] = Pool<OpKind::kAveragePool>;

@@ -153,8 +153,10 @@ void Split(NodeImporter& n) {
   int64_t rank = static_cast<int64_t>(x->type.shape.size());
   int64_t axis = Axis(n, n.AttrInt("axis", 0), rank);
   std::vector<int64_t> split;
-  if (n.opset() < 13) split = n.AttrInts("split", std::vector<int64_t>{});
-  else if (n.Input(1)) split = n.ConstInts(1, "split");
+  if (n.opset() < 13)
+    split = n.AttrInts("split", std::vector<int64_t>{});
+  else if (n.Input(1))
+    split = n.ConstInts(1, "split");
   int64_t dim = x->type.shape[axis];
   size_t outs = n.num_outputs();
   if (split.empty()) {
@@ -199,8 +201,8 @@ void Slice(NodeImporter& n) {
     if (step == 0) n.Invalid("step 0");
     auto clampi = [](int64_t v, int64_t lo, int64_t hi) { return std::max(lo, std::min(v, hi)); };
     int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i];
-    int64_t e = ends[i] < 0 && ends[i] > std::numeric_limits<int64_t>::min() / 2 ? ends[i] + dim
-                                                                                : ends[i];
+    int64_t e =
+        ends[i] < 0 && ends[i] > std::numeric_limits<int64_t>::min() / 2 ? ends[i] + dim : ends[i];
     if (step > 0) {
       s = clampi(s, 0, dim);
       e = clampi(e, 0, dim);
@@ -224,7 +226,8 @@ void Gather(NodeImporter& n) {
   if (idx->is_constant()) {  // reject out-of-range constant indices at compile time
     int64_t dim = x->type.shape[axis];
     for (int64_t v : idx->constant->ToInts())
-      if (v < -dim || v >= dim) n.Invalid(fmt::format("index {} is out of range [{}, {})", v, -dim, dim));
+      if (v < -dim || v >= dim)
+        n.Invalid(fmt::format("index {} is out of range [{}, {})", v, -dim, dim));
   }
   n.SetOutput(0, n.Emit(OpKind::kGather, {x, idx}, {{"axis", axis}}));
 }
@@ -261,7 +264,9 @@ void ShapeOp(NodeImporter& n) {
   if (end < 0) end += rank;
   start = std::clamp<int64_t>(start, 0, rank);
   end = std::clamp<int64_t>(end, 0, rank);
-  n.SetOutput(0, n.Const(Ints1D(std::vector<int64_t>(s.begin() + start, s.begin() + std::max(start, end)))));
+  n.SetOutput(
+      0,
+      n.Const(Ints1D(std::vector<int64_t>(s.begin() + start, s.begin() + std::max(start, end)))));
 }
 
 void Size(NodeImporter& n) {
@@ -286,10 +291,9 @@ void Constant(NodeImporter& n) {
   } else if (key == "value_ints") {
     t = Ints1D(n.AttrInts(key));
   } else if (key == "value_floats") {
-    const auto& a = attrs[0];
-    t = HostTensor(DType::kFloat32, {a.floats_size()});
-    for (int i = 0; i < a.floats_size(); ++i) t.data<float>()[i] = a.floats(i);
-    n.IgnoreAttr(key);
+    std::vector<double> v = n.AttrFloats(key);
+    t = HostTensor(DType::kFloat32, {static_cast<int64_t>(v.size())});
+    for (size_t i = 0; i < v.size(); ++i) t.data<float>()[i] = static_cast<float>(v[i]);
   } else {
     n.Unsupported(fmt::format("Constant with '{}' is not supported", key));
   }
@@ -338,9 +342,100 @@ void Range(NodeImporter& n) {
   n.SetOutput(0, n.Const(std::move(t)));
 }
 
+void GatherElements(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  ir::Value* idx = n.RequiredInput(1);
+  int64_t axis = Axis(n, n.AttrInt("axis", 0), static_cast<int64_t>(x->type.shape.size()));
+  if (idx->is_constant()) {
+    int64_t dim = x->type.shape[axis];
+    for (int64_t v : idx->constant->ToInts())
+      if (v < -dim || v >= dim)
+        n.Invalid(fmt::format("index {} is out of range [{}, {})", v, -dim, dim));
+  }
+  n.SetOutput(0, n.Emit(OpKind::kGatherElements, {x, idx}, {{"axis", axis}}));
+}
+
+// Tile(x, reps) = Reshape(Expand(Reshape(x, [1, d0, 1, d1, ...]), [r0, d0, r1, d1, ...]),
+//                         [r0 * d0, r1 * d1, ...]).
+void Tile(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  std::vector<int64_t> reps = n.ConstInts(1, "repeats");
+  const Shape& xs = x->type.shape;
+  if (reps.size() != xs.size()) n.Invalid("repeats must have one entry per input dim");
+  Shape split, expanded, out;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (reps[d] < 0) n.Invalid("negative repeat");
+    split.insert(split.end(), {1, xs[d]});
+    expanded.insert(expanded.end(), {reps[d], xs[d]});
+    out.push_back(reps[d] * xs[d]);
+  }
+  if (NumElements(out) == 0 || out == xs) {
+    n.SetOutput(0, NumElements(out) == 0 ? n.Const(HostTensor(x->type.dtype, out))
+                                         : n.Emit(OpKind::kCopy, {x}));
+    return;
+  }
+  ir::Value* e = n.Emit(OpKind::kExpand, {n.Reshape(x, split)}, {{"shape", expanded}});
+  n.SetOutput(0, n.Reshape(e, out));
+}
+
+// Trilu: keeps the lower (upper=0) or upper triangle of the last two dims, shifted by k; the
+// mask is a compile-time constant, applied with Where.
+void Trilu(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  const Shape& xs = x->type.shape;
+  if (xs.size() < 2) n.Invalid("input must have rank >= 2");
+  int64_t k = n.Input(1) ? n.ConstInput(1, "k").GetInt(0) : 0;
+  bool upper = n.AttrInt("upper", 1) != 0;
+  int64_t rows = xs[xs.size() - 2], cols = xs.back();
+  HostTensor mask(DType::kBool, {rows, cols});
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      mask.data<uint8_t>()[i * cols + j] = upper ? (j - i >= k) : (j - i <= k);
+  ir::Value* zero = n.ConstScalar(x->type.dtype, 0.0);
+  if (NumElements(xs) == 0) {
+    n.SetOutput(0, n.Emit(OpKind::kCopy, {x}));
+    return;
+  }
+  n.SetOutput(0, n.Emit(OpKind::kWhere, {n.Const(std::move(mask)), x, zero}));
+}
+
+// OneHot(indices, depth, values): values[1] where the index (negative wraps) equals the
+// position along the new axis, values[0] elsewhere.
+void OneHot(NodeImporter& n) {
+  ir::Value* idx = n.RequiredInput(0);
+  int64_t depth = static_cast<int64_t>(n.ConstInput(1, "depth").GetDouble(0));
+  ir::Value* values = n.RequiredInput(2);
+  if (NumElements(values->type.shape) != 2) n.Invalid("values must hold two elements");
+  int64_t rank = static_cast<int64_t>(idx->type.shape.size()) + 1;
+  int64_t axis = Axis(n, n.AttrInt("axis", -1), rank);
+  // Indices as int64 with negatives wrapped: i + depth * (i < 0).
+  ir::Value* i = idx->type.dtype == DType::kInt64
+                     ? idx
+                     : n.Emit(OpKind::kCast, {idx}, {{"to", int64_t(DType::kInt64)}});
+  ir::Value* d = n.ConstScalar(DType::kInt64, static_cast<double>(depth));
+  ir::Value* neg = n.Emit(OpKind::kLess, {i, n.ConstScalar(DType::kInt64, 0)});
+  i = n.Emit(OpKind::kWhere, {neg, n.Emit(OpKind::kAdd, {i, d}), i});
+  Shape ishape = idx->type.shape;
+  ishape.insert(ishape.begin() + axis, 1);
+  Shape iota_shape(rank, 1);
+  iota_shape[axis] = depth;
+  HostTensor iota(DType::kInt64, iota_shape);
+  for (int64_t k = 0; k < depth; ++k) iota.data<int64_t>()[k] = k;
+  ir::Value* hit = n.Emit(OpKind::kEqual, {n.Reshape(i, ishape), n.Const(std::move(iota))});
+  ir::Value* off = n.Emit(OpKind::kSlice, {values},
+                          {{"starts", Shape{0}}, {"steps", Shape{1}}, {"sizes", Shape{1}}});
+  ir::Value* on = n.Emit(OpKind::kSlice, {values},
+                         {{"starts", Shape{1}}, {"steps", Shape{1}}, {"sizes", Shape{1}}});
+  n.SetOutput(0, n.Emit(OpKind::kWhere, {hit, on, off}));
+}
+
 }  // namespace
 
 void RegisterShapeOps(Registry& r) {
+  r["GatherElements"] = GatherElements;
+  r["Tile"] = Tile;
+  r["Trilu"] = Trilu;
+  r["OneHot"] = OneHot;
   r["Reshape"] = Reshape;
   r["Flatten"] = Flatten;
   r["Squeeze"] = Squeeze;

@@ -9,6 +9,9 @@ const std::map<std::string, ImportFn>& OpRegistry() {
     RegisterNnOps(r);
     RegisterShapeOps(r);
     RegisterMathOps(r);
+    RegisterLossOps(r);
+    RegisterResizeOps(r);
+    RegisterEinsumOps(r);
     return r;
   }();
   return registry;

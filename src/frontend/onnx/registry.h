@@ -14,5 +14,8 @@ void RegisterElementwiseOps(Registry& r);
 void RegisterNnOps(Registry& r);
 void RegisterShapeOps(Registry& r);
 void RegisterMathOps(Registry& r);
+void RegisterLossOps(Registry& r);
+void RegisterResizeOps(Registry& r);
+void RegisterEinsumOps(Registry& r);
 
 }  // namespace texel::onnx_frontend

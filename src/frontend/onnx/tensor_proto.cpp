@@ -1,6 +1,7 @@
 #include "frontend/onnx/tensor_proto.h"
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 
@@ -51,22 +52,41 @@ void FromField(const Field& field, HostTensor& out, const std::string& name) {
 std::string ReadExternal(const TensorProto& t, const std::string& base_dir, size_t want) {
   std::string location;
   int64_t offset = 0, length = -1;
+  auto parse = [&](const std::string& key, const std::string& text) {
+    int64_t v = -1;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || p != text.data() + text.size() || v < 0)
+      Fail(ErrorCode::kInvalidModel, "tensor '{}': external data {} '{}' is not a byte count",
+           t.name(), key, text);
+    return v;
+  };
   for (const auto& kv : t.external_data()) {
-    if (kv.key() == "location") location = kv.value();
-    else if (kv.key() == "offset") offset = std::stoll(kv.value());
-    else if (kv.key() == "length") length = std::stoll(kv.value());
+    if (kv.key() == "location")
+      location = kv.value();
+    else if (kv.key() == "offset")
+      offset = parse("offset", kv.value());
+    else if (kv.key() == "length")
+      length = parse("length", kv.value());
   }
   if (location.empty())
     Fail(ErrorCode::kInvalidModel, "tensor '{}' has external data without a location", t.name());
   std::filesystem::path p = std::filesystem::path(location);
   if (p.is_absolute() || location.find("..") != std::string::npos)
-    Fail(ErrorCode::kInvalidModel, "tensor '{}': external data location '{}' must be relative "
-         "to the model's folder", t.name(), location);
+    Fail(ErrorCode::kInvalidModel,
+         "tensor '{}': external data location '{}' must be relative "
+         "to the model's folder",
+         t.name(), location);
   p = std::filesystem::path(base_dir) / p;
   std::ifstream f(p, std::ios::binary);
-  if (!f) Fail(ErrorCode::kNotFound, "tensor '{}': external data file '{}' not found", t.name(),
-               p.string());
+  if (!f)
+    Fail(ErrorCode::kNotFound, "tensor '{}': external data file '{}' not found", t.name(),
+         p.string());
   if (length < 0) length = static_cast<int64_t>(want);
+  if (static_cast<size_t>(length) != want)  // checked before allocating
+    Fail(ErrorCode::kInvalidModel,
+         "tensor '{}': external data length {} does not match its "
+         "type ({} bytes)",
+         t.name(), length, want);
   std::string data(length, '\0');
   f.seekg(offset);
   f.read(data.data(), length);

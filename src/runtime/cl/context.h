@@ -45,8 +45,9 @@ class Buffer {
   Buffer& operator=(Buffer&& o) noexcept;
   cl_mem mem() const { return mem_; }
   size_t bytes() const { return bytes_; }
-  void Write(const Context& ctx, const void* src, size_t bytes, size_t offset = 0) const;  // blocking
-  void Read(const Context& ctx, void* dst, size_t bytes, size_t offset = 0) const;         // blocking
+  void Write(const Context& ctx, const void* src, size_t bytes,
+             size_t offset = 0) const;                                              // blocking
+  void Read(const Context& ctx, void* dst, size_t bytes, size_t offset = 0) const;  // blocking
 
  private:
   cl_mem mem_ = nullptr;

@@ -27,9 +27,10 @@ struct DeviceInfo {
   uint32_t mem_base_addr_align_bits = 0;
   bool image_support = false;
   size_t image2d_max_width = 0, image2d_max_height = 0;
-  bool fp16 = false;       // cl_khr_fp16
-  bool fp64 = false;       // cl_khr_fp64
-  bool subgroups = false;  // cl_khr_subgroups, cl_intel_subgroups or an OpenCL 3.0 max_num_sub_groups > 0
+  bool fp16 = false;  // cl_khr_fp16
+  bool fp64 = false;  // cl_khr_fp64
+  bool subgroups =
+      false;  // cl_khr_subgroups, cl_intel_subgroups or an OpenCL 3.0 max_num_sub_groups > 0
   int nv_cc_major = -1, nv_cc_minor = -1;  // cl_nv_device_attribute_query; -1 when absent
   uint32_t nv_warp_size = 0;
   std::string svm;  // "none" or a comma list: "coarse-grain buffer, fine-grain buffer, ..."

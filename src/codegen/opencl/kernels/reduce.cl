@@ -1,17 +1,20 @@
 // Reduction over a set of axes. One work-item per output element loops over the R reduced
-// elements. Parameters: KERNEL_NAME, T (element type), T_ACC (accumulator type), N (outputs),
+// elements (r is also the position along the axis when one axis is reduced, for ArgMax).
+// Parameters: KERNEL_NAME, T (element type), T_ACC (accumulator type), T_OUT, N (outputs),
 // R (elements per output), BASE_OFFSET (statements: output index i -> input offset `base`),
-// RED_OFFSET (statements: reduced index r -> offset `roff`), INIT, ACC(acc, v), FINISH(acc).
-__kernel void KERNEL_NAME(__global const T* x, __global T* out) {
+// RED_OFFSET (statements: reduced index r -> offset `roff`), INIT, ACC(acc, arg, v, r),
+// FINISH(acc, arg).
+__kernel void KERNEL_NAME(__global const T* x, __global T_OUT* out) {
   const long i = get_global_id(0);
   if (i >= N) return;
   long base = 0;
   BASE_OFFSET
   T_ACC acc = INIT;
+  long arg = 0;
   for (long r = 0; r < R; ++r) {
     long roff = 0;
     RED_OFFSET
-    ACC(acc, x[base + roff]);
+    ACC(acc, arg, x[base + roff], r);
   }
-  out[i] = FINISH(acc);
+  out[i] = FINISH(acc, arg);
 }

@@ -1,0 +1,426 @@
+// End-to-end kernel tests: IR graphs built in C++, compiled with CompileGraph for the PoCL CPU
+// device and run in a Session; results are compared with plain C++ references (double
+// accumulation) on random inputs. Several ops share one graph, so one program build each.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "api/compiler.h"
+#include "core/error.h"
+#include "ir/graph.h"
+#include "runtime/cl/context.h"
+#include "runtime/cl/device.h"
+#include "runtime/executable.h"
+
+namespace texel {
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+// One context for the whole binary; leaked on purpose so that no CL object outlives the ICD.
+std::shared_ptr<cl::Context> SharedContext() {
+  static auto* ctx =
+      new std::shared_ptr<cl::Context>(std::make_shared<cl::Context>(cl::SelectDevice("cpu")));
+  return *ctx;
+}
+
+HostTensor RandomF32(Shape s, uint32_t seed) {
+  HostTensor t(DType::kFloat32, std::move(s));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int64_t i = 0; i < t.size(); ++i) t.data<float>()[i] = dist(rng);
+  return t;
+}
+
+HostTensor I64(Shape s, const std::vector<int64_t>& v) {
+  HostTensor t(DType::kInt64, std::move(s));
+  for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
+  return t;
+}
+
+std::vector<int64_t> Unravel(int64_t i, const Shape& s) {
+  std::vector<int64_t> c(s.size());
+  for (size_t d = s.size(); d-- > 0;) {
+    c[d] = i % s[d];
+    i /= s[d];
+  }
+  return c;
+}
+
+int64_t Ravel(const std::vector<int64_t>& c, const Shape& s) {
+  int64_t i = 0;
+  for (size_t d = 0; d < s.size(); ++d) i = i * s[d] + c[d];
+  return i;
+}
+
+float F(const HostTensor& t, int64_t i) { return t.data<float>()[i]; }
+
+// |got - want| <= 1e-4 * max(|want|, 0.1) elementwise, and equal shapes.
+void ExpectClose(const HostTensor& got, const HostTensor& want, const std::string& what) {
+  ASSERT_EQ(got.dtype, DType::kFloat32) << what;
+  ASSERT_EQ(got.shape, want.shape) << what;
+  int bad = 0;
+  for (int64_t i = 0; i < want.size(); ++i) {
+    float g = F(got, i), w = F(want, i);
+    if (!(std::fabs(g - w) <= 1e-4f * std::max(std::fabs(w), 0.1f)) && ++bad <= 5)
+      ADD_FAILURE() << what << " at " << i << ": got " << g << ", want " << w;
+  }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << want.size() << " elements differ";
+}
+
+// --- References -----------------------------------------------------------------------------
+
+// NCHW conv; pads = [top, left, bottom, right].
+HostTensor RefConv(const HostTensor& x, const HostTensor& w, const HostTensor* b, Ints s, Ints p,
+                   Ints d, int64_t group) {
+  int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], wd = x.shape[3];
+  int64_t m = w.shape[0], cg = w.shape[1], kh = w.shape[2], kw = w.shape[3];
+  int64_t oh = (h + p[0] + p[2] - d[0] * (kh - 1) - 1) / s[0] + 1;
+  int64_t ow = (wd + p[1] + p[3] - d[1] * (kw - 1) - 1) / s[1] + 1;
+  HostTensor y(DType::kFloat32, {n, m, oh, ow});
+  int64_t mg = m / group;
+  for (int64_t in = 0; in < n; ++in)
+    for (int64_t om = 0; om < m; ++om)
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          double acc = b ? F(*b, om) : 0.0;
+          int64_t g = om / mg;
+          for (int64_t ic = 0; ic < cg; ++ic)
+            for (int64_t ky = 0; ky < kh; ++ky)
+              for (int64_t kx = 0; kx < kw; ++kx) {
+                int64_t iy = oy * s[0] - p[0] + ky * d[0], ix = ox * s[1] - p[1] + kx * d[1];
+                if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+                acc += double{F(x, Ravel({in, g * cg + ic, iy, ix}, x.shape))} *
+                       F(w, Ravel({om, ic, ky, kx}, w.shape));
+              }
+          y.data<float>()[Ravel({in, om, oy, ox}, y.shape)] = static_cast<float>(acc);
+        }
+  (void)c;
+  return y;
+}
+
+// ONNX / PyTorch pooling output size: with ceil_mode the last window must start inside the
+// input or its begin padding.
+int64_t PoolOut(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe, bool ceil_mode) {
+  int64_t span = in + pb + pe - k;
+  int64_t o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  if (ceil_mode && (o - 1) * s >= in + pb) --o;
+  return o;
+}
+
+// Max or average pooling; count_include_pad counts window positions inside the padded input.
+HostTensor RefPool(const HostTensor& x, bool is_max, Ints k, Ints s, Ints p, bool ceil_mode,
+                   bool include_pad) {
+  int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3];
+  int64_t oh = PoolOut(h, k[0], s[0], p[0], p[2], ceil_mode);
+  int64_t ow = PoolOut(w, k[1], s[1], p[1], p[3], ceil_mode);
+  HostTensor y(DType::kFloat32, {n, c, oh, ow});
+  for (int64_t z = 0; z < n * c; ++z)
+    for (int64_t oy = 0; oy < oh; ++oy)
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+        int64_t count = 0, padded = 0;
+        for (int64_t ky = 0; ky < k[0]; ++ky)
+          for (int64_t kx = 0; kx < k[1]; ++kx) {
+            int64_t iy = oy * s[0] - p[0] + ky, ix = ox * s[1] - p[1] + kx;
+            if (iy < h + p[2] && ix < w + p[3]) ++padded;
+            if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+            double v = F(x, (z * h + iy) * w + ix);
+            acc = is_max ? std::max(acc, v) : acc + v;
+            ++count;
+          }
+        if (!is_max) acc /= static_cast<double>(include_pad ? padded : count);
+        y.data<float>()[(z * oh + oy) * ow + ox] = static_cast<float>(acc);
+      }
+  return y;
+}
+
+// [..., M, K] x [..., K, N] with numpy batch broadcasting.
+HostTensor RefMatMul(const HostTensor& a, const HostTensor& b) {
+  size_t rank = std::max(a.shape.size(), b.shape.size());
+  Shape ab(rank - 2, 1), bb(rank - 2, 1), yb(rank - 2);
+  std::copy(a.shape.begin(), a.shape.end() - 2, ab.end() - (a.shape.size() - 2));
+  std::copy(b.shape.begin(), b.shape.end() - 2, bb.end() - (b.shape.size() - 2));
+  for (size_t d = 0; d < rank - 2; ++d) yb[d] = std::max(ab[d], bb[d]);
+  int64_t m = a.shape[a.shape.size() - 2], k = a.shape.back(), n = b.shape.back();
+  Shape ys = yb;
+  ys.push_back(m);
+  ys.push_back(n);
+  HostTensor y(DType::kFloat32, ys);
+  for (int64_t bi = 0; bi < NumElements(yb); ++bi) {
+    std::vector<int64_t> c = Unravel(bi, yb), ca(c.size()), cb(c.size());
+    for (size_t d = 0; d < c.size(); ++d) {
+      ca[d] = ab[d] == 1 ? 0 : c[d];
+      cb[d] = bb[d] == 1 ? 0 : c[d];
+    }
+    int64_t ao = Ravel(ca, ab) * m * k, bo = Ravel(cb, bb) * k * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t q = 0; q < k; ++q) acc += double{F(a, ao + i * k + q)} * F(b, bo + q * n + j);
+        y.data<float>()[(bi * m + i) * n + j] = static_cast<float>(acc);
+      }
+  }
+  return y;
+}
+
+HostTensor RefSoftmax(const HostTensor& x, int64_t axis, bool log) {
+  HostTensor y(DType::kFloat32, x.shape);
+  int64_t len = x.shape[axis];
+  int64_t inner = 1;
+  for (size_t d = axis + 1; d < x.shape.size(); ++d) inner *= x.shape[d];
+  int64_t outer = x.size() / (len * inner);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t j) { return (o * len + j) * inner + i; };
+      double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+      for (int64_t j = 0; j < len; ++j) mx = std::max(mx, double{F(x, at(j))});
+      for (int64_t j = 0; j < len; ++j) sum += std::exp(F(x, at(j)) - mx);
+      for (int64_t j = 0; j < len; ++j) {
+        double v = F(x, at(j)) - mx;
+        y.data<float>()[at(j)] = static_cast<float>(log ? v - std::log(sum) : std::exp(v) / sum);
+      }
+    }
+  return y;
+}
+
+HostTensor RefReduceMean(const HostTensor& x, const Ints& axes, bool keepdims) {
+  Shape kept = x.shape, out;
+  for (int64_t a : axes) kept[a] = 1;
+  for (size_t d = 0; d < x.shape.size(); ++d)
+    if (keepdims || std::find(axes.begin(), axes.end(), int64_t(d)) == axes.end())
+      out.push_back(kept[d]);
+  std::vector<double> acc(NumElements(kept), 0.0);
+  for (int64_t i = 0; i < x.size(); ++i) {
+    std::vector<int64_t> c = Unravel(i, x.shape);
+    for (int64_t a : axes) c[a] = 0;
+    acc[Ravel(c, kept)] += F(x, i);
+  }
+  HostTensor y(DType::kFloat32, out);
+  double count = static_cast<double>(x.size() / NumElements(kept));
+  for (int64_t i = 0; i < y.size(); ++i) y.data<float>()[i] = static_cast<float>(acc[i] / count);
+  return y;
+}
+
+HostTensor RefTranspose(const HostTensor& x, const Ints& perm) {
+  Shape ys;
+  for (int64_t p : perm) ys.push_back(x.shape[p]);
+  HostTensor y(DType::kFloat32, ys);
+  for (int64_t i = 0; i < y.size(); ++i) {
+    std::vector<int64_t> c = Unravel(i, ys), xc(c.size());
+    for (size_t d = 0; d < c.size(); ++d) xc[perm[d]] = c[d];
+    y.data<float>()[i] = F(x, Ravel(xc, x.shape));
+  }
+  return y;
+}
+
+HostTensor RefConcat(const std::vector<const HostTensor*>& in, int64_t axis) {
+  Shape ys = in[0]->shape;
+  ys[axis] = 0;
+  for (const HostTensor* t : in) ys[axis] += t->shape[axis];
+  HostTensor y(DType::kFloat32, ys);
+  for (int64_t i = 0; i < y.size(); ++i) {
+    std::vector<int64_t> c = Unravel(i, ys);
+    for (const HostTensor* t : in) {
+      if (c[axis] < t->shape[axis]) {
+        y.data<float>()[i] = F(*t, Ravel(c, t->shape));
+        break;
+      }
+      c[axis] -= t->shape[axis];
+    }
+  }
+  return y;
+}
+
+HostTensor RefGather(const HostTensor& x, const HostTensor& idx, int64_t axis) {
+  Shape ys(x.shape.begin(), x.shape.begin() + axis);
+  ys.insert(ys.end(), idx.shape.begin(), idx.shape.end());
+  ys.insert(ys.end(), x.shape.begin() + axis + 1, x.shape.end());
+  HostTensor y(DType::kFloat32, ys);
+  size_t r = idx.shape.size();
+  for (int64_t i = 0; i < y.size(); ++i) {
+    std::vector<int64_t> c = Unravel(i, ys);
+    std::vector<int64_t> ic(c.begin() + axis, c.begin() + axis + r);
+    int64_t g = idx.data<int64_t>()[Ravel(ic, idx.shape)];
+    if (g < 0) g += x.shape[axis];
+    std::vector<int64_t> xc(c.begin(), c.begin() + axis);
+    xc.push_back(g);
+    xc.insert(xc.end(), c.begin() + axis + r, c.end());
+    y.data<float>()[i] = F(x, Ravel(xc, x.shape));
+  }
+  return y;
+}
+
+HostTensor RefSlice(const HostTensor& x, const Ints& starts, const Ints& steps, const Ints& sizes) {
+  HostTensor y(DType::kFloat32, sizes);
+  for (int64_t i = 0; i < y.size(); ++i) {
+    std::vector<int64_t> c = Unravel(i, sizes);
+    for (size_t d = 0; d < c.size(); ++d) c[d] = starts[d] + c[d] * steps[d];
+    y.data<float>()[i] = F(x, Ravel(c, x.shape));
+  }
+  return y;
+}
+
+// --- Graph helpers ----------------------------------------------------------------------------
+
+ir::TensorType F32Type(const Shape& s) { return {DType::kFloat32, s}; }
+
+ir::Value* Const(ir::Graph& g, const std::string& name, const HostTensor& t) {
+  return g.AddConstant(name, std::make_shared<HostTensor>(t));
+}
+
+ir::Value* Output(ir::Graph& g, ir::OpKind op, std::vector<ir::Value*> in, ir::Attrs attrs,
+                  const std::string& name) {
+  ir::Value* v = g.AddNode(op, std::move(in), std::move(attrs), name)->outputs[0];
+  g.AddOutput(v);
+  return v;
+}
+
+ir::Attrs ConvAttrs(Ints strides, Ints pads, Ints dilations, int64_t group) {
+  return {{"strides", strides}, {"pads", pads}, {"dilations", dilations}, {"group", group}};
+}
+
+ir::Attrs PoolAttrs(Ints kernel, Ints strides, Ints pads, int64_t ceil_mode) {
+  return {{"kernel", kernel},
+          {"strides", strides},
+          {"pads", pads},
+          {"dilations", Ints{1, 1}},
+          {"ceil_mode", ceil_mode}};
+}
+
+// Compiles g for the shared PoCL context and runs it once.
+std::vector<HostTensor> CompileAndRun(std::unique_ptr<ir::Graph> g,
+                                      const std::map<std::string, HostTensor>& inputs) {
+  CompiledModel m = CompileGraph(std::move(g), SharedContext(), CompileOptions{});
+  runtime::Session session(*m.executable);
+  return session.Run(inputs);
+}
+
+TEST(KernelTest, ConvAndPooling) {
+  HostTensor x = RandomF32({2, 4, 9, 11}, 101);
+  HostTensor w = RandomF32({6, 2, 3, 3}, 102);
+  HostTensor b = RandomF32({6}, 103);
+  HostTensor dw = RandomF32({4, 1, 3, 3}, 104);
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value* xv = g->AddInput("x", F32Type(x.shape));
+  // Grouped conv: groups=2, stride 2, dilation 2, pads top 1, left 2, bottom 0, right 1.
+  Output(*g, ir::OpKind::kConv, {xv, Const(*g, "w", w), Const(*g, "b", b)},
+         ConvAttrs({2, 2}, {1, 2, 0, 1}, {2, 2}, 2), "conv");
+  // Depthwise: group = channels, stride (1, 2), asymmetric pads.
+  Output(*g, ir::OpKind::kConv, {xv, Const(*g, "dw", dw)},
+         ConvAttrs({1, 2}, {1, 1, 1, 0}, {1, 1}, 4), "depthwise");
+  // ceil_mode windows: rows start at -1, 2, 5, 8 (the last one half outside), columns at
+  // -1, 1, ..., 9 (the last one reaching past the input).
+  Ints k = {2, 3}, s = {3, 2}, p = {1, 1, 0, 0};
+  Output(*g, ir::OpKind::kMaxPool, {xv}, PoolAttrs(k, s, p, 1), "maxpool");
+  ir::Attrs avg0 = PoolAttrs(k, s, p, 1);
+  avg0.Set("count_include_pad", int64_t{0});
+  Output(*g, ir::OpKind::kAveragePool, {xv}, avg0, "avgpool_excl");
+  ir::Attrs avg1 = PoolAttrs(k, s, p, 1);
+  avg1.Set("count_include_pad", int64_t{1});
+  Output(*g, ir::OpKind::kAveragePool, {xv}, avg1, "avgpool_incl");
+  // count_include_pad with end padding, floor mode.
+  ir::Attrs avg2 = PoolAttrs({3, 3}, {2, 2}, {1, 0, 2, 1}, 0);
+  avg2.Set("count_include_pad", int64_t{1});
+  Output(*g, ir::OpKind::kAveragePool, {xv}, avg2, "avgpool_incl_end");
+  // ceil_mode windows that reach past the end padding (checked against PyTorch's avg_pool2d).
+  ir::Attrs avg3 = PoolAttrs({3, 3}, {2, 2}, {1, 1, 1, 1}, 1);
+  avg3.Set("count_include_pad", int64_t{1});
+  Output(*g, ir::OpKind::kAveragePool, {xv}, avg3, "avgpool_incl_ceil");
+
+  std::vector<HostTensor> out = CompileAndRun(std::move(g), {{"x", x}});
+  ASSERT_EQ(out.size(), 7u);
+  ExpectClose(out[0], RefConv(x, w, &b, {2, 2}, {1, 2, 0, 1}, {2, 2}, 2), "grouped conv");
+  ExpectClose(out[1], RefConv(x, dw, nullptr, {1, 2}, {1, 1, 1, 0}, {1, 1}, 4), "depthwise conv");
+  ExpectClose(out[2], RefPool(x, true, k, s, p, true, false), "maxpool");
+  ExpectClose(out[3], RefPool(x, false, k, s, p, true, false), "avgpool count_include_pad=0");
+  ExpectClose(out[4], RefPool(x, false, k, s, p, true, true), "avgpool count_include_pad=1");
+  ExpectClose(out[5], RefPool(x, false, {3, 3}, {2, 2}, {1, 0, 2, 1}, false, true),
+              "avgpool count_include_pad=1, end pads");
+  ExpectClose(out[6], RefPool(x, false, {3, 3}, {2, 2}, {1, 1, 1, 1}, true, true),
+              "avgpool count_include_pad=1, ceil_mode past the pads");
+}
+
+TEST(KernelTest, MatMulSoftmaxReduce) {
+  HostTensor a = RandomF32({2, 1, 3, 5}, 201);
+  HostTensor b = RandomF32({4, 5, 7}, 202);
+  HostTensor c = RandomF32({3, 4, 6}, 203);
+  HostTensor wc = RandomF32({6, 2}, 204);
+  HostTensor sx = RandomF32({2, 7, 3, 4}, 205);
+  HostTensor rx = RandomF32({2, 3, 4, 5}, 206);
+  // Softmax is shift-invariant; spread the logits so that the max subtraction matters.
+  for (int64_t i = 0; i < sx.size(); ++i) sx.data<float>()[i] *= 8.0f;
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value* av = g->AddInput("a", F32Type(a.shape));
+  ir::Value* bv = g->AddInput("b", F32Type(b.shape));
+  ir::Value* cv = g->AddInput("c", F32Type(c.shape));
+  ir::Value* sv = g->AddInput("sx", F32Type(sx.shape));
+  ir::Value* rv = g->AddInput("rx", F32Type(rx.shape));
+  Output(*g, ir::OpKind::kMatMul, {av, bv}, {}, "matmul");
+  Output(*g, ir::OpKind::kMatMul, {cv, Const(*g, "wc", wc)}, {}, "matmul_const");
+  Output(*g, ir::OpKind::kSoftmax, {sv}, {{"axis", int64_t{1}}}, "softmax");
+  Output(*g, ir::OpKind::kLogSoftmax, {sv}, {{"axis", int64_t{2}}}, "logsoftmax");
+  Output(*g, ir::OpKind::kReduceMean, {rv}, {{"axes", Ints{1, 3}}, {"keepdims", int64_t{1}}},
+         "mean_keep");
+  Output(*g, ir::OpKind::kReduceMean, {rv}, {{"axes", Ints{1, 3}}, {"keepdims", int64_t{0}}},
+         "mean_drop");
+
+  std::vector<HostTensor> out =
+      CompileAndRun(std::move(g), {{"a", a}, {"b", b}, {"c", c}, {"sx", sx}, {"rx", rx}});
+  ASSERT_EQ(out.size(), 6u);
+  ExpectClose(out[0], RefMatMul(a, b), "matmul [2,1,3,5] x [4,5,7]");
+  EXPECT_EQ(out[0].shape, (Shape{2, 4, 3, 7}));
+  ExpectClose(out[1], RefMatMul(c, wc), "matmul [3,4,6] x [6,2]");
+  ExpectClose(out[2], RefSoftmax(sx, 1, false), "softmax axis 1");
+  ExpectClose(out[3], RefSoftmax(sx, 2, true), "logsoftmax axis 2");
+  ExpectClose(out[4], RefReduceMean(rx, {1, 3}, true), "reducemean keepdims=1");
+  ExpectClose(out[5], RefReduceMean(rx, {1, 3}, false), "reducemean keepdims=0");
+}
+
+TEST(KernelTest, DataMovement) {
+  HostTensor tx = RandomF32({2, 3, 4, 5}, 301);
+  HostTensor c0 = RandomF32({2, 1, 3}, 302);
+  HostTensor c1 = RandomF32({2, 4, 3}, 303);
+  HostTensor c2 = RandomF32({2, 2, 3}, 304);
+  HostTensor gx = RandomF32({3, 5, 4}, 305);
+  HostTensor cidx = I64({2, 2}, {-1, 0, 2, -3});
+  HostTensor ridx = I64({3}, {-2, 4, -5});
+  HostTensor sx = RandomF32({4, 9, 6}, 306);
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value* tv = g->AddInput("tx", F32Type(tx.shape));
+  ir::Value* v0 = g->AddInput("c0", F32Type(c0.shape));
+  ir::Value* v1 = g->AddInput("c1", F32Type(c1.shape));
+  ir::Value* v2 = g->AddInput("c2", F32Type(c2.shape));
+  ir::Value* gv = g->AddInput("gx", F32Type(gx.shape));
+  ir::Value* iv = g->AddInput("ridx", {DType::kInt64, ridx.shape});
+  ir::Value* sv = g->AddInput("sx", F32Type(sx.shape));
+  Output(*g, ir::OpKind::kTranspose, {tv}, {{"perm", Ints{3, 1, 0, 2}}}, "transpose");
+  Output(*g, ir::OpKind::kConcat, {v0, v1, v2}, {{"axis", int64_t{1}}}, "concat");
+  Output(*g, ir::OpKind::kGather, {gv, Const(*g, "cidx", cidx)}, {{"axis", int64_t{1}}},
+         "gather_const");
+  Output(*g, ir::OpKind::kGather, {gv, iv}, {{"axis", int64_t{1}}}, "gather_input");
+  // Step 2 on axes 0 and 1, step -2 on axis 2 (5, 3, 1).
+  Ints starts = {1, 0, 5}, steps = {2, 2, -2}, sizes = {2, 5, 3};
+  Output(*g, ir::OpKind::kSlice, {sv}, {{"starts", starts}, {"steps", steps}, {"sizes", sizes}},
+         "slice");
+
+  std::vector<HostTensor> out = CompileAndRun(
+      std::move(g),
+      {{"tx", tx}, {"c0", c0}, {"c1", c1}, {"c2", c2}, {"gx", gx}, {"ridx", ridx}, {"sx", sx}});
+  ASSERT_EQ(out.size(), 5u);
+  ExpectClose(out[0], RefTranspose(tx, {3, 1, 0, 2}), "transpose");
+  ExpectClose(out[1], RefConcat({&c0, &c1, &c2}, 1), "concat axis 1");
+  ExpectClose(out[2], RefGather(gx, cidx, 1), "gather, constant negative indices");
+  ExpectClose(out[3], RefGather(gx, ridx, 1), "gather, run-time negative indices");
+  ExpectClose(out[4], RefSlice(sx, starts, steps, sizes), "slice step 2");
+}
+
+}  // namespace
+}  // namespace texel

@@ -1,0 +1,139 @@
+// Golden IR tests for single passes: a small graph built in C++, one pass run, and the printed
+// IR compared with tests/passes/<name>.expected.txt. TEXEL_UPDATE_GOLDEN=1 rewrites the files.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "passes/pipeline.h"
+
+namespace texel::passes {
+namespace {
+
+namespace fs = std::filesystem;
+using Ints = std::vector<int64_t>;
+
+ir::TensorType F32(Shape s) { return {DType::kFloat32, std::move(s)}; }
+
+ConstTensorPtr RandomF32(Shape s, uint32_t seed) {
+  auto t = std::make_shared<HostTensor>(DType::kFloat32, std::move(s));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  for (int64_t i = 0; i < t->size(); ++i) t->data<float>()[i] = dist(rng);
+  return t;
+}
+
+ir::Value* Op(ir::Graph& g, ir::OpKind op, std::vector<ir::Value*> in, const std::string& name,
+              ir::Attrs attrs = {}) {
+  return g.AddNode(op, std::move(in), std::move(attrs), name)->outputs[0];
+}
+
+ir::Value* Reshape(ir::Graph& g, ir::Value* x, Ints shape, const std::string& name) {
+  return Op(g, ir::OpKind::kReshape, {x}, name, {{"shape", shape}});
+}
+
+const ir::Value* FindValue(const ir::Graph& g, const std::string& name) {
+  for (const auto& v : g.values())
+    if (v->name == name) return v.get();
+  return nullptr;
+}
+
+// Compares the printed graph with the golden file (or writes it with TEXEL_UPDATE_GOLDEN=1).
+void ExpectGolden(const ir::Graph& g, const std::string& name) {
+  fs::path path = fs::path(TEXEL_TEST_DATA_DIR).parent_path() / "passes" / (name + ".expected.txt");
+  std::string actual = ir::PrintGraph(g);
+  const char* update = std::getenv("TEXEL_UPDATE_GOLDEN");
+  if (update && std::string(update) == "1") {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << actual;
+    ASSERT_TRUE(out.good()) << "cannot write " << path;
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in.good()) << path << " is missing; run with TEXEL_UPDATE_GOLDEN=1 to create it";
+  std::string expected((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(actual, expected) << "golden " << path;
+}
+
+TEST(PassGoldenTest, FoldConstantsAdd) {
+  // y = x * -(c1 + c2): the Add and the Neg fold into one constant; c1, c2 become unused.
+  ir::Graph g;
+  ir::Value* x = g.AddInput("x", F32({2, 3}));
+  ConstTensorPtr c1 = RandomF32({2, 3}, 1), c2 = RandomF32({3}, 2);
+  ir::Value* sum =
+      Op(g, ir::OpKind::kAdd, {g.AddConstant("c1", c1), g.AddConstant("c2", c2)}, "sum");
+  ir::Value* neg = Op(g, ir::OpKind::kNeg, {sum}, "neg");
+  g.AddOutput(Op(g, ir::OpKind::kMul, {x, neg}, "y"));
+  Stats stats = FoldConstants(g, PassContext{});
+  EXPECT_EQ(stats["folded"], 2);
+  ASSERT_NO_THROW(ir::Verify(g));
+  ExpectGolden(g, "fold_constants_add");
+  const ir::Value* folded = g.nodes().at(0)->inputs.at(1);
+  ASSERT_TRUE(folded->is_constant());
+  ASSERT_EQ(folded->type, F32({2, 3}));
+  for (int64_t i = 0; i < 6; ++i)
+    EXPECT_EQ(folded->constant->data<float>()[i],
+              -(c1->data<float>()[i] + c2->data<float>()[i % 3]))
+        << i;
+}
+
+TEST(PassGoldenTest, FoldConstantsKeepsOutputsAndAnchors) {
+  // A constant Add that is a graph output stays a node; MatMul is not evaluated on the host.
+  ir::Graph g;
+  ir::Value* x = g.AddInput("x", F32({2, 2}));
+  ir::Value* c1 = g.AddConstant("c1", RandomF32({2, 2}, 3));
+  ir::Value* c2 = g.AddConstant("c2", RandomF32({2, 2}, 4));
+  g.AddOutput(Op(g, ir::OpKind::kAdd, {c1, c2}, "z"));
+  ir::Value* mm = Op(g, ir::OpKind::kMatMul, {c1, c2}, "mm");
+  g.AddOutput(Op(g, ir::OpKind::kAdd, {x, mm}, "y"));
+  Stats stats = FoldConstants(g, PassContext{});
+  EXPECT_EQ(stats["folded"], 0);
+  ASSERT_NO_THROW(ir::Verify(g));
+  ExpectGolden(g, "fold_constants_keeps");
+}
+
+TEST(PassGoldenTest, SimplifyMergesReshapes) {
+  // Reshape(Reshape(x, 6x4), 24) -> Reshape(x, 24);
+  // Reshape(Reshape(x, 4x6), 2x3x4) -> x (the merged reshape is an identity).
+  ir::Graph g;
+  ir::Value* x = g.AddInput("x", F32({2, 3, 4}));
+  ir::Value* r2 = Reshape(g, Reshape(g, x, {6, 4}, "r1"), {24}, "r2");
+  g.AddOutput(Op(g, ir::OpKind::kRelu, {r2}, "y"));
+  ir::Value* r4 = Reshape(g, Reshape(g, x, {4, 6}, "r3"), {2, 3, 4}, "r4");
+  g.AddOutput(Op(g, ir::OpKind::kNeg, {r4}, "z"));
+  Stats stats = Simplify(g, PassContext{});
+  EXPECT_EQ(stats["reshapes-merged"], 2);
+  EXPECT_EQ(stats["identities-removed"], 1);
+  ASSERT_NO_THROW(ir::Verify(g));
+  ExpectGolden(g, "simplify_reshape_merge");
+  EXPECT_EQ(FindValue(g, "r1"), nullptr);
+  EXPECT_EQ(FindValue(g, "r3"), nullptr);
+}
+
+TEST(PassGoldenTest, SimplifyRemovesCopiesButNotOutputs) {
+  // y = Relu(Copy(Copy(x))) -> Relu(x); z = Copy(x) defines a graph output and stays.
+  ir::Graph g;
+  ir::Value* x = g.AddInput("x", F32({3}));
+  ir::Value* c = Op(g, ir::OpKind::kCopy, {Op(g, ir::OpKind::kCopy, {x}, "c0")}, "c1");
+  g.AddOutput(Op(g, ir::OpKind::kRelu, {c}, "y"));
+  g.AddOutput(Op(g, ir::OpKind::kCopy, {x}, "z"));
+  Stats stats = Simplify(g, PassContext{});
+  EXPECT_EQ(stats["identities-removed"], 2);
+  ASSERT_NO_THROW(ir::Verify(g));
+  ExpectGolden(g, "simplify_copy");
+  ASSERT_EQ(g.nodes().size(), 2u);
+  EXPECT_EQ(g.nodes()[0]->inputs[0], x);
+  EXPECT_EQ(g.nodes()[1]->op, ir::OpKind::kCopy);
+}
+
+}  // namespace
+}  // namespace texel::passes
