@@ -12,6 +12,7 @@ const std::map<std::string, ImportFn>& OpRegistry() {
     RegisterLossOps(r);
     RegisterResizeOps(r);
     RegisterEinsumOps(r);
+    RegisterRnnOps(r);
     return r;
   }();
   return registry;

@@ -17,5 +17,6 @@ void RegisterMathOps(Registry& r);
 void RegisterLossOps(Registry& r);
 void RegisterResizeOps(Registry& r);
 void RegisterEinsumOps(Registry& r);
+void RegisterRnnOps(Registry& r);
 
 }  // namespace texel::onnx_frontend
