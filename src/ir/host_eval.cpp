@@ -146,6 +146,11 @@ std::optional<double> BinaryF(OpKind op, const Attrs& a, double x, double y) {
 
 std::optional<int64_t> BinaryI(OpKind op, const Attrs& a, int64_t x, int64_t y) {
   switch (op) {
+    case OpKind::kBitShift: {
+      uint64_t ux = static_cast<uint64_t>(x), s = static_cast<uint64_t>(y);
+      if (s >= 64) return 0;
+      return static_cast<int64_t>(a.Int("left") ? ux << s : ux >> s);
+    }
     case OpKind::kMod: {
       if (y == 0) Fail(ErrorCode::kInvalidModel, "integer modulo by zero in a constant");
       int64_t r = x % y;

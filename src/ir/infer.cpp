@@ -58,6 +58,38 @@ TensorType InferWindow(const OpInfo& info, const std::vector<TensorType>& in, co
   return {in[0].dtype, out};
 }
 
+// ConvTranspose: x [N, C, in...], w [C, M / group, k...][, b [M]];
+// out = (in - 1) * stride + (k - 1) * dilation + 1 - pad_begin - pad_end + output_padding.
+TensorType InferConvTranspose(const std::vector<TensorType>& in, const Attrs& a) {
+  const Shape& x = in[0].shape;
+  const Shape& w = in[1].shape;
+  Expect(x.size() >= 3, "expects an input of rank >= 3 (N, C, spatial...)");
+  Expect(w.size() == x.size(), "weight rank differs from input rank");
+  size_t nsp = x.size() - 2;
+  const auto& strides = a.Ints("strides");
+  const auto& pads = a.Ints("pads");
+  const auto& dil = a.Ints("dilations");
+  const auto& out_pad = a.Ints("output_padding");
+  Expect(
+      strides.size() == nsp && pads.size() == 2 * nsp && dil.size() == nsp && out_pad.size() == nsp,
+      "window attributes do not match the input rank");
+  int64_t group = a.Int("group");
+  Expect(group > 0 && x[1] % group == 0 && w[0] == x[1],
+         fmt::format("input channels {} and weight {} do not match group {}", x[1], ShapeStr(w),
+                     group));
+  Shape out = {x[0], w[1] * group};
+  if (in.size() > 2) Expect(in[2].shape == Shape{out[1]}, "bias shape must be [M]");
+  for (size_t i = 0; i < nsp; ++i) {
+    Expect(strides[i] > 0 && dil[i] > 0 && w[2 + i] > 0,
+           "strides, dilations and kernel must be > 0");
+    int64_t o = (x[2 + i] - 1) * strides[i] + (w[2 + i] - 1) * dil[i] + 1 - pads[i] -
+                pads[nsp + i] + out_pad[i];
+    Expect(o > 0, "the output would be empty");
+    out.push_back(o);
+  }
+  return {in[0].dtype, out};
+}
+
 }  // namespace
 
 int64_t WindowOutSize(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe) {
@@ -169,6 +201,19 @@ std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in,
                  "Resize sizes/scales do not match the rank");
           return {{in[0].dtype, sizes}};
         }
+        case OpKind::kGatherND: {
+          int64_t b = a.Int("batch_dims");
+          const Shape& is = in[1].shape;
+          Expect(!is.empty() && in[1].dtype == DType::kInt64, "GatherND indices must be i64");
+          Shape s(is.begin(), is.end() - 1);
+          s.insert(s.end(), in[0].shape.begin() + b + is.back(), in[0].shape.end());
+          return {{in[0].dtype, s}};
+        }
+        case OpKind::kTopKIndices: {
+          Shape s = in[0].shape;
+          s[a.Int("axis")] = a.Int("k");
+          return {{DType::kInt64, s}};
+        }
         case OpKind::kCumSum: {
           int64_t axis = a.Int("axis");
           Expect(axis >= 0 && axis < static_cast<int64_t>(in[0].shape.size()), "bad axis");
@@ -191,6 +236,7 @@ std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in,
     case OpClass::kConv:
       Expect(in.size() == 2 || in.size() == 3, "Conv takes 2 or 3 inputs");
       for (const auto& t : in) Expect(t.dtype == in[0].dtype, "Conv inputs must share a type");
+      if (op == OpKind::kConvTranspose) return {InferConvTranspose(in, a)};
       return {InferWindow(info, in, a)};
     case OpClass::kPool: return {InferWindow(info, in, a)};
     case OpClass::kMatMul: {

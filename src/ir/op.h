@@ -73,6 +73,7 @@ enum class OpClass : uint8_t {
   X(And, kBinary, 2, 1)                                                                             \
   X(Or, kBinary, 2, 1)                                                                              \
   X(Mod, kBinary, 2, 1)    /* fmod: 1 = C fmod (sign of dividend), 0 = sign of divisor */           \
+  X(BitShift, kBinary, 2, 1) /* left: 1 = x << y, 0 = x >> y (unsigned integers) */     \
   X(Where, kTernary, 3, 1) /* cond, x, y */                                                         \
   /* data movement */                                                                               \
   X(Reshape, kMovement, 1, 1)        /* output type carries the shape */                            \
@@ -83,11 +84,14 @@ enum class OpClass : uint8_t {
   X(Gather, kMovement, 2, 1)         /* axis; indices i32/i64, negative wrap */                     \
   X(Pad, kMovement, 1, 1)            /* pads [begins..., ends...] (may be negative), value */       \
   X(GatherElements, kMovement, 2, 1) /* axis; output shape = indices shape */                       \
+  X(GatherND, kMovement, 2, 1) /* batch_dims */                                           \
+  X(TopKIndices, kMovement, 1, 1) /* axis, k, largest: i64 indices of the k best, sorted */  \
   X(CumSum, kMovement, 1, 1)         /* axis, exclusive, reverse */                                 \
   X(Resize, kMovement, 1, 1)         /* sizes, scales, roi, mode, coord, nearest_mode, cubic_a,     \
                                         exclude_outside, extrapolation (see generate_resize.cpp) */ \
   /* anchors */                                                                                     \
   X(Conv, kConv, -1, 1)       /* x, w[, b]; strides, pads[begins, ends], dilations, group */        \
+  X(ConvTranspose, kConv, -1, 1) /* x, w [C, M/group, k...][, b]; Conv attrs, output_padding */    \
   X(MaxPool, kPool, 1, 1)     /* kernel, strides, pads, dilations */                                \
   X(AveragePool, kPool, 1, 1) /* kernel, strides, pads, count_include_pad */                        \
   X(MatMul, kMatMul, 2, 1)    /* [..., M, K] x [..., K, N], broadcast batch */                      \

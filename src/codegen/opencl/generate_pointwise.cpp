@@ -58,7 +58,8 @@ constexpr ExprRule kExprRules[] = {
     {OpKind::kSub, "(x0 - x1)", "(x0 - x1)"},
     {OpKind::kMul, "(x0 * x1)", "(x0 * x1)"},
     {OpKind::kDiv, "(x0 / x1)", "(x0 / x1)"},
-    {OpKind::kPow, "pow(x0, x1)", ""},
+    {OpKind::kPow, "pow(x0, x1)", "IPOW"},  // integers: a loop, see below
+    {OpKind::kBitShift, "", "(LEFT ? x0 << x1 : x0 >> x1)"},
     {OpKind::kMax, "(isnan(x0) || x0 > x1 ? x0 : x1)", "(x0 > x1 ? x0 : x1)"},  // NaN wins
     {OpKind::kMin, "(isnan(x0) || x0 < x1 ? x0 : x1)", "(x0 < x1 ? x0 : x1)"},
     {OpKind::kEqual, "(x0 == x1)", "(x0 == x1)"},
@@ -73,20 +74,32 @@ constexpr ExprRule kExprRules[] = {
 
 std::string CL(DType t) { return std::string(CLTypeName(t)); }
 
+// f16 tensors hold half bits: elementwise ops load them with vload_half into float and store
+// with vstore_half_rte (no cl_khr_fp16 needed); data movement copies the bits as ushort.
+std::string ValueType(DType t, bool movement) {
+  return t != DType::kFloat16 ? CL(t) : movement ? "ushort" : "float";
+}
+std::string PointerType(DType t, bool movement) {
+  return t != DType::kFloat16 ? CL(t) : movement ? "ushort" : "half";
+}
+
 std::string ElementwiseBody(const ir::Node& n, KernelSource& src) {
   const ir::Value* out = n.outputs[0];
   std::string body;
   for (size_t k = 0; k < n.inputs.size(); ++k) {
     const ir::Value* in = n.inputs[k];
     auto st = ir::BroadcastStrides(in->type.shape, out->type.shape);
-    body += fmt::format("const {} x{} = in{}[{}]; ", CL(in->type.dtype), k, k, OffsetExpr(st));
+    if (in->type.dtype == DType::kFloat16)
+      body += fmt::format("const float x{} = vload_half({}, in{}); ", k, OffsetExpr(st), k);
+    else
+      body += fmt::format("const {} x{} = in{}[{}]; ", CL(in->type.dtype), k, k, OffsetExpr(st));
   }
   if (n.op == OpKind::kCast) {
     DType from = n.inputs[0]->type.dtype, to = out->type.dtype;
     if (to == DType::kBool) return body + "v = (uchar)(x0 != 0);";
     // OpenCL's C-style conversion truncates float -> int toward zero, as ONNX Cast.
     (void)from;
-    return body + fmt::format("v = ({})x0;", CL(to));
+    return body + fmt::format("v = ({})x0;", ValueType(to, false));
   }
   const ExprRule* rule = nullptr;
   for (const auto& r : kExprRules)
@@ -102,6 +115,10 @@ std::string ElementwiseBody(const ir::Node& n, KernelSource& src) {
     src.Define("MINV", FloatLiteral(n.attrs.Float("min")));
     src.Define("MAXV", FloatLiteral(n.attrs.Float("max")));
   }
+  if (n.op == OpKind::kBitShift) src.Define("LEFT", n.attrs.Int("left"));
+  if (n.op == OpKind::kPow && !IsFloat(t))  // exact integer power by repeated multiplication
+    return body + fmt::format("long r = 1; for (long k = 0; k < (long)x1; ++k) r *= x0; v = ({})r;",
+                              CL(out->type.dtype));
   if (n.op == OpKind::kIsInf) {
     src.Define("POS", n.attrs.Int("detect_positive"));
     src.Define("NEG", n.attrs.Int("detect_negative"));
@@ -117,7 +134,7 @@ std::string ElementwiseBody(const ir::Node& n, KernelSource& src) {
   }
   if (n.attrs.Has("alpha")) src.Define("ALPHA", FloatLiteral(n.attrs.Float("alpha")));
   if (n.attrs.Has("beta")) src.Define("BETA", FloatLiteral(n.attrs.Float("beta")));
-  return body + fmt::format("v = ({}){};", CL(out->type.dtype), expr);
+  return body + fmt::format("v = ({}){};", ValueType(out->type.dtype, false), expr);
 }
 
 // Data movement: computes the source offset `s` of output element i in input 0.
@@ -171,6 +188,39 @@ std::string MovementBody(const ir::Node& n) {
           dim, dim - 1, OffsetExpr(st), xst[axis]);
     }
     case OpKind::kResize: return ResizeBody(n);
+    case OpKind::kGatherND: {
+      // Output coords: [batch..., index rows..., trailing data dims...].
+      int64_t b = n.attrs.Int("batch_dims");
+      const Shape& is = n.inputs[1]->type.shape;
+      int64_t r = is.back(), rows_rank = static_cast<int64_t>(is.size()) - 1;
+      std::vector<int64_t> ist = Strides(is);
+      std::vector<int64_t> idx_st(os.size(), 0), x_st(os.size(), 0);
+      for (int64_t d = 0; d < rows_rank; ++d) idx_st[d] = ist[d];
+      for (int64_t d = 0; d < b; ++d) x_st[d] = xst[d];
+      for (size_t d = b + r; d < x->type.shape.size(); ++d) x_st[rows_rank + d - b - r] = xst[d];
+      std::string s = fmt::format("long s = {}; const long row = {};", OffsetExpr(x_st),
+                                  OffsetExpr(idx_st));
+      for (int64_t j = 0; j < r; ++j) {
+        int64_t dim = x->type.shape[b + j];
+        s += fmt::format(" {{ long g = (long)in1[row + {}]; if (g < 0) g += {}; "
+                         "s += clamp(g, 0L, {}L) * {}; }}", j, dim, dim - 1, xst[b + j]);
+      }
+      return s + " v = in0[s];";
+    }
+    case OpKind::kTopKIndices: {
+      // The element of rank c_axis: rank(e) = #{better elements} + #{equal ones before e}.
+      int64_t axis = n.attrs.Int("axis"), len = x->type.shape[axis];
+      std::vector<int64_t> st(os.size(), 0);
+      for (size_t d = 0; d < os.size(); ++d) st[d] = static_cast<int>(d) == axis ? 0 : xst[d];
+      std::string better = n.attrs.Int("largest") ? ">" : "<";
+      return fmt::format(
+          "const long base = {}; v = 0; "
+          "for (long e = 0; e < {}; ++e) {{ const {} xe = in0[base + e * {}]; long rank = 0; "
+          "for (long f = 0; f < {}; ++f) {{ const {} xf = in0[base + f * {}]; "
+          "rank += (xf {} xe) || (xf == xe && f < e); }} if (rank == c{}) {{ v = e; break; }} }}",
+          OffsetExpr(st), len, CL(x->type.dtype), xst[axis], len, CL(x->type.dtype), xst[axis],
+          better, axis);
+    }
     case OpKind::kCumSum: {
       int64_t axis = n.attrs.Int("axis"), dim = x->type.shape[axis];
       bool excl = n.attrs.Int("exclusive") != 0, rev = n.attrs.Int("reverse") != 0;
@@ -197,10 +247,13 @@ std::string MovementBody(const ir::Node& n) {
           s += fmt::format(" if (p < 0) p = -p; if (p >= {}) p = 2 * {} - p;", len, len - 1);
         s += fmt::format(" s += p * {}; }}", xst[d]);
       }
-      std::string value = IsFloat(x->type.dtype)
-                              ? FloatLiteral(n.attrs.Float("value"))
-                              : std::to_string(static_cast<int64_t>(n.attrs.Float("value")));
-      return s + fmt::format(" v = inside ? in0[s] : ({}){};", CL(x->type.dtype), value);
+      double pad = n.attrs.Float("value");
+      std::string value = x->type.dtype == DType::kFloat16
+                              ? std::to_string(FloatToHalf(static_cast<float>(pad)))
+                          : IsFloat(x->type.dtype) ? FloatLiteral(pad)
+                                                   : std::to_string(static_cast<int64_t>(pad));
+      return s + fmt::format(" v = inside ? in0[s] : ({}){};", ValueType(x->type.dtype, true),
+                             value);
     }
     case OpKind::kConcat: {
       int64_t axis = n.attrs.Int("axis"), start = 0;
@@ -231,17 +284,23 @@ KernelSpec GeneratePointwise(const ir::Node& n, const std::string& kernel_name) 
   KernelSource src(kernel_name, "pointwise");
   std::string params;
   KernelSpec spec;
+  bool movement = n.info().cls == ir::OpClass::kMovement;
+  bool computes = n.op == OpKind::kResize || n.op == OpKind::kCumSum || n.op == OpKind::kTopKIndices;
+  for (const ir::Value* v : n.inputs)
+    if (v->type.dtype == DType::kFloat16 && movement && computes)
+      Fail(ErrorCode::kUnsupported, "{} on f16 is not supported on the device", OpName(n.op));
   for (size_t k = 0; k < n.inputs.size(); ++k) {
-    params += fmt::format("__global const {}* in{}, ", CL(n.inputs[k]->type.dtype), k);
+    params += fmt::format("__global const {}* in{}, ", PointerType(n.inputs[k]->type.dtype, movement), k);
     spec.args.push_back(n.inputs[k]->id);
   }
-  params += fmt::format("__global {}* out", CL(out->type.dtype));
+  params += fmt::format("__global {}* out", PointerType(out->type.dtype, movement));
   spec.args.push_back(out->id);
   int64_t count = NumElements(out->type.shape);
-  bool movement = n.info().cls == ir::OpClass::kMovement;
   std::string body = movement ? MovementBody(n) : ElementwiseBody(n, src);
+  bool store_half = out->type.dtype == DType::kFloat16 && !movement;
   src.Define("PARAMS", params)
-      .Define("T_OUT", CL(out->type.dtype))
+      .Define("T_OUT", ValueType(out->type.dtype, movement))
+      .Define("STORE(i, v)", store_half ? "vstore_half_rte(v, i, out)" : "out[i] = v")
       .Define("N", fmt::format("{}L", count))
       .Define("COORDS", CoordsCode(out->type.shape))
       .Define("BODY", body);

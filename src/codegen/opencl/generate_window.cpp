@@ -1,46 +1,76 @@
-// Window kernels: direct convolution (kernels/conv2d.cl) and pooling (kernels/pool2d.cl).
+// Window kernels: direct convolution (kernels/conv.cl), transposed convolution
+// (kernels/conv_transpose.cl) and pooling (kernels/pool.cl). The templates work over 3 spatial
+// dims; 1-D and 2-D nodes run with leading spatial dims of 1 (no stride, pad or dilation).
 #include "codegen/opencl/generator.h"
 #include "core/error.h"
 
 namespace texel::codegen {
 namespace {
 
-// The parameters every 2-D window kernel shares.
-void DefineWindow(KernelSource& src, const Shape& x, const Shape& y, const Shape& kernel,
-                  const ir::Attrs& a) {
-  const auto& s = a.Ints("strides");
-  const auto& p = a.Ints("pads");
-  const auto& d = a.Ints("dilations");
-  src.Define("IH", x[2]).Define("IW", x[3]).Define("OH", y[2]).Define("OW", y[3]);
-  src.Define("KH", kernel[0]).Define("KW", kernel[1]).Define("SH", s[0]).Define("SW", s[1]);
-  src.Define("PH", p[0]).Define("PW", p[1]).Define("DH", d[0]).Define("DW", d[1]);
+// The window geometry of one node over exactly 3 spatial dims (depth, height, width).
+struct Window3 {
+  int64_t in[3], out[3], k[3], s[3], pb[3], pe[3], d[3];
+};
+
+// Pads the node's 1 to 3 spatial dims to 3 with leading neutral dims.
+Window3 ToWindow3(const ir::Node& n, const Shape& kernel) {
+  const Shape& x = n.inputs[0]->type.shape;
+  const Shape& y = n.outputs[0]->type.shape;
+  if (x.size() < 3 || x.size() > 5)
+    Fail(ErrorCode::kUnsupported, "{} over a rank-{} input is not supported on the device",
+         OpName(n.op), x.size());
+  size_t nsp = x.size() - 2;
+  const auto& s = n.attrs.Ints("strides");
+  const auto& p = n.attrs.Ints("pads");
+  const auto& d = n.attrs.Ints("dilations");
+  Window3 w;
+  size_t lead = 3 - nsp;
+  for (size_t i = 0; i < 3; ++i) {
+    bool real = i >= lead;
+    size_t j = i - lead;
+    w.in[i] = real ? x[2 + j] : 1;
+    w.out[i] = real ? y[2 + j] : 1;
+    w.k[i] = real ? kernel[j] : 1;
+    w.s[i] = real ? s[j] : 1;
+    w.pb[i] = real ? p[j] : 0;
+    w.pe[i] = real ? p[nsp + j] : 0;
+    w.d[i] = real ? d[j] : 1;
+  }
+  return w;
 }
 
-std::vector<size_t> WindowGlobal(const Shape& y, int64_t planes) {
-  return {RoundUp(static_cast<size_t>(y[3]), 8), static_cast<size_t>(y[2]),
+// An integer macro value; negative ones in parentheses.
+std::string Int(int64_t v) { return v < 0 ? fmt::format("({})", v) : std::to_string(v); }
+
+// The parameters every window kernel shares.
+void DefineWindow(KernelSource& src, const Window3& w) {
+  static const char* const kAxis[3] = {"D", "H", "W"};
+  for (int i = 0; i < 3; ++i) {
+    std::string a = kAxis[i];
+    src.Define("I" + a, w.in[i]).Define("O" + a, w.out[i]).Define("K" + a, w.k[i]);
+    src.Define("S" + a, w.s[i]).Define("P" + a, Int(w.pb[i])).Define("D" + a, w.d[i]);
+  }
+}
+
+std::vector<size_t> WindowGlobal(const Window3& w, int64_t planes) {
+  return {RoundUp(static_cast<size_t>(w.out[2]), 8), static_cast<size_t>(w.out[0] * w.out[1]),
           static_cast<size_t>(planes)};
 }
 
-void Require2D(const ir::Node& n) {
-  if (n.inputs[0]->type.shape.size() != 4)
-    Fail(ErrorCode::kUnsupported, "{} over {} spatial dims is not supported on the device",
-         OpName(n.op), n.inputs[0]->type.shape.size() - 2);
-}
-
-}  // namespace
-
-KernelSpec GenerateConv(const ir::Node& n, const std::string& kernel_name) {
+// Conv and ConvTranspose: x, w[, b] -> y, one template each.
+KernelSpec GenerateConvLike(const ir::Node& n, const std::string& kernel_name,
+                            const char* template_name, int64_t oc_per_group) {
   RequireFloat32(n);
-  Require2D(n);
   const Shape& x = n.inputs[0]->type.shape;
-  const Shape& w = n.inputs[1]->type.shape;
+  const Shape& wt = n.inputs[1]->type.shape;
   const Shape& y = n.outputs[0]->type.shape;
+  Window3 win = ToWindow3(n, Shape(wt.begin() + 2, wt.end()));
   int64_t group = n.attrs.Int("group");
   bool bias = n.inputs.size() > 2;
-  KernelSource src(kernel_name, "conv2d");
-  DefineWindow(src, x, y, {w[2], w[3]}, n.attrs);
+  KernelSource src(kernel_name, template_name);
+  DefineWindow(src, win);
   src.Define("N", x[0]).Define("IC", x[1]).Define("OC", y[1]);
-  src.Define("IC_PER_G", x[1] / group).Define("OC_PER_G", y[1] / group);
+  src.Define("IC_PER_G", x[1] / group).Define("OC_PER_G", oc_per_group);
   src.Define("BIAS_PARAM", bias ? ", __global const float* b" : "");
   src.Define("BIAS(oc)", bias ? "b[oc]" : "0.0f");
   KernelSpec spec;
@@ -48,22 +78,44 @@ KernelSpec GenerateConv(const ir::Node& n, const std::string& kernel_name) {
   spec.source = src.Render();
   for (const ir::Value* v : n.inputs) spec.args.push_back(v->id);
   spec.args.push_back(n.outputs[0]->id);
-  spec.global = WindowGlobal(y, y[0] * y[1]);
+  spec.global = WindowGlobal(win, y[0] * y[1]);
   spec.local = {8, 1, 1};
-  spec.flops = 2.0 * static_cast<double>(NumElements(y)) * static_cast<double>(w[1] * w[2] * w[3]);
+  return spec;
+}
+
+}  // namespace
+
+KernelSpec GenerateConv(const ir::Node& n, const std::string& kernel_name) {
+  const Shape& w = n.inputs[1]->type.shape;
+  const Shape& y = n.outputs[0]->type.shape;
+  KernelSpec spec = GenerateConvLike(n, kernel_name, "conv", y[1] / n.attrs.Int("group"));
+  // Multiply-adds per output element: the weights of one output channel.
+  spec.flops =
+      2.0 * static_cast<double>(NumElements(y)) * static_cast<double>(NumElements(w) / w[0]);
+  return spec;
+}
+
+KernelSpec GenerateConvTranspose(const ir::Node& n, const std::string& kernel_name) {
+  const Shape& x = n.inputs[0]->type.shape;
+  const Shape& w = n.inputs[1]->type.shape;
+  KernelSpec spec = GenerateConvLike(n, kernel_name, "conv_transpose", w[1]);
+  // Every input element meets w[1] * prod(k) weights (the scatter view).
+  spec.flops =
+      2.0 * static_cast<double>(NumElements(x)) * static_cast<double>(NumElements(w) / w[0]);
   return spec;
 }
 
 KernelSpec GeneratePool(const ir::Node& n, const std::string& kernel_name) {
   RequireFloat32(n);
-  Require2D(n);
   const Shape& x = n.inputs[0]->type.shape;
   const Shape& y = n.outputs[0]->type.shape;
   const auto& k = n.attrs.Ints("kernel");
-  const auto& p = n.attrs.Ints("pads");
-  KernelSource src(kernel_name, "pool2d");
-  DefineWindow(src, x, y, k, n.attrs);
-  src.Define("NC", x[0] * x[1]).Define("PH_END", p[2]).Define("PW_END", p[3]);
+  Window3 win = ToWindow3(n, k);
+  KernelSource src(kernel_name, "pool");
+  DefineWindow(src, win);
+  src.Define("NC", x[0] * x[1]);
+  src.Define("PD_END", Int(win.pe[0])).Define("PH_END", Int(win.pe[1]));
+  src.Define("PW_END", Int(win.pe[2]));
   if (n.op == ir::OpKind::kMaxPool) {
     src.Define("INIT", "(-INFINITY)");
     src.Define("ACC(acc, v)", "acc = fmax(acc, v)");
@@ -79,9 +131,9 @@ KernelSpec GeneratePool(const ir::Node& n, const std::string& kernel_name) {
   spec.name = kernel_name;
   spec.source = src.Render();
   spec.args = {n.inputs[0]->id, n.outputs[0]->id};
-  spec.global = WindowGlobal(y, y[0] * y[1]);
+  spec.global = WindowGlobal(win, y[0] * y[1]);
   spec.local = {8, 1, 1};
-  spec.flops = static_cast<double>(NumElements(y) * k[0] * k[1]);
+  spec.flops = static_cast<double>(NumElements(y) * win.k[0] * win.k[1] * win.k[2]);
   return spec;
 }
 

@@ -37,8 +37,13 @@ KernelSpec GenerateKernel(const ir::Node& node, const std::string& kernel_name,
   std::vector<const ir::Value*> values(node.inputs.begin(), node.inputs.end());
   values.insert(values.end(), node.outputs.begin(), node.outputs.end());
   for (const ir::Value* v : values) {
-    if (v->type.dtype == DType::kFloat16)
-      Fail(ErrorCode::kUnsupported, "f16 tensors are not supported on the device yet");
+    bool pointwise = node.info().cls == ir::OpClass::kUnary ||
+                     node.info().cls == ir::OpClass::kBinary ||
+                     node.info().cls == ir::OpClass::kTernary ||
+                     node.info().cls == ir::OpClass::kMovement;
+    if (v->type.dtype == DType::kFloat16 && !pointwise)
+      Fail(ErrorCode::kUnsupported, "{} on f16 tensors is not supported on the device yet",
+           OpName(node.op));
     if (v->type.dtype == DType::kFloat64 && !target.fp64)
       Fail(ErrorCode::kUnsupported, "f64 tensors need a device with cl_khr_fp64");
   }
@@ -47,7 +52,9 @@ KernelSpec GenerateKernel(const ir::Node& node, const std::string& kernel_name,
     case ir::OpClass::kBinary:
     case ir::OpClass::kTernary:
     case ir::OpClass::kMovement: return GeneratePointwise(node, kernel_name);
-    case ir::OpClass::kConv: return GenerateConv(node, kernel_name);
+    case ir::OpClass::kConv:
+      if (node.op == ir::OpKind::kConvTranspose) return GenerateConvTranspose(node, kernel_name);
+      return GenerateConv(node, kernel_name);
     case ir::OpClass::kPool: return GeneratePool(node, kernel_name);
     case ir::OpClass::kMatMul: return GenerateMatMul(node, kernel_name);
     case ir::OpClass::kReduce: return GenerateReduce(node, kernel_name);

@@ -21,6 +21,7 @@ KernelSpec GenerateKernel(const ir::Node& node, const std::string& kernel_name,
 // Family generators, dispatched by op class.
 KernelSpec GeneratePointwise(const ir::Node& node, const std::string& kernel_name);
 KernelSpec GenerateConv(const ir::Node& node, const std::string& kernel_name);
+KernelSpec GenerateConvTranspose(const ir::Node& node, const std::string& kernel_name);
 KernelSpec GeneratePool(const ir::Node& node, const std::string& kernel_name);
 KernelSpec GenerateMatMul(const ir::Node& node, const std::string& kernel_name);
 KernelSpec GenerateReduce(const ir::Node& node, const std::string& kernel_name);

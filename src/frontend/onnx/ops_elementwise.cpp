@@ -16,9 +16,38 @@ void Unary(NodeImporter& n) {
   n.SetOutput(0, n.Emit(kOp, {n.RequiredInput(0)}));
 }
 
+// Before opset 7, binary ops broadcast only with broadcast=1, and then B's dims line up with
+// A's starting at `axis` (default: the trailing dims, as numpy).
+ir::Value* LegacyBroadcast(NodeImporter& n, ir::Value* a, ir::Value* b) {
+  if (n.opset() >= 7) return b;
+  bool broadcast = n.AttrInt("broadcast", 0) != 0;
+  const Shape& as = a->type.shape;
+  const Shape& bs = b->type.shape;
+  if (!broadcast) {
+    if (as != bs) n.Invalid("shapes differ and broadcast=0");
+    return b;
+  }
+  if (!n.HasAttr("axis")) return b;
+  int64_t axis = n.AttrInt("axis");
+  int64_t rank = static_cast<int64_t>(as.size());
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis + static_cast<int64_t>(bs.size()) > rank) n.Invalid("bad broadcast axis");
+  Shape s(rank - axis, 1);
+  std::copy(bs.begin(), bs.end(), s.begin());
+  return n.Reshape(b, s);
+}
+
 template <OpKind kOp>
 void Binary(NodeImporter& n) {
-  n.SetOutput(0, n.Emit(kOp, {n.RequiredInput(0), n.RequiredInput(1)}));
+  ir::Value* a = n.RequiredInput(0);
+  n.SetOutput(0, n.Emit(kOp, {a, LegacyBroadcast(n, a, n.RequiredInput(1))}));
+}
+
+void BitShift(NodeImporter& n) {
+  std::string dir = n.AttrString("direction");
+  if (dir != "LEFT" && dir != "RIGHT") n.Invalid(fmt::format("unknown direction '{}'", dir));
+  n.SetOutput(0, n.Emit(OpKind::kBitShift, {n.RequiredInput(0), n.RequiredInput(1)},
+                        {{"left", int64_t{dir == "LEFT"}}}));
 }
 
 // Sum / Max / Min / Mean of any number of inputs: a chain of binary ops.
@@ -42,7 +71,7 @@ void Identity(NodeImporter& n) { n.SetOutput(0, n.RequiredInput(0)); }
 
 void Pow(NodeImporter& n) {
   ir::Value* x = n.RequiredInput(0);
-  ir::Value* y = n.RequiredInput(1);
+  ir::Value* y = LegacyBroadcast(n, x, n.RequiredInput(1));
   if (y->type.dtype != x->type.dtype)  // opset 12+ allows another exponent type
     y = n.Emit(OpKind::kCast, {y}, {{"to", int64_t(x->type.dtype)}});
   n.SetOutput(0, n.Emit(OpKind::kPow, {x, y}));
@@ -268,6 +297,7 @@ void RegisterElementwiseOps(Registry& r) {
   r["IsNaN"] = Unary<OpKind::kIsNaN>;
   r["IsInf"] = IsInf;
   r["Mod"] = Mod;
+  r["BitShift"] = BitShift;
   r["GreaterOrEqual"] = CompareOrEqual<OpKind::kGreater>;
   r["LessOrEqual"] = CompareOrEqual<OpKind::kLess>;
   r["Xor"] = Xor;

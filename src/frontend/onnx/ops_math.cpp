@@ -211,9 +211,36 @@ void Hardmax(NodeImporter& n) {
   n.SetOutput(0, n.Reshape(y, xs));
 }
 
+// LRN: y = x / (bias + alpha / size * sum_{c' in window(c)} x[c']^2)^beta. The channel-window
+// sum is an AveragePool (count_include_pad) over [N, 1, C, H*W] times size.
+void Lrn(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  const Shape& xs = x->type.shape;
+  if (xs.size() < 3) n.Invalid("input must have rank >= 3");
+  int64_t size = n.AttrInt("size");
+  double alpha = n.AttrFloat("alpha", 1e-4), beta = n.AttrFloat("beta", 0.75);
+  double bias = n.AttrFloat("bias", 1.0);
+  DType t = x->type.dtype;
+  int64_t spatial = NumElements(xs) / (xs[0] * xs[1]);
+  ir::Value* sq = n.Reshape(n.Emit(OpKind::kMul, {x, x}), {xs[0], 1, xs[1], spatial});
+  int64_t before = (size - 1) / 2, after = size - 1 - before;
+  ir::Value* avg = n.Emit(OpKind::kAveragePool, {sq},
+                          {{"kernel", std::vector<int64_t>{size, 1}},
+                           {"strides", std::vector<int64_t>{1, 1}},
+                           {"pads", std::vector<int64_t>{before, 0, after, 0}},
+                           {"dilations", std::vector<int64_t>{1, 1}},
+                           {"ceil_mode", int64_t{0}},
+                           {"count_include_pad", int64_t{1}}});
+  ir::Value* scaled = n.Emit(OpKind::kAdd, {n.Emit(OpKind::kMul, {n.Reshape(avg, xs),
+                                                                   n.ConstScalar(t, alpha)}),
+                                            n.ConstScalar(t, bias)});
+  n.SetOutput(0, n.Emit(OpKind::kDiv, {x, n.Emit(OpKind::kPow, {scaled, n.ConstScalar(t, beta)})}));
+}
+
 }  // namespace
 
 void RegisterMathOps(Registry& r) {
+  r["LRN"] = Lrn;
   r["MatMul"] = MatMul;
   r["Gemm"] = Gemm;
   r["Softmax"] = Softmax<OpKind::kSoftmax>;

@@ -43,18 +43,11 @@ Window ReadWindow(NodeImporter& n, const Shape& x, Shape kernel) {
   return w;
 }
 
-// 1-D window ops run as 2-D ones over a height of 1.
-Shape Insert1(const Shape& s, size_t at, int64_t v) {
-  Shape r = s;
-  r.insert(r.begin() + static_cast<std::ptrdiff_t>(at), v);
-  return r;
-}
-
-void To2D(Window& w) {
-  w.kernel.insert(w.kernel.begin(), 1);
-  w.strides.insert(w.strides.begin(), 1);
-  w.dilations.insert(w.dilations.begin(), 1);
-  w.pads = {0, w.pads[0], 0, w.pads[1]};
+// Window ops run over 1 to 3 spatial dims (the kernels pad them to 3).
+void CheckSpatialRank(NodeImporter& n, const Shape& x) {
+  if (x.size() < 3 || x.size() > 5)
+    n.Unsupported(fmt::format("{} over a rank-{} input is not supported (1 to 3 spatial dims)",
+                              n.proto().op_type(), x.size()));
 }
 
 void Conv(NodeImporter& n) {
@@ -62,66 +55,101 @@ void Conv(NodeImporter& n) {
   ir::Value* w = n.RequiredInput(1);
   ir::Value* b = n.Input(2);
   const Shape& xs = x->type.shape;
-  if (xs.size() < 3 || xs.size() > 4)
-    n.Unsupported(
-        fmt::format("Conv over {} spatial dims is not supported (1 or 2)", xs.size() - 2));
+  CheckSpatialRank(n, xs);
   if (w->type.shape.size() != xs.size()) n.Invalid("weight rank differs from input rank");
   Window win = ReadWindow(n, xs, Shape(w->type.shape.begin() + 2, w->type.shape.end()));
   if (win.kernel != Shape(w->type.shape.begin() + 2, w->type.shape.end()))
     n.Invalid("kernel_shape differs from the weight's shape");
   int64_t group = n.AttrInt("group", 1);
-  bool one_d = xs.size() == 3;
-  if (one_d) {
-    x = n.Reshape(x, Insert1(xs, 2, 1));
-    w = n.Reshape(w, Insert1(w->type.shape, 2, 1));
-    To2D(win);
-  }
   std::vector<ir::Value*> ins = {x, w};
   if (b) ins.push_back(b);
-  ir::Value* y = n.Emit(OpKind::kConv, ins,
+  n.SetOutput(0, n.Emit(OpKind::kConv, ins,
                         {{"strides", win.strides},
                          {"pads", win.pads},
                          {"dilations", win.dilations},
-                         {"group", group}});
-  if (one_d) {
-    Shape s = y->type.shape;
-    s.erase(s.begin() + 2);
-    y = n.Reshape(y, s);
+                         {"group", group}}));
+}
+
+// Floor division (the ONNX reference's Python semantics, for negative total padding).
+int64_t FloorDiv2(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
+
+// ConvTranspose (opsets 1-17). W is [C, M / group, k...]. Explicit output_shape, or
+// auto_pad SAME_* (output_shape = input * stride), generate the pads per the spec:
+// total = stride * (in - 1) + output_padding + ((k - 1) * dilation + 1) - output_shape;
+// SAME_UPPER: begin = total / 2, end = total - begin; otherwise end = total / 2,
+// begin = total - end. A negative total (a larger output) pads with zeros.
+void ConvTranspose(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  ir::Value* w = n.RequiredInput(1);
+  ir::Value* b = n.Input(2);
+  const Shape& xs = x->type.shape;
+  const Shape& ws = w->type.shape;
+  CheckSpatialRank(n, xs);
+  size_t nsp = xs.size() - 2;
+  if (ws.size() != xs.size()) n.Invalid("weight rank differs from input rank");
+  Shape kernel(ws.begin() + 2, ws.end());
+  if (n.HasAttr("kernel_shape") && n.AttrInts("kernel_shape") != kernel)
+    n.Invalid("kernel_shape differs from the weight's shape");
+  Shape strides = n.AttrInts("strides", Shape(nsp, 1));
+  Shape dilations = n.AttrInts("dilations", Shape(nsp, 1));
+  Shape pads = n.AttrInts("pads", Shape(2 * nsp, 0));
+  Shape out_pad = n.AttrInts("output_padding", Shape(nsp, 0));
+  if (strides.size() != nsp || dilations.size() != nsp || pads.size() != 2 * nsp ||
+      out_pad.size() != nsp)
+    n.Invalid("strides, dilations, pads or output_padding do not match the input rank");
+  int64_t group = n.AttrInt("group", 1);
+  if (group <= 0 || ws[0] != xs[1] || xs[1] % group != 0)
+    n.Invalid(fmt::format("input channels {} and weight {} do not match group {}", xs[1],
+                          ShapeStr(ws), group));
+  std::string auto_pad = n.AttrString("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" &&
+      auto_pad != "VALID")
+    n.Invalid(fmt::format("unknown auto_pad '{}'", auto_pad));
+  Shape out_shape = n.AttrInts("output_shape", Shape{});
+  if (out_shape.size() == nsp + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
+  if (!out_shape.empty() && out_shape.size() != nsp)
+    n.Invalid("output_shape does not match the input rank");
+  if (out_shape.empty() && (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER"))
+    for (size_t i = 0; i < nsp; ++i) out_shape.push_back(xs[2 + i] * strides[i]);
+  if (!out_shape.empty()) {
+    for (size_t i = 0; i < nsp; ++i) {
+      int64_t total = strides[i] * (xs[2 + i] - 1) + out_pad[i] +
+                      ((kernel[i] - 1) * dilations[i] + 1) - out_shape[i];
+      int64_t half = FloorDiv2(total);
+      pads[i] = auto_pad == "SAME_UPPER" ? half : total - half;
+      pads[nsp + i] = total - pads[i];
+    }
+  } else if (auto_pad == "VALID") {
+    std::fill(pads.begin(), pads.end(), 0);
   }
-  n.SetOutput(0, y);
+  std::vector<ir::Value*> ins = {x, w};
+  if (b) ins.push_back(b);
+  n.SetOutput(0, n.Emit(OpKind::kConvTranspose, ins,
+                        {{"strides", strides},
+                         {"pads", pads},
+                         {"dilations", dilations},
+                         {"group", group},
+                         {"output_padding", out_pad}}));
 }
 
 template <OpKind kOp>
 void Pool(NodeImporter& n) {
   ir::Value* x = n.RequiredInput(0);
   const Shape& xs = x->type.shape;
-  if (xs.size() < 3 || xs.size() > 4)
-    n.Unsupported(
-        fmt::format("pooling over {} spatial dims is not supported (1 or 2)", xs.size() - 2));
+  CheckSpatialRank(n, xs);
   if (n.num_outputs() > 1 && !n.proto().output(1).empty())
     n.Unsupported("MaxPool's Indices output is not supported");
   if (n.AttrInt("storage_order", 0) != 0) n.Unsupported("storage_order=1 is not supported");
   Window win = ReadWindow(n, xs, {});
   int64_t ceil_mode = n.AttrInt("ceil_mode", 0);
   int64_t count_include_pad = n.AttrInt("count_include_pad", 0);
-  bool one_d = xs.size() == 3;
-  if (one_d) {
-    x = n.Reshape(x, Insert1(xs, 2, 1));
-    To2D(win);
-  }
   ir::Attrs attrs = {{"kernel", win.kernel},
                      {"strides", win.strides},
                      {"pads", win.pads},
                      {"dilations", win.dilations},
                      {"ceil_mode", ceil_mode}};
   if (kOp == OpKind::kAveragePool) attrs.Set("count_include_pad", count_include_pad);
-  ir::Value* y = n.Emit(kOp, {x}, attrs);
-  if (one_d) {
-    Shape s = y->type.shape;
-    s.erase(s.begin() + 2);
-    y = n.Reshape(y, s);
-  }
-  n.SetOutput(0, y);
+  n.SetOutput(0, n.Emit(kOp, {x}, attrs));
 }
 
 // GlobalAveragePool / GlobalMaxPool: a reduction over all spatial dims, keeping them.
@@ -258,6 +286,7 @@ void RegisterNnOps(Registry& r) {
   r["MeanVarianceNormalization"] = MeanVarianceNormalization;
   r["LpNormalization"] = LpNormalization;
   r["Conv"] = Conv;
+  r["ConvTranspose"] = ConvTranspose;
   r["MaxPool"] = Pool<OpKind::kMaxPool>;
   r["AveragePool"] = Pool<OpKind::kAveragePool>;
   r["GlobalAveragePool"] = GlobalPool<OpKind::kReduceMean>;

@@ -429,9 +429,55 @@ void OneHot(NodeImporter& n) {
   n.SetOutput(0, n.Emit(OpKind::kWhere, {hit, on, off}));
 }
 
+// EyeLike: ones on the k-th diagonal of a 2-D tensor shaped like the input: a constant.
+void EyeLike(NodeImporter& n) {
+  const ir::Value* x = n.RequiredInput(0);
+  if (x->type.shape.size() != 2) n.Invalid("input must be 2-D");
+  DType dt = x->type.dtype;
+  if (n.HasAttr("dtype") && !DTypeFromOnnx(static_cast<int>(n.AttrInt("dtype")), &dt))
+    n.Unsupported("this dtype is not supported");
+  int64_t k = n.AttrInt("k", 0), rows = x->type.shape[0], cols = x->type.shape[1];
+  HostTensor eye(DType::kFloat64, {rows, cols});
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) eye.data<double>()[i * cols + j] = j - i == k ? 1.0 : 0.0;
+  n.SetOutput(0, n.Emit(OpKind::kCast, {n.Const(std::move(eye))}, {{"to", int64_t(dt)}}));
+}
+
+void GatherND(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  ir::Value* idx = n.RequiredInput(1);
+  int64_t b = n.AttrInt("batch_dims", 0);
+  const Shape& xs = x->type.shape;
+  const Shape& is = idx->type.shape;
+  if (is.empty() || b < 0 || b >= static_cast<int64_t>(is.size()) ||
+      b + is.back() > static_cast<int64_t>(xs.size()))
+    n.Invalid("indices do not fit the data's rank and batch_dims");
+  for (int64_t d = 0; d < b; ++d)
+    if (xs[d] != is[d]) n.Invalid("batch dims of data and indices differ");
+  n.SetOutput(0, n.Emit(OpKind::kGatherND, {x, idx}, {{"batch_dims", b}}));
+}
+
+// TopK: the indices of the k best elements along axis (a rank-selection kernel), then the
+// values with GatherElements.
+void TopK(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  int64_t rank = static_cast<int64_t>(x->type.shape.size());
+  int64_t axis = Axis(n, n.AttrInt("axis", -1), rank);
+  int64_t k = n.opset() < 10 ? n.AttrInt("k") : n.ConstInput(1, "k").GetInt(0);
+  if (k < 0 || k > x->type.shape[axis]) n.Invalid(fmt::format("k = {} is out of range", k));
+  n.AttrInt("sorted", 1);  // the kernel always returns sorted results, which is allowed
+  ir::Value* idx = n.Emit(OpKind::kTopKIndices, {x}, {{"axis", axis}, {"k", k},
+                                                      {"largest", n.AttrInt("largest", 1)}});
+  n.SetOutput(0, n.Emit(OpKind::kGatherElements, {x, idx}, {{"axis", axis}}));
+  n.SetOutput(1, idx);
+}
+
 }  // namespace
 
 void RegisterShapeOps(Registry& r) {
+  r["EyeLike"] = EyeLike;
+  r["GatherND"] = GatherND;
+  r["TopK"] = TopK;
   r["GatherElements"] = GatherElements;
   r["Tile"] = Tile;
   r["Trilu"] = Trilu;

@@ -13,6 +13,7 @@ const std::map<std::string, ImportFn>& OpRegistry() {
     RegisterResizeOps(r);
     RegisterEinsumOps(r);
     RegisterRnnOps(r);
+    RegisterQuantOps(r);
     return r;
   }();
   return registry;

@@ -18,5 +18,6 @@ void RegisterLossOps(Registry& r);
 void RegisterResizeOps(Registry& r);
 void RegisterEinsumOps(Registry& r);
 void RegisterRnnOps(Registry& r);
+void RegisterQuantOps(Registry& r);
 
 }  // namespace texel::onnx_frontend

@@ -1,0 +1,292 @@
+// End-to-end tests of the window kernels over 1 to 3 spatial dims: 3-D Conv and pooling, 1-D
+// Conv, and ConvTranspose (1-D, 2-D, 3-D), built as IR graphs, compiled with CompileGraph for
+// the PoCL CPU device, run in a Session and compared with plain C++ references (double
+// accumulation, written independently of the kernels' index arithmetic) on random inputs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "api/compiler.h"
+#include "core/error.h"
+#include "ir/graph.h"
+#include "runtime/cl/context.h"
+#include "runtime/cl/device.h"
+#include "runtime/executable.h"
+
+namespace texel {
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+// One context for the whole binary; leaked on purpose so that no CL object outlives the ICD.
+std::shared_ptr<cl::Context> SharedContext() {
+  static auto* ctx =
+      new std::shared_ptr<cl::Context>(std::make_shared<cl::Context>(cl::SelectDevice("cpu")));
+  return *ctx;
+}
+
+HostTensor RandomF32(Shape s, uint32_t seed) {
+  HostTensor t(DType::kFloat32, std::move(s));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int64_t i = 0; i < t.size(); ++i) t.data<float>()[i] = dist(rng);
+  return t;
+}
+
+std::vector<int64_t> Unravel(int64_t i, const Shape& s) {
+  std::vector<int64_t> c(s.size());
+  for (size_t d = s.size(); d-- > 0;) {
+    c[d] = i % s[d];
+    i /= s[d];
+  }
+  return c;
+}
+
+int64_t Ravel(const std::vector<int64_t>& c, const Shape& s) {
+  int64_t i = 0;
+  for (size_t d = 0; d < s.size(); ++d) i = i * s[d] + c[d];
+  return i;
+}
+
+float F(const HostTensor& t, int64_t i) { return t.data<float>()[i]; }
+
+// |got - want| <= 1e-4 * max(|want|, 0.1) elementwise, and equal shapes.
+void ExpectClose(const HostTensor& got, const HostTensor& want, const std::string& what) {
+  ASSERT_EQ(got.dtype, DType::kFloat32) << what;
+  ASSERT_EQ(got.shape, want.shape) << what;
+  int bad = 0;
+  for (int64_t i = 0; i < want.size(); ++i) {
+    float g = F(got, i), w = F(want, i);
+    if (!(std::fabs(g - w) <= 1e-4f * std::max(std::fabs(w), 0.1f)) && ++bad <= 5)
+      ADD_FAILURE() << what << " at " << i << ": got " << g << ", want " << w;
+  }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << want.size() << " elements differ";
+}
+
+// --- References over any number of spatial dims ------------------------------------------------
+
+// The spatial part of a shape.
+Shape Spatial(const Shape& s) { return Shape(s.begin() + 2, s.end()); }
+
+// [n, c, spatial...] from n, c and spatial coordinates.
+std::vector<int64_t> Coord(int64_t n, int64_t c, const std::vector<int64_t>& sp) {
+  std::vector<int64_t> r = {n, c};
+  r.insert(r.end(), sp.begin(), sp.end());
+  return r;
+}
+
+// Conv: x [N, C, in...], w [M, C / group, k...]; pads = [begins..., ends...].
+HostTensor RefConv(const HostTensor& x, const HostTensor& w, const HostTensor* b, Ints s, Ints p,
+                   Ints d, int64_t group) {
+  size_t nsp = x.shape.size() - 2;
+  Shape in = Spatial(x.shape), k = Spatial(w.shape), out;
+  for (size_t i = 0; i < nsp; ++i)
+    out.push_back((in[i] + p[i] + p[nsp + i] - d[i] * (k[i] - 1) - 1) / s[i] + 1);
+  int64_t m = w.shape[0], cg = w.shape[1], mg = m / group;
+  Shape ys = {x.shape[0], m};
+  ys.insert(ys.end(), out.begin(), out.end());
+  HostTensor y(DType::kFloat32, ys);
+  for (int64_t yi = 0; yi < y.size(); ++yi) {
+    std::vector<int64_t> yc = Unravel(yi, ys);
+    int64_t om = yc[1], g = om / mg;
+    double acc = b ? F(*b, om) : 0.0;
+    for (int64_t ic = 0; ic < cg; ++ic)
+      for (int64_t ki = 0; ki < NumElements(k); ++ki) {
+        std::vector<int64_t> kc = Unravel(ki, k), xc(nsp);
+        bool inside = true;
+        for (size_t i = 0; i < nsp; ++i) {
+          xc[i] = yc[2 + i] * s[i] - p[i] + kc[i] * d[i];
+          inside = inside && xc[i] >= 0 && xc[i] < in[i];
+        }
+        if (!inside) continue;
+        acc += double{F(x, Ravel(Coord(yc[0], g * cg + ic, xc), x.shape))} *
+               F(w, Ravel(Coord(om, ic, kc), w.shape));
+      }
+    y.data<float>()[yi] = static_cast<float>(acc);
+  }
+  return y;
+}
+
+// Max or average pooling, floor mode; count_include_pad counts the window positions inside
+// the padded input.
+HostTensor RefPool(const HostTensor& x, bool is_max, Ints k, Ints s, Ints p, Ints d,
+                   bool include_pad) {
+  size_t nsp = x.shape.size() - 2;
+  Shape in = Spatial(x.shape);
+  Shape ys = {x.shape[0], x.shape[1]};
+  for (size_t i = 0; i < nsp; ++i)
+    ys.push_back((in[i] + p[i] + p[nsp + i] - d[i] * (k[i] - 1) - 1) / s[i] + 1);
+  HostTensor y(DType::kFloat32, ys);
+  for (int64_t yi = 0; yi < y.size(); ++yi) {
+    std::vector<int64_t> yc = Unravel(yi, ys);
+    double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+    int64_t count = 0, padded = 0;
+    for (int64_t ki = 0; ki < NumElements(k); ++ki) {
+      std::vector<int64_t> kc = Unravel(ki, k), xc(nsp);
+      bool inside = true, in_padded = true;
+      for (size_t i = 0; i < nsp; ++i) {
+        xc[i] = yc[2 + i] * s[i] - p[i] + kc[i] * d[i];
+        inside = inside && xc[i] >= 0 && xc[i] < in[i];
+        in_padded = in_padded && xc[i] >= -p[i] && xc[i] < in[i] + p[nsp + i];
+      }
+      padded += in_padded;
+      if (!inside) continue;
+      double v = F(x, Ravel(Coord(yc[0], yc[1], xc), x.shape));
+      acc = is_max ? std::max(acc, v) : acc + v;
+      ++count;
+    }
+    if (!is_max) acc /= static_cast<double>(include_pad ? padded : count);
+    y.data<float>()[yi] = static_cast<float>(acc);
+  }
+  return y;
+}
+
+// ConvTranspose in scatter form: x [N, C, in...], w [C, M / group, k...]; every input element
+// adds x * w to output position i * s - p_begin + k * d.
+HostTensor RefConvTranspose(const HostTensor& x, const HostTensor& w, const HostTensor* b, Ints s,
+                            Ints p, Ints d, Ints out_pad, int64_t group) {
+  size_t nsp = x.shape.size() - 2;
+  Shape in = Spatial(x.shape), k = Spatial(w.shape), out;
+  for (size_t i = 0; i < nsp; ++i)
+    out.push_back((in[i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 - p[i] - p[nsp + i] + out_pad[i]);
+  int64_t c = x.shape[1], cg = c / group, mg = w.shape[1];
+  Shape ys = {x.shape[0], mg * group};
+  ys.insert(ys.end(), out.begin(), out.end());
+  std::vector<double> acc(NumElements(ys), 0.0);
+  for (int64_t xi = 0; xi < x.size(); ++xi) {
+    std::vector<int64_t> xc = Unravel(xi, x.shape);
+    int64_t g = xc[1] / cg;
+    for (int64_t om = 0; om < mg; ++om)
+      for (int64_t ki = 0; ki < NumElements(k); ++ki) {
+        std::vector<int64_t> kc = Unravel(ki, k), oc(nsp);
+        bool inside = true;
+        for (size_t i = 0; i < nsp; ++i) {
+          oc[i] = xc[2 + i] * s[i] - p[i] + kc[i] * d[i];
+          inside = inside && oc[i] >= 0 && oc[i] < out[i];
+        }
+        if (!inside) continue;
+        acc[Ravel(Coord(xc[0], g * mg + om, oc), ys)] +=
+            double{F(x, xi)} * F(w, Ravel(Coord(xc[1], om, kc), w.shape));
+      }
+  }
+  HostTensor y(DType::kFloat32, ys);
+  for (int64_t yi = 0; yi < y.size(); ++yi)
+    y.data<float>()[yi] = static_cast<float>(acc[yi] + (b ? F(*b, Unravel(yi, ys)[1]) : 0.0));
+  return y;
+}
+
+// --- Graph helpers ----------------------------------------------------------------------------
+
+ir::TensorType F32Type(const Shape& s) { return {DType::kFloat32, s}; }
+
+ir::Value* Const(ir::Graph& g, const std::string& name, const HostTensor& t) {
+  return g.AddConstant(name, std::make_shared<HostTensor>(t));
+}
+
+void Output(ir::Graph& g, ir::OpKind op, std::vector<ir::Value*> in, ir::Attrs attrs,
+            const std::string& name) {
+  g.AddOutput(g.AddNode(op, std::move(in), std::move(attrs), name)->outputs[0]);
+}
+
+ir::Attrs ConvAttrs(Ints strides, Ints pads, Ints dilations, int64_t group) {
+  return {{"strides", strides}, {"pads", pads}, {"dilations", dilations}, {"group", group}};
+}
+
+ir::Attrs ConvTransposeAttrs(Ints strides, Ints pads, Ints dilations, Ints out_pad, int64_t group) {
+  ir::Attrs a = ConvAttrs(strides, pads, dilations, group);
+  a.Set("output_padding", out_pad);
+  return a;
+}
+
+ir::Attrs PoolAttrs(Ints kernel, Ints strides, Ints pads, Ints dilations) {
+  return {{"kernel", kernel},
+          {"strides", strides},
+          {"pads", pads},
+          {"dilations", dilations},
+          {"ceil_mode", int64_t{0}}};
+}
+
+// Compiles g for the shared PoCL context and runs it once.
+std::vector<HostTensor> CompileAndRun(std::unique_ptr<ir::Graph> g,
+                                      const std::map<std::string, HostTensor>& inputs) {
+  CompiledModel m = CompileGraph(std::move(g), SharedContext(), CompileOptions{});
+  runtime::Session session(*m.executable);
+  return session.Run(inputs);
+}
+
+TEST(WindowKernelTest, ThreeDConvAndPooling) {
+  HostTensor x = RandomF32({2, 4, 5, 6, 7}, 401);
+  HostTensor w = RandomF32({6, 2, 3, 2, 3}, 402);
+  HostTensor b = RandomF32({6}, 403);
+  HostTensor x1 = RandomF32({2, 3, 13}, 404);
+  HostTensor w1 = RandomF32({4, 3, 3}, 405);
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value* xv = g->AddInput("x", F32Type(x.shape));
+  ir::Value* x1v = g->AddInput("x1", F32Type(x1.shape));
+  // Grouped 3-D conv: stride (2, 1, 2), dilation (1, 2, 1), asymmetric pads, bias.
+  Ints cs = {2, 1, 2}, cp = {1, 0, 1, 0, 1, 1}, cd = {1, 2, 1};
+  Output(*g, ir::OpKind::kConv, {xv, Const(*g, "w", w), Const(*g, "b", b)},
+         ConvAttrs(cs, cp, cd, 2), "conv3d");
+  // 3-D max pool with pads and a dilated last axis; 3-D average pool counting the pads.
+  Ints k = {2, 3, 2}, ps = {2, 2, 1}, pp = {1, 1, 0, 0, 1, 1}, pd = {1, 1, 2};
+  Output(*g, ir::OpKind::kMaxPool, {xv}, PoolAttrs(k, ps, pp, pd), "maxpool3d");
+  ir::Attrs avg = PoolAttrs({3, 2, 3}, {1, 2, 2}, {1, 0, 1, 1, 1, 0}, {1, 1, 1});
+  avg.Set("count_include_pad", int64_t{1});
+  Output(*g, ir::OpKind::kAveragePool, {xv}, avg, "avgpool3d");
+  // 1-D conv straight on a rank-3 input: stride 2, dilation 2, pads (2, 1).
+  Output(*g, ir::OpKind::kConv, {x1v, Const(*g, "w1", w1)}, ConvAttrs({2}, {2, 1}, {2}, 1),
+         "conv1d");
+
+  std::vector<HostTensor> out = CompileAndRun(std::move(g), {{"x", x}, {"x1", x1}});
+  ASSERT_EQ(out.size(), 4u);
+  ExpectClose(out[0], RefConv(x, w, &b, cs, cp, cd, 2), "3-D grouped conv");
+  ExpectClose(out[1], RefPool(x, true, k, ps, pp, pd, false), "3-D max pool");
+  ExpectClose(out[2], RefPool(x, false, {3, 2, 3}, {1, 2, 2}, {1, 0, 1, 1, 1, 0}, {1, 1, 1}, true),
+              "3-D average pool, count_include_pad=1");
+  ExpectClose(out[3], RefConv(x1, w1, nullptr, {2}, {2, 1}, {2}, 1), "1-D conv");
+}
+
+TEST(WindowKernelTest, ConvTranspose) {
+  HostTensor x = RandomF32({2, 4, 5, 6}, 501);
+  HostTensor w = RandomF32({4, 3, 3, 2}, 502);  // [C_in, C_out / group, kh, kw], group 2
+  HostTensor b = RandomF32({6}, 503);
+  HostTensor x1 = RandomF32({1, 2, 7}, 504);
+  HostTensor w1 = RandomF32({2, 3, 3}, 505);
+  HostTensor x3 = RandomF32({1, 2, 3, 4, 3}, 506);
+  HostTensor w3 = RandomF32({2, 2, 2, 3, 2}, 507);
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value* xv = g->AddInput("x", F32Type(x.shape));
+  ir::Value* x1v = g->AddInput("x1", F32Type(x1.shape));
+  ir::Value* x3v = g->AddInput("x3", F32Type(x3.shape));
+  // Group 2, stride 2, output_padding 1, dilation (1, 2), pads top 1, right 1, with bias.
+  Ints s = {2, 2}, p = {1, 0, 0, 1}, d = {1, 2}, op = {1, 1};
+  Output(*g, ir::OpKind::kConvTranspose, {xv, Const(*g, "w", w), Const(*g, "b", b)},
+         ConvTransposeAttrs(s, p, d, op, 2), "convtranspose2d");
+  // 1-D: stride 3, dilation 2, a negative end pad (an extra output column of zeros).
+  Output(*g, ir::OpKind::kConvTranspose, {x1v, Const(*g, "w1", w1)},
+         ConvTransposeAttrs({3}, {1, -1}, {2}, {0}, 1), "convtranspose1d");
+  // 3-D: strides (1, 2, 3), output_padding on the last two axes.
+  Ints s3 = {1, 2, 3}, p3 = {0, 1, 0, 1, 0, 1}, op3 = {0, 1, 2};
+  Output(*g, ir::OpKind::kConvTranspose, {x3v, Const(*g, "w3", w3)},
+         ConvTransposeAttrs(s3, p3, {1, 1, 1}, op3, 1), "convtranspose3d");
+
+  std::vector<HostTensor> out = CompileAndRun(std::move(g), {{"x", x}, {"x1", x1}, {"x3", x3}});
+  ASSERT_EQ(out.size(), 3u);
+  HostTensor want = RefConvTranspose(x, w, &b, s, p, d, op, 2);
+  EXPECT_EQ(want.shape, (Shape{2, 6, 11, 13}));
+  ExpectClose(out[0], want, "2-D ConvTranspose, group 2, stride 2, output_padding 1");
+  ExpectClose(out[1], RefConvTranspose(x1, w1, nullptr, {3}, {1, -1}, {2}, {0}, 1),
+              "1-D ConvTranspose, negative end pad");
+  ExpectClose(out[2], RefConvTranspose(x3, w3, nullptr, s3, p3, {1, 1, 1}, op3, 1),
+              "3-D ConvTranspose");
+}
+
+}  // namespace
+}  // namespace texel
