@@ -1,66 +1,187 @@
 #!/usr/bin/python3
-"""Exports torchvision models to ONNX, with an input and PyTorch's output, for texel's model tests.
+"""Exports models to ONNX, with an input and PyTorch's output, for texel's model tests.
 
 For each model NAME this writes
-  DIR/NAME/model.onnx   opset 13, input "input" (1x3x224x224 float32), output "output"
-  DIR/NAME/input.npy    float32 standard normal, numpy RNG seeded with 0
+  DIR/NAME/model.onnx   input "input", output "output"; the opset is per model (MODELS)
+  DIR/NAME/input.npy    the input, numpy RNG seeded with 0: float32 standard normal
+                        (1x3x224x224 for the image models) or int64 token ids
   DIR/NAME/output.npy   PyTorch's float32 output on that input
 
-Models are built with weights=None (no downloads) after torch.manual_seed(0). The defaults
-would make every BatchNorm an identity (mean 0, var 1, weight 1, bias 0) that hides folding
-bugs, so each BatchNorm gets a random weight and bias and running statistics measured on a
-random calibration batch. The files are deterministic for a given torch/torchvision version;
+The models are torchvision classifiers (1x3x224x224 in, 1x1000 out), a torchvision
+segmentation model that returns only its 'out' map, and a BERT-style encoder built from
+torch.nn ([1, 128] int64 token ids in, [1, 128, 256] hidden states out). Each is built with
+weights=None (no downloads) after torch.manual_seed(0). The defaults would make every
+BatchNorm an identity (mean 0, var 1, weight 1, bias 0) that hides folding bugs, so each
+BatchNorm gets a random weight and bias and running statistics measured on a random
+calibration batch. The files are deterministic for a given torch/torchvision version;
 existing ones are kept unless --force.
+
+The summary line per model gives the relative change of PyTorch's output on a second random
+input. A value near 0 means the output hardly depends on the input, and the comparison then
+mostly checks the ops after the point where it stops mattering (op coverage more than
+accuracy).
 
 Usage: export_models.py --out DIR [--models squeezenet1_1,resnet18,mobilenet_v2] [--force]
 """
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
+import typing
 import warnings
 
 DEFAULT_MODELS = ["squeezenet1_1", "resnet18", "mobilenet_v2"]
 
-# NAME -> extra keyword arguments for torchvision.models.NAME(weights=None, ...). All of these
-# take a 1x3x224x224 input and return a single 1x1000 tensor in eval mode.
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """How to build and export one model.
+
+    build: a function returning the torch.nn.Module (called right after torch.manual_seed(0));
+    input_shape, input_dtype: the one input "input" ("float32": standard normal; "int64":
+    uniform integers in [0, input_high)); opset: the ONNX opset to export with.
+    """
+
+    build: typing.Callable
+    input_shape: tuple = (1, 3, 224, 224)
+    input_dtype: str = "float32"
+    input_high: int = 0
+    opset: int = 13
+
+
+def torchvision_model(name, opset=13, init=None, **kwargs):
+    """A torchvision classifier: 1x3x224x224 input, a single 1x1000 tensor out in eval mode.
+    init, if given, changes the freshly built model's weights in place."""
+
+    def build():
+        import torchvision
+
+        model = getattr(torchvision.models, name)(weights=None, **kwargs)
+        if init is not None:
+            init(model)
+        return model
+
+    return Spec(build=build, opset=opset)
+
+
+def random_vit_head(model):
+    """torchvision's ViT zero-initializes its classification head, which makes the output all
+    zeros whatever the input; give it random weights instead."""
+    import torch
+
+    with torch.no_grad():
+        torch.nn.init.normal_(model.heads.head.weight, std=0.02)
+
+
+def segmentation_model(name, opset=13):
+    """A torchvision segmentation model (no pretrained backbone) returning only the 'out' map,
+    upsampled to the input size by a Resize inside the graph."""
+
+    def build():
+        import torch
+        import torchvision
+
+        class OutOnly(torch.nn.Module):
+            def __init__(self, model):
+                super().__init__()
+                self.model = model
+
+            def forward(self, x):
+                return self.model(x)["out"]
+
+        return OutOnly(
+            getattr(torchvision.models.segmentation, name)(weights=None, weights_backbone=None)
+        )
+
+    return Spec(build=build, opset=opset)
+
+
+def bert_encoder(vocab=1000, seq=128, d_model=256, nhead=4, dim_feedforward=1024, layers=2):
+    """A BERT-style encoder from torch.nn: token and learned position embeddings, post-norm
+    TransformerEncoder layers (ReLU, no dropout) and a final LayerNorm. Input: [1, seq] int64
+    token ids; output: the final hidden states [1, seq, d_model]."""
+
+    def build():
+        import torch
+
+        class BertEncoder(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.tokens = torch.nn.Embedding(vocab, d_model)
+                self.positions = torch.nn.Parameter(0.1 * torch.randn(1, seq, d_model))
+                layer = torch.nn.TransformerEncoderLayer(
+                    d_model=d_model,
+                    nhead=nhead,
+                    dim_feedforward=dim_feedforward,
+                    dropout=0.0,
+                    batch_first=True,
+                )
+                self.encoder = torch.nn.TransformerEncoder(layer, num_layers=layers)
+                self.norm = torch.nn.LayerNorm(d_model)
+
+            def forward(self, ids):
+                return self.norm(self.encoder(self.tokens(ids) + self.positions))
+
+        return BertEncoder()
+
+    # Opset 17 keeps each LayerNorm one LayerNormalization node (earlier opsets decompose it).
+    return Spec(
+        build=build, input_shape=(1, seq), input_dtype="int64", input_high=vocab, opset=17
+    )
+
+
 MODELS = {
-    "squeezenet1_0": {},
-    "squeezenet1_1": {},
-    "alexnet": {},
-    "vgg11": {},
-    "vgg11_bn": {},
-    "resnet18": {},
-    "resnet34": {},
-    "resnet50": {},
-    "resnext50_32x4d": {},
-    "wide_resnet50_2": {},
-    "mobilenet_v2": {},
-    "mobilenet_v3_small": {},
-    "mobilenet_v3_large": {},
-    "efficientnet_b0": {},
-    "efficientnet_b1": {},
-    "shufflenet_v2_x1_0": {},
-    "mnasnet1_0": {},
-    "densenet121": {},
-    "regnet_x_400mf": {},
-    "regnet_y_400mf": {},
-    "googlenet": {"aux_logits": False, "init_weights": True},
-    "convnext_tiny": {},
+    "squeezenet1_0": torchvision_model("squeezenet1_0"),
+    "squeezenet1_1": torchvision_model("squeezenet1_1"),
+    "alexnet": torchvision_model("alexnet"),
+    "vgg11": torchvision_model("vgg11"),
+    "vgg11_bn": torchvision_model("vgg11_bn"),
+    "resnet18": torchvision_model("resnet18"),
+    "resnet34": torchvision_model("resnet34"),
+    "resnet50": torchvision_model("resnet50"),
+    "resnext50_32x4d": torchvision_model("resnext50_32x4d"),
+    "wide_resnet50_2": torchvision_model("wide_resnet50_2"),
+    "mobilenet_v2": torchvision_model("mobilenet_v2"),
+    "mobilenet_v3_small": torchvision_model("mobilenet_v3_small"),
+    "mobilenet_v3_large": torchvision_model("mobilenet_v3_large"),
+    "efficientnet_b0": torchvision_model("efficientnet_b0"),
+    "efficientnet_b1": torchvision_model("efficientnet_b1"),
+    "shufflenet_v2_x1_0": torchvision_model("shufflenet_v2_x1_0"),
+    "mnasnet1_0": torchvision_model("mnasnet1_0"),
+    "densenet121": torchvision_model("densenet121"),
+    "regnet_x_400mf": torchvision_model("regnet_x_400mf"),
+    "regnet_y_400mf": torchvision_model("regnet_y_400mf"),
+    "googlenet": torchvision_model("googlenet", aux_logits=False, init_weights=True),
+    # ConvNeXt's layer scale starts at 1e-6: removing every block's residual branch changes the
+    # output by 3e-6 (relative), far below the tests' 1e-4, so this checks the stem, the
+    # downsampling layers and the head; the blocks' ops are covered, not checked.
+    "convnext_tiny": torchvision_model("convnext_tiny"),
+    "vit_b_16": torchvision_model("vit_b_16", opset=14, init=random_vit_head),
+    "bert_encoder": bert_encoder(),
+    "lraspp_mobilenet_v3_large": segmentation_model("lraspp_mobilenet_v3_large"),
 }
 
-INPUT_SHAPE = (1, 3, 224, 224)
-OPSET = 13
 FILES = ("model.onnx", "input.npy", "output.npy")
+
+
+def make_input(spec, rng):
+    import numpy as np
+
+    if spec.input_dtype == "float32":
+        return rng.standard_normal(spec.input_shape, dtype=np.float32)
+    if spec.input_dtype == "int64":
+        return rng.integers(0, spec.input_high, size=spec.input_shape, dtype=np.int64)
+    raise ValueError(f"unsupported input dtype {spec.input_dtype}")
 
 
 def build_model(name):
     import torch
-    import torchvision
 
+    spec = MODELS[name]
     torch.manual_seed(0)
-    model = getattr(torchvision.models, name)(weights=None, **MODELS[name])
+    model = spec.build()
     bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
     with torch.no_grad():
         for bn in bns:
@@ -75,8 +196,10 @@ def build_model(name):
             bn.reset_running_stats()
             bn.momentum = None
         if bns:
+            if spec.input_dtype != "float32":
+                raise ValueError(f"{name}: BatchNorm calibration needs a float input")
             model.train()
-            model(torch.randn(4, *INPUT_SHAPE[1:]))
+            model(torch.randn(4, *spec.input_shape[1:]))
         for bn, momentum in zip(bns, momenta):
             bn.momentum = momentum
     return model.eval()
@@ -87,15 +210,20 @@ def export(name, out_dir, keep_batchnorm):
     import onnx
     import torch
 
+    spec = MODELS[name]
     model = build_model(name)
-    x = np.random.default_rng(0).standard_normal(INPUT_SHAPE, dtype=np.float32)
+    x = make_input(spec, np.random.default_rng(0))
     with torch.no_grad():
         y = model(torch.from_numpy(x))
+        # How much the output moves on another input: near 0 means the comparison with PyTorch
+        # says little about the ops before the point where the input stops mattering.
+        y2 = model(torch.from_numpy(make_input(spec, np.random.default_rng(1))))
     if not isinstance(y, torch.Tensor):
         raise RuntimeError(f"{name}: the model returned {type(y).__name__}, not one tensor")
     y = y.numpy().astype(np.float32)
     if not np.isfinite(y).all():
         raise RuntimeError(f"{name}: PyTorch's output is not finite")
+    sensitivity = float(np.linalg.norm(y2.numpy() - y) / max(np.linalg.norm(y), 1e-30))
 
     # The exporter's default (TrainingMode.EVAL) fuses every Conv+BatchNorm pair itself, which
     # would leave no BatchNormalization node for texel to fold. PRESERVE on a model in eval mode
@@ -118,7 +246,7 @@ def export(name, out_dir, keep_batchnorm):
         model,
         torch.from_numpy(x),
         tmp["model.onnx"],
-        opset_version=OPSET,
+        opset_version=spec.opset,
         input_names=["input"],
         output_names=["output"],
         do_constant_folding=True,
@@ -133,7 +261,7 @@ def export(name, out_dir, keep_batchnorm):
         np.save(f, y)
     for f in FILES:
         os.replace(tmp[f], paths[f])
-    return proto
+    return proto, sensitivity
 
 
 def describe(proto):
@@ -171,14 +299,15 @@ def main():
             continue
         start = time.time()
         try:
-            proto = export(name, out_dir, keep_batchnorm=not args.fuse_batchnorm)
+            proto, sensitivity = export(name, out_dir, keep_batchnorm=not args.fuse_batchnorm)
         except Exception as e:  # report every model, then fail
             print(f"{name}: FAILED: {e}", flush=True)
             failed += 1
             continue
         size_mb = os.path.getsize(os.path.join(out_dir, "model.onnx")) / 1e6
         print(
-            f"{name}: exported to {out_dir} ({size_mb:.1f} MB, {describe(proto)}) "
+            f"{name}: exported to {out_dir} ({size_mb:.1f} MB, opset {MODELS[name].opset}, "
+            f"{describe(proto)}, output change on another input {sensitivity:.2g}) "
             f"in {time.time() - start:.1f}s",
             flush=True,
         )
