@@ -15,6 +15,7 @@
 #include "api/compiler.h"
 #include "core/error.h"
 #include "ir/graph.h"
+#include "kernel_test_util.h"
 #include "runtime/cl/context.h"
 #include "runtime/cl/device.h"
 #include "runtime/executable.h"
@@ -22,58 +23,9 @@
 namespace texel {
 namespace {
 
+using namespace texel::testing;
+
 using Ints = std::vector<int64_t>;
-
-// One context for the whole binary; leaked on purpose so that no CL object outlives the ICD.
-std::shared_ptr<cl::Context> SharedContext() {
-  static auto* ctx =
-      new std::shared_ptr<cl::Context>(std::make_shared<cl::Context>(cl::SelectDevice("cpu")));
-  return *ctx;
-}
-
-HostTensor RandomF32(Shape s, uint32_t seed) {
-  HostTensor t(DType::kFloat32, std::move(s));
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (int64_t i = 0; i < t.size(); ++i) t.data<float>()[i] = dist(rng);
-  return t;
-}
-
-HostTensor I64(Shape s, const std::vector<int64_t>& v) {
-  HostTensor t(DType::kInt64, std::move(s));
-  for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
-  return t;
-}
-
-std::vector<int64_t> Unravel(int64_t i, const Shape& s) {
-  std::vector<int64_t> c(s.size());
-  for (size_t d = s.size(); d-- > 0;) {
-    c[d] = i % s[d];
-    i /= s[d];
-  }
-  return c;
-}
-
-int64_t Ravel(const std::vector<int64_t>& c, const Shape& s) {
-  int64_t i = 0;
-  for (size_t d = 0; d < s.size(); ++d) i = i * s[d] + c[d];
-  return i;
-}
-
-float F(const HostTensor& t, int64_t i) { return t.data<float>()[i]; }
-
-// |got - want| <= 1e-4 * max(|want|, 0.1) elementwise, and equal shapes.
-void ExpectClose(const HostTensor& got, const HostTensor& want, const std::string& what) {
-  ASSERT_EQ(got.dtype, DType::kFloat32) << what;
-  ASSERT_EQ(got.shape, want.shape) << what;
-  int bad = 0;
-  for (int64_t i = 0; i < want.size(); ++i) {
-    float g = F(got, i), w = F(want, i);
-    if (!(std::fabs(g - w) <= 1e-4f * std::max(std::fabs(w), 0.1f)) && ++bad <= 5)
-      ADD_FAILURE() << what << " at " << i << ": got " << g << ", want " << w;
-  }
-  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << want.size() << " elements differ";
-}
 
 // --- References -----------------------------------------------------------------------------
 
