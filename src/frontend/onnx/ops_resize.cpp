@@ -52,17 +52,21 @@ std::string Mode(NodeImporter& n) {
   return mode;
 }
 
+// Resize-10 and Upsample: asymmetric coordinates and the "simple" nearest rounding.
+ir::Attrs LegacyAttrs(const std::string& mode) {
+  return {{"mode", mode},
+          {"coord", std::string("asymmetric")},
+          {"nearest_mode", std::string("simple")},
+          {"cubic_a", -0.75},
+          {"exclude_outside", int64_t{0}},
+          {"extrapolation", 0.0}};
+}
+
 void Resize(NodeImporter& n) {
   ir::Value* x = n.RequiredInput(0);
   std::string mode = Mode(n);
   if (n.opset() < 11) {  // Resize-10: X, scales; asymmetric coordinates
-    EmitResize(n, x, ConstFloats(n, 1, "scales"), {}, {},
-               {{"mode", mode},
-                {"coord", std::string("asymmetric")},
-                {"nearest_mode", std::string("simple")},
-                {"cubic_a", -0.75},
-                {"exclude_outside", int64_t{0}},
-                {"extrapolation", 0.0}});
+    EmitResize(n, x, ConstFloats(n, 1, "scales"), {}, {}, LegacyAttrs(mode));
     return;
   }
   std::vector<double> roi, scales;
@@ -89,13 +93,7 @@ void Upsample(NodeImporter& n) {
   } else {
     scales = ConstFloats(n, 1, "scales");
   }
-  EmitResize(n, x, scales, {}, {},
-             {{"mode", mode},
-              {"coord", std::string("asymmetric")},
-              {"nearest_mode", std::string("simple")},
-              {"cubic_a", -0.75},
-              {"exclude_outside", int64_t{0}},
-              {"extrapolation", 0.0}});
+  EmitResize(n, x, scales, {}, {}, LegacyAttrs(mode));
 }
 
 }  // namespace
