@@ -18,6 +18,7 @@
 #include "runtime/cl/context.h"
 #include "runtime/cl/device.h"
 #include "runtime/cl/program_cache.h"
+#include "temp_dir.h"
 
 namespace texel::cl {
 namespace {
@@ -47,23 +48,7 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() /
-            ("texel_cl_test_" + std::to_string(getpid()) + "_" + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using testing::TempDir;
 
 // One context for the whole binary; leaked on purpose so that no CL object outlives the ICD.
 const Context& SharedContext() {

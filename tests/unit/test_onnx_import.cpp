@@ -18,6 +18,7 @@
 #include "frontend/onnx/importer.h"
 #include "ir/graph.h"
 #include "ir/verifier.h"
+#include "temp_dir.h"
 
 namespace texel::onnx_frontend {
 namespace {
@@ -142,23 +143,7 @@ const ir::Node* FindOp(const ir::Graph& g, ir::OpKind op) {
   return nullptr;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() /
-            ("texel_onnx_test_" + std::to_string(getpid()) + "_" + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using testing::TempDir;
 
 void WriteFile(const fs::path& path, const std::string& data) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
