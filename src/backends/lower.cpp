@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <unordered_map>
 
 #include "backends/backend.h"
 #include "core/error.h"
@@ -24,6 +25,9 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
   for (const ir::Value* v : g.inputs())
     plan.inputs.push_back({v->name, v->type.dtype, v->type.shape, buffer(v)});
   int index = 0;
+  // Kernels that differ only in their name are emitted once and shared by their steps: repeated
+  // blocks (ResNet stages, transformer layers) then cost one device compile, not one per node.
+  std::unordered_map<std::string, std::string> kernel_of_body;
   for (const auto& node : g.nodes()) {
     const ir::Node& n = *node;
     bool is_output =
@@ -51,7 +55,16 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
     }
     for (auto& k : kernels) {
       runtime::KernelStep step;
-      step.kernel = k.name;
+      std::string body;  // the source with its own name blanked out
+      for (size_t p = 0;;) {
+        size_t q = k.source.find(k.name, p);
+        body.append(k.source, p, q == std::string::npos ? q : q - p);
+        if (q == std::string::npos) break;
+        body += '\x01';
+        p = q + k.name.size();
+      }
+      auto [it, fresh] = kernel_of_body.try_emplace(std::move(body), k.name);
+      step.kernel = it->second;
       for (int id : k.args) step.buffers.push_back(buffer_of.at(id));
       step.global = k.global;
       step.local = k.local;
@@ -61,7 +74,7 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
       step.flops = k.flops;
       for (const ir::Value* v : n.inputs) step.bytes += static_cast<double>(v->type.bytes());
       for (const ir::Value* v : n.outputs) step.bytes += static_cast<double>(v->type.bytes());
-      plan.source += k.source + "\n";
+      if (fresh) plan.source += k.source + "\n";
       plan.steps.push_back(std::move(step));
     }
   }

@@ -90,6 +90,47 @@ TensorType InferConvTranspose(const std::vector<TensorType>& in, const Attrs& a)
   return {in[0].dtype, out};
 }
 
+void ExpectScatter(const std::vector<TensorType>& in, const Attrs& a) {
+  static const char* const kReductions[] = {"none", "add", "mul", "max", "min"};
+  const std::string& r = a.Str("reduction");
+  Expect(std::find(std::begin(kReductions), std::end(kReductions), r) != std::end(kReductions),
+         fmt::format("unknown reduction '{}'", r));
+  Expect(in[1].dtype == DType::kInt64 || in[1].dtype == DType::kInt32,
+         "indices must be int32 or int64");
+  Expect(in[2].dtype == in[0].dtype, "updates and data types differ");
+}
+
+// ScatterElements: indices and updates share a shape of the data's rank that fits in the data
+// on every axis but `axis`.
+TensorType InferScatterElements(const std::vector<TensorType>& in, const Attrs& a) {
+  ExpectScatter(in, a);
+  const Shape& x = in[0].shape;
+  const Shape& is = in[1].shape;
+  int64_t axis = a.Int("axis");
+  Expect(axis >= 0 && axis < static_cast<int64_t>(x.size()), "bad axis");
+  Expect(is == in[2].shape, "indices and updates shapes differ");
+  Expect(is.size() == x.size(), "indices rank differs from data rank");
+  for (size_t d = 0; d < x.size(); ++d)
+    Expect(static_cast<int64_t>(d) == axis || is[d] <= x[d],
+           fmt::format("indices {} do not fit in data {}", ShapeStr(is), ShapeStr(x)));
+  return in[0];
+}
+
+// ScatterND: indices [..., k] address slices data[i0, ..., ik-1, :, ...];
+// updates = indices.shape[:-1] + data.shape[k:].
+TensorType InferScatterND(const std::vector<TensorType>& in, const Attrs& a) {
+  ExpectScatter(in, a);
+  const Shape& x = in[0].shape;
+  const Shape& is = in[1].shape;
+  Expect(!is.empty() && is.back() <= static_cast<int64_t>(x.size()),
+         "indices' last dim must be at most the data's rank");
+  Shape u(is.begin(), is.end() - 1);
+  u.insert(u.end(), x.begin() + is.back(), x.end());
+  Expect(in[2].shape == u,
+         fmt::format("updates shape {} expected {}", ShapeStr(in[2].shape), ShapeStr(u)));
+  return in[0];
+}
+
 }  // namespace
 
 int64_t WindowOutSize(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe) {
@@ -201,6 +242,26 @@ std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in,
                  "Resize sizes/scales do not match the rank");
           return {{in[0].dtype, sizes}};
         }
+        case OpKind::kGridSample: {
+          const Shape& x = in[0].shape;
+          const Shape& g = in[1].shape;
+          Expect(x.size() == 4 && g.size() == 4 && g[3] == 2 && g[0] == x[0],
+                 fmt::format("GridSample expects x [N,C,H,W] and grid [N,Ho,Wo,2], got {} and {}",
+                             ShapeStr(x), ShapeStr(g)));
+          Expect(in[1].dtype == in[0].dtype, "GridSample grid must have the type of x");
+          return {{in[0].dtype, {x[0], x[1], g[1], g[2]}}};
+        }
+        case OpKind::kRoiAlign: {
+          const Shape& x = in[0].shape;
+          const Shape& rois = in[1].shape;
+          Expect(x.size() == 4 && rois.size() == 2 && rois[1] == 4 && in[2].shape == Shape{rois[0]},
+                 fmt::format("RoiAlign expects x [N,C,H,W], rois [R,4], batch_indices [R], got "
+                             "{}, {}, {}",
+                             ShapeStr(x), ShapeStr(rois), ShapeStr(in[2].shape)));
+          Expect(in[1].dtype == in[0].dtype, "RoiAlign rois must have the type of x");
+          Expect(in[2].dtype == DType::kInt64, "RoiAlign batch_indices must be int64");
+          return {{in[0].dtype, {rois[0], x[1], a.Int("output_height"), a.Int("output_width")}}};
+        }
         case OpKind::kGatherND: {
           int64_t b = a.Int("batch_dims");
           const Shape& is = in[1].shape;
@@ -219,6 +280,8 @@ std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in,
           Expect(axis >= 0 && axis < static_cast<int64_t>(in[0].shape.size()), "bad axis");
           return {in[0]};
         }
+        case OpKind::kScatterElements: return {InferScatterElements(in, a)};
+        case OpKind::kScatterND: return {InferScatterND(in, a)};
         case OpKind::kPad: {
           const auto& pads = a.Ints("pads");
           const Shape& x = in[0].shape;
@@ -238,7 +301,11 @@ std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in,
       for (const auto& t : in) Expect(t.dtype == in[0].dtype, "Conv inputs must share a type");
       if (op == OpKind::kConvTranspose) return {InferConvTranspose(in, a)};
       return {InferWindow(info, in, a)};
-    case OpClass::kPool: return {InferWindow(info, in, a)};
+    case OpClass::kPool: {
+      TensorType t = InferWindow(info, in, a);
+      if (op == OpKind::kMaxPoolIndices) t.dtype = DType::kInt64;
+      return {t};
+    }
     case OpClass::kMatMul: {
       const Shape& x = in[0].shape;
       const Shape& y = in[1].shape;

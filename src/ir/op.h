@@ -22,6 +22,7 @@ enum class OpClass : uint8_t {
 };
 
 // X(name, class, inputs (-1 = variadic), outputs)
+// clang-format off
 #define TEXEL_OPS(X)                                                                                \
   /* unary: attrs as noted */                                                                       \
   X(Relu, kUnary, 1, 1)                                                                             \
@@ -89,11 +90,16 @@ enum class OpClass : uint8_t {
   X(CumSum, kMovement, 1, 1)         /* axis, exclusive, reverse */                                 \
   X(Resize, kMovement, 1, 1)         /* sizes, scales, roi, mode, coord, nearest_mode, cubic_a,     \
                                         exclude_outside, extrapolation (see generate_resize.cpp) */ \
+  X(GridSample, kMovement, 2, 1) /* x [N,C,H,W], grid [N,Ho,Wo,2]; mode, padding_mode, align */     \
+  X(RoiAlign, kMovement, 3, 1) /* x, rois [R,4], batch_indices [R]; see generate_roi_align.cpp */   \
+  X(ScatterElements, kMovement, 3, 1) /* data, indices, updates; axis, reduction */                 \
+  X(ScatterND, kMovement, 3, 1)      /* data, indices [..., k], updates; reduction */               \
   /* anchors */                                                                                     \
   X(Conv, kConv, -1, 1)       /* x, w[, b]; strides, pads[begins, ends], dilations, group */        \
   X(ConvTranspose, kConv, -1, 1) /* x, w [C, M/group, k...][, b]; Conv attrs, output_padding */    \
   X(MaxPool, kPool, 1, 1)     /* kernel, strides, pads, dilations */                                \
   X(AveragePool, kPool, 1, 1) /* kernel, strides, pads, count_include_pad */                        \
+  X(MaxPoolIndices, kPool, 1, 1) /* MaxPool attrs, storage_order: i64 flat index of the max */      \
   X(MatMul, kMatMul, 2, 1)    /* [..., M, K] x [..., K, N], broadcast batch */                      \
   X(ReduceSum, kReduce, 1, 1) /* axes (sorted, normalised), keepdims */                             \
   X(ReduceMean, kReduce, 1, 1)                                                                      \
@@ -104,6 +110,7 @@ enum class OpClass : uint8_t {
   X(ArgMin, kReduce, 1, 1)                                                                          \
   X(Softmax, kNormalize, 1, 1)    /* axis */                                                        \
   X(LogSoftmax, kNormalize, 1, 1) /* axis */
+// clang-format on
 
 enum class OpKind : uint16_t {
 #define TEXEL_OP_ENUM(name, cls, nin, nout) k##name,

@@ -1,19 +1,23 @@
-// Helpers shared by the end-to-end kernel tests: one leaked PoCL context, seeded random
-// tensors, index (un)ravelling and an elementwise closeness check.
+// Helpers shared by the end-to-end kernel tests: one leaked PoCL context, compile-and-run,
+// seeded random tensors, index (un)ravelling and an elementwise closeness check.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "api/compiler.h"
 #include "core/tensor.h"
+#include "ir/graph.h"
 #include "runtime/cl/context.h"
 #include "runtime/cl/device.h"
+#include "runtime/executable.h"
 
 namespace texel::testing {
 
@@ -22,6 +26,14 @@ inline std::shared_ptr<cl::Context> SharedContext() {
   static auto* ctx =
       new std::shared_ptr<cl::Context>(std::make_shared<cl::Context>(cl::SelectDevice("cpu")));
   return *ctx;
+}
+
+// Compiles g for the shared PoCL context and runs it once.
+inline std::vector<HostTensor> CompileAndRun(std::unique_ptr<ir::Graph> g,
+                                             const std::map<std::string, HostTensor>& inputs) {
+  CompiledModel m = CompileGraph(std::move(g), SharedContext(), CompileOptions{});
+  runtime::Session session(*m.executable);
+  return session.Run(inputs);
 }
 
 inline HostTensor RandomF32(Shape s, uint32_t seed) {
@@ -55,14 +67,27 @@ inline int64_t Ravel(const std::vector<int64_t>& c, const Shape& s) {
 
 inline float F(const HostTensor& t, int64_t i) { return t.data<float>()[i]; }
 
-// |got - want| <= 1e-4 * max(|want|, 0.1) elementwise, and equal shapes.
-inline void ExpectClose(const HostTensor& got, const HostTensor& want, const std::string& what) {
+// f32 <-> f16 (half bits) on the host, for the f16 storage tests.
+inline HostTensor ToF16(const HostTensor& t) {
+  HostTensor h(DType::kFloat16, t.shape);
+  for (int64_t i = 0; i < t.size(); ++i) h.data<uint16_t>()[i] = FloatToHalf(t.data<float>()[i]);
+  return h;
+}
+inline HostTensor ToF32(const HostTensor& h) {
+  HostTensor t(DType::kFloat32, h.shape);
+  for (int64_t i = 0; i < h.size(); ++i) t.data<float>()[i] = HalfToFloat(h.data<uint16_t>()[i]);
+  return t;
+}
+
+// |got - want| <= rtol * max(|want|, 0.1) elementwise, and equal shapes.
+inline void ExpectClose(const HostTensor& got, const HostTensor& want, const std::string& what,
+                        float rtol = 1e-4f) {
   ASSERT_EQ(got.dtype, DType::kFloat32) << what;
   ASSERT_EQ(got.shape, want.shape) << what;
   int bad = 0;
   for (int64_t i = 0; i < want.size(); ++i) {
     float g = F(got, i), w = F(want, i);
-    if (!(std::fabs(g - w) <= 1e-4f * std::max(std::fabs(w), 0.1f)) && ++bad <= 5)
+    if (!(std::fabs(g - w) <= rtol * std::max(std::fabs(w), 0.1f)) && ++bad <= 5)
       ADD_FAILURE() << what << " at " << i << ": got " << g << ", want " << w;
   }
   EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << want.size() << " elements differ";

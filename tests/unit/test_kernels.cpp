@@ -247,14 +247,6 @@ ir::Attrs PoolAttrs(Ints kernel, Ints strides, Ints pads, int64_t ceil_mode) {
           {"ceil_mode", ceil_mode}};
 }
 
-// Compiles g for the shared PoCL context and runs it once.
-std::vector<HostTensor> CompileAndRun(std::unique_ptr<ir::Graph> g,
-                                      const std::map<std::string, HostTensor>& inputs) {
-  CompiledModel m = CompileGraph(std::move(g), SharedContext(), CompileOptions{});
-  runtime::Session session(*m.executable);
-  return session.Run(inputs);
-}
-
 TEST(KernelTest, ConvAndPooling) {
   HostTensor x = RandomF32({2, 4, 9, 11}, 101);
   HostTensor w = RandomF32({6, 2, 3, 3}, 102);
@@ -334,6 +326,47 @@ TEST(KernelTest, MatMulSoftmaxReduce) {
   ExpectClose(out[3], RefSoftmax(sx, 2, true), "logsoftmax axis 2");
   ExpectClose(out[4], RefReduceMean(rx, {1, 3}, true), "reducemean keepdims=1");
   ExpectClose(out[5], RefReduceMean(rx, {1, 3}, false), "reducemean keepdims=0");
+}
+
+// f16 tensors (storage only): the same kernels load halves into float and round the results
+// back. Compared with the f32 reference on the rounded inputs, to half precision.
+TEST(KernelTest, Float16MatMulSoftmaxReduceConvPool) {
+  HostTensor a = ToF32(ToF16(RandomF32({2, 3, 5}, 211)));
+  HostTensor b = ToF32(ToF16(RandomF32({5, 4}, 212)));
+  HostTensor sx = ToF32(ToF16(RandomF32({2, 6, 3}, 213)));
+  HostTensor cx = ToF32(ToF16(RandomF32({1, 4, 7, 6}, 214)));
+  HostTensor cw = ToF32(ToF16(RandomF32({3, 4, 3, 3}, 215)));
+  HostTensor cb = ToF32(ToF16(RandomF32({3}, 216)));
+  auto g = std::make_unique<ir::Graph>();
+  auto f16 = [](const Shape& s) { return ir::TensorType{DType::kFloat16, s}; };
+  ir::Value* av = g->AddInput("a", f16(a.shape));
+  ir::Value* bv = g->AddInput("b", f16(b.shape));
+  ir::Value* sv = g->AddInput("sx", f16(sx.shape));
+  Output(*g, ir::OpKind::kMatMul, {av, bv}, {}, "matmul");
+  Output(*g, ir::OpKind::kSoftmax, {sv}, {{"axis", int64_t{1}}}, "softmax");
+  Output(*g, ir::OpKind::kReduceMean, {sv}, {{"axes", Ints{1}}, {"keepdims", int64_t{0}}}, "mean");
+  ir::Value* cxv = g->AddInput("cx", f16(cx.shape));
+  Output(*g, ir::OpKind::kConv, {cxv, Const(*g, "cw", ToF16(cw)), Const(*g, "cb", ToF16(cb))},
+         ConvAttrs({1, 1}, {1, 0, 1, 1}, {1, 1}, 1), "conv");
+  Output(
+      *g, ir::OpKind::kAveragePool, {cxv},
+      [] {
+        ir::Attrs a = PoolAttrs({2, 2}, {2, 2}, {0, 0, 0, 0}, 0);
+        a.Set("count_include_pad", int64_t{0});
+        return a;
+      }(),
+      "avgpool");
+  std::vector<HostTensor> out = CompileAndRun(
+      std::move(g), {{"a", ToF16(a)}, {"b", ToF16(b)}, {"sx", ToF16(sx)}, {"cx", ToF16(cx)}});
+  ASSERT_EQ(out.size(), 5u);
+  for (const HostTensor& t : out) ASSERT_EQ(t.dtype, DType::kFloat16);
+  ExpectClose(ToF32(out[0]), RefMatMul(a, b), "f16 matmul", 2e-3f);
+  ExpectClose(ToF32(out[1]), RefSoftmax(sx, 1, false), "f16 softmax", 2e-3f);
+  ExpectClose(ToF32(out[2]), RefReduceMean(sx, {1}, false), "f16 reducemean", 2e-3f);
+  ExpectClose(ToF32(out[3]), RefConv(cx, cw, &cb, {1, 1}, {1, 0, 1, 1}, {1, 1}, 1), "f16 conv",
+              2e-3f);
+  ExpectClose(ToF32(out[4]), RefPool(cx, false, {2, 2}, {2, 2}, {0, 0, 0, 0}, false, false),
+              "f16 avgpool", 2e-3f);
 }
 
 TEST(KernelTest, DataMovement) {

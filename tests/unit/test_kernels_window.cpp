@@ -171,14 +171,6 @@ ir::Attrs PoolAttrs(Ints kernel, Ints strides, Ints pads, Ints dilations) {
           {"ceil_mode", int64_t{0}}};
 }
 
-// Compiles g for the shared PoCL context and runs it once.
-std::vector<HostTensor> CompileAndRun(std::unique_ptr<ir::Graph> g,
-                                      const std::map<std::string, HostTensor>& inputs) {
-  CompiledModel m = CompileGraph(std::move(g), SharedContext(), CompileOptions{});
-  runtime::Session session(*m.executable);
-  return session.Run(inputs);
-}
-
 TEST(WindowKernelTest, ThreeDConvAndPooling) {
   HostTensor x = RandomF32({2, 4, 5, 6, 7}, 401);
   HostTensor w = RandomF32({6, 2, 3, 2, 3}, 402);

@@ -18,6 +18,7 @@
 #include "frontend/onnx/importer.h"
 #include "ir/graph.h"
 #include "ir/verifier.h"
+#include "kernel_test_util.h"
 #include "temp_dir.h"
 
 namespace texel::onnx_frontend {
@@ -426,6 +427,137 @@ TEST(OnnxImportTest, DamagedExternalDataIsATexelError) {
                     << ": not a texel::Error: " << e.what();
     }
   }
+}
+
+// Control flow. Subgraphs are built directly as GraphProto attributes.
+onnx::NodeProto* AddNode(onnx::GraphProto* g, const std::string& op,
+                         const std::vector<std::string>& inputs,
+                         const std::vector<std::string>& outputs) {
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  for (const auto& i : inputs) n->add_input(i);
+  for (const auto& o : outputs) n->add_output(o);
+  return n;
+}
+
+onnx::GraphProto* AttrGraph(onnx::NodeProto* n, const std::string& name) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  a->mutable_g()->set_name(name);
+  return a->mutable_g();
+}
+
+HostTensor Bool1(bool v) {
+  HostTensor t(DType::kBool, {1});
+  t.bytes[0] = v;
+  return t;
+}
+
+TEST(OnnxImportTest, IfWithRunTimeConditionSelectsBothBranchesWithWhere) {
+  ModelBuilder m;
+  m.Input("c", onnx::TensorProto::BOOL, {1});
+  m.Input("x", onnx::TensorProto::FLOAT, {5});
+  auto* node = m.Node("If", {"c"}, {"y"}, "if");
+  AddNode(AttrGraph(node, "then_branch"), "Mul", {"x", "x"}, {"t"});  // x from the outer scope
+  node->mutable_attribute(0)->mutable_g()->add_output()->set_name("t");
+  AddNode(AttrGraph(node, "else_branch"), "Neg", {"x"}, {"e"});
+  node->mutable_attribute(1)->mutable_g()->add_output()->set_name("e");
+  m.Output("y");
+  EXPECT_EQ(CountOps(*Import(m), ir::OpKind::kWhere), 1);
+  HostTensor x = RandomF32({5}, 31);
+  for (bool c : {true, false}) {
+    auto got = testing::CompileAndRun(Import(m), {{"c", Bool1(c)}, {"x", x}});
+    for (int i = 0; i < 5; ++i) {
+      float xi = x.data<float>()[i];
+      EXPECT_FLOAT_EQ(got[0].data<float>()[i], c ? xi * xi : -xi) << c << " " << i;
+    }
+  }
+  // A constant condition imports only the chosen branch.
+  ImportOptions opts;
+  opts.frozen_inputs["c"] = Bool1(false);
+  auto g = Import(m, opts);
+  EXPECT_EQ(CountOps(*g, ir::OpKind::kWhere), 0);
+  EXPECT_EQ(CountOps(*g, ir::OpKind::kNeg), 1);
+  EXPECT_EQ(CountOps(*g, ir::OpKind::kMul), 0);
+}
+
+// Loop(M=3, cond=true, y0=x): y = y + x each step, scan output y; runs unrolled on the device.
+ModelBuilder LoopModel(bool runtime_trip_count) {
+  ModelBuilder m;
+  m.Input("x", onnx::TensorProto::FLOAT, {4});
+  if (runtime_trip_count)
+    m.Input("M", onnx::TensorProto::INT64, {});
+  else
+    m.Initializer("M", I64({}, {3}));
+  auto* cond = m.model().mutable_graph()->add_initializer();
+  cond->set_name("cond");
+  cond->set_data_type(onnx::TensorProto::BOOL);
+  cond->set_raw_data(std::string(1, '\1'));
+  auto* node = m.Node("Loop", {"M", "cond", "x"}, {"y", "ys"}, "loop");
+  onnx::GraphProto* body = AttrGraph(node, "body");
+  for (const char* in : {"i", "c_in", "y_in"}) body->add_input()->set_name(in);
+  AddNode(body, "Identity", {"c_in"}, {"c_out"});
+  AddNode(body, "Add", {"y_in", "x"}, {"y_out"});
+  AddNode(body, "Identity", {"y_out"}, {"scan"});
+  for (const char* out : {"c_out", "y_out", "scan"}) body->add_output()->set_name(out);
+  m.Output("y");
+  m.Output("ys");
+  return m;
+}
+
+TEST(OnnxImportTest, LoopWithConstantTripCountIsUnrolled) {
+  ModelBuilder m = LoopModel(false);
+  auto g = Import(m);
+  EXPECT_EQ(CountOps(*g, ir::OpKind::kAdd), 3);
+  HostTensor x = RandomF32({4}, 32);
+  auto got = testing::CompileAndRun(std::move(g), {{"x", x}});
+  ASSERT_EQ(got[1].shape, (Shape{3, 4}));
+  for (int i = 0; i < 4; ++i) {
+    float xi = x.data<float>()[i];
+    EXPECT_NEAR(got[0].data<float>()[i], 4 * xi, 1e-6) << i;
+    for (int step = 0; step < 3; ++step)
+      EXPECT_NEAR(got[1].data<float>()[step * 4 + i], (step + 2) * xi, 1e-6) << step << " " << i;
+  }
+}
+
+TEST(OnnxImportTest, LoopWithRunTimeTripCountNeedsFreezing) {
+  ModelBuilder m = LoopModel(true);
+  std::string msg = ExpectError([&] { Import(m); }, ErrorCode::kNotConstant);
+  EXPECT_NE(msg.find("'M'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("loop"), std::string::npos) << msg;
+  ImportOptions opts;
+  opts.frozen_inputs["M"] = I64({}, {2});
+  EXPECT_EQ(CountOps(*Import(m, opts), ir::OpKind::kAdd), 2);
+}
+
+TEST(OnnxImportTest, ScatterRejectsConstantOutOfRangeIndicesAndUnknownReductions) {
+  auto model = [](const HostTensor& idx, const std::string& reduction) {
+    ModelBuilder m(16);
+    m.Input("x", onnx::TensorProto::FLOAT, {2, 3});
+    m.Input("u", onnx::TensorProto::FLOAT, {2, 2});
+    m.Initializer("idx", idx);
+    onnx::NodeProto* n = m.Node("ScatterElements", {"x", "idx", "u"}, {"y"}, "scatter");
+    AttrInt(n, "axis", 1);
+    auto* a = n->add_attribute();
+    a->set_name("reduction");
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(reduction);
+    m.Output("y");
+    return m;
+  };
+  HostTensor ok = I64({2, 2}, {0, -3, 2, 1});
+  EXPECT_EQ(CountOps(*Import(model(ok, "add")), ir::OpKind::kScatterElements), 1);
+  std::string msg = ExpectError(
+      [&] {
+        Import(model(I64({2, 2}, {0, 3, 1, 1}), "add"));
+      },
+      ErrorCode::kInvalidModel);
+  EXPECT_NE(msg.find("'indices'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("index 3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("scatter"), std::string::npos) << msg;
+  msg = ExpectError([&] { Import(model(ok, "avg")); }, ErrorCode::kInvalidModel);
+  EXPECT_NE(msg.find("'avg'"), std::string::npos) << msg;
 }
 
 }  // namespace

@@ -24,8 +24,7 @@ std::string BatchOffset(const Shape& batch, const Shape& out_batch, int64_t matr
 }  // namespace
 
 KernelSpec GenerateMatMul(const ir::Node& n, const std::string& kernel_name) {
-  DType t = n.inputs[0]->type.dtype;
-  if (t != DType::kFloat64) RequireFloat32(n);  // f64 only reaches here with cl_khr_fp64
+  DType t = RequireOneFloatType(n);  // f64 only reaches here with cl_khr_fp64
   const Shape& a = n.inputs[0]->type.shape;
   const Shape& b = n.inputs[1]->type.shape;
   const Shape& y = n.outputs[0]->type.shape;
@@ -33,7 +32,7 @@ KernelSpec GenerateMatMul(const ir::Node& n, const std::string& kernel_name) {
   Shape ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2), yb(y.begin(), y.end() - 2);
   int64_t batch = NumElements(yb);
   KernelSource src(kernel_name, "matmul");
-  src.Define("T", std::string(CLTypeName(t)));
+  DefineStorage(src, t);
   src.Define("M", m).Define("N", cols).Define("K", k).Define("BATCH", batch);
   src.Define("A_OFFSET(b)", BatchOffset(ab, yb, m * k));
   src.Define("B_OFFSET(b)", BatchOffset(bb, yb, k * cols));

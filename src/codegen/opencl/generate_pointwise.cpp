@@ -188,6 +188,10 @@ std::string MovementBody(const ir::Node& n) {
           dim, dim - 1, OffsetExpr(st), xst[axis]);
     }
     case OpKind::kResize: return ResizeBody(n);
+    case OpKind::kGridSample: return GridSampleBody(n);
+    case OpKind::kRoiAlign: return RoiAlignBody(n);
+    case OpKind::kScatterElements:
+    case OpKind::kScatterND: return ScatterBody(n);
     case OpKind::kGatherND: {
       // Output coords: [batch..., index rows..., trailing data dims...].
       int64_t b = n.attrs.Int("batch_dims");
@@ -198,12 +202,14 @@ std::string MovementBody(const ir::Node& n) {
       for (int64_t d = 0; d < rows_rank; ++d) idx_st[d] = ist[d];
       for (int64_t d = 0; d < b; ++d) x_st[d] = xst[d];
       for (size_t d = b + r; d < x->type.shape.size(); ++d) x_st[rows_rank + d - b - r] = xst[d];
-      std::string s = fmt::format("long s = {}; const long row = {};", OffsetExpr(x_st),
-                                  OffsetExpr(idx_st));
+      std::string s =
+          fmt::format("long s = {}; const long row = {};", OffsetExpr(x_st), OffsetExpr(idx_st));
       for (int64_t j = 0; j < r; ++j) {
         int64_t dim = x->type.shape[b + j];
-        s += fmt::format(" {{ long g = (long)in1[row + {}]; if (g < 0) g += {}; "
-                         "s += clamp(g, 0L, {}L) * {}; }}", j, dim, dim - 1, xst[b + j]);
+        s += fmt::format(
+            " {{ long g = (long)in1[row + {}]; if (g < 0) g += {}; "
+            "s += clamp(g, 0L, {}L) * {}; }}",
+            j, dim, dim - 1, xst[b + j]);
       }
       return s + " v = in0[s];";
     }
@@ -252,8 +258,8 @@ std::string MovementBody(const ir::Node& n) {
                               ? std::to_string(FloatToHalf(static_cast<float>(pad)))
                           : IsFloat(x->type.dtype) ? FloatLiteral(pad)
                                                    : std::to_string(static_cast<int64_t>(pad));
-      return s + fmt::format(" v = inside ? in0[s] : ({}){};", ValueType(x->type.dtype, true),
-                             value);
+      return s +
+             fmt::format(" v = inside ? in0[s] : ({}){};", ValueType(x->type.dtype, true), value);
     }
     case OpKind::kConcat: {
       int64_t axis = n.attrs.Int("axis"), start = 0;
@@ -285,12 +291,15 @@ KernelSpec GeneratePointwise(const ir::Node& n, const std::string& kernel_name) 
   std::string params;
   KernelSpec spec;
   bool movement = n.info().cls == ir::OpClass::kMovement;
-  bool computes = n.op == OpKind::kResize || n.op == OpKind::kCumSum || n.op == OpKind::kTopKIndices;
+  bool computes = n.op == OpKind::kResize || n.op == OpKind::kCumSum ||
+                  n.op == OpKind::kTopKIndices || n.op == OpKind::kGridSample ||
+                  n.op == OpKind::kRoiAlign;
   for (const ir::Value* v : n.inputs)
     if (v->type.dtype == DType::kFloat16 && movement && computes)
       Fail(ErrorCode::kUnsupported, "{} on f16 is not supported on the device", OpName(n.op));
   for (size_t k = 0; k < n.inputs.size(); ++k) {
-    params += fmt::format("__global const {}* in{}, ", PointerType(n.inputs[k]->type.dtype, movement), k);
+    params +=
+        fmt::format("__global const {}* in{}, ", PointerType(n.inputs[k]->type.dtype, movement), k);
     spec.args.push_back(n.inputs[k]->id);
   }
   params += fmt::format("__global {}* out", PointerType(out->type.dtype, movement));

@@ -22,7 +22,7 @@ std::string FlatToOffset(const char* var, const char* acc, const std::vector<int
 KernelSpec GenerateReduce(const ir::Node& n, const std::string& kernel_name) {
   const ir::Value* x = n.inputs[0];
   DType t = x->type.dtype;
-  bool is_float = t == DType::kFloat32 || t == DType::kFloat64;
+  bool is_float = IsFloat(t);
   if (!is_float && (t != DType::kInt32 && t != DType::kInt64))
     Fail(ErrorCode::kUnsupported, "{} on {} is not supported on the device", OpName(n.op),
          DTypeName(t));
@@ -39,12 +39,13 @@ KernelSpec GenerateReduce(const ir::Node& n, const std::string& kernel_name) {
     (red ? red_st : kept_st).push_back(xst[d]);
   }
   int64_t outputs = NumElements(kept_dims), r = NumElements(red_dims);
-  std::string cl = std::string(CLTypeName(t));
   std::string acc_t = t == DType::kFloat64 ? "double" : is_float ? "float" : "long";
   KernelSource src(kernel_name, "reduce");
   bool arg = n.op == ir::OpKind::kArgMax || n.op == ir::OpKind::kArgMin;
-  src.Define("T", cl).Define("T_ACC", acc_t).Define("N", fmt::format("{}L", outputs));
-  src.Define("T_OUT", arg ? "long" : cl);
+  DefineStorage(src, t);
+  src.Define("T_ACC", acc_t).Define("N", fmt::format("{}L", outputs));
+  src.Define("T_OUT", arg ? "long" : "T_STORE");
+  src.Define("STORE_OUT(p, i, v)", arg ? "(p)[i] = (v)" : "STORE(p, i, v)");
   src.Define("R", fmt::format("{}L", r));
   src.Define("BASE_OFFSET", FlatToOffset("i", "base", kept_dims, kept_st));
   src.Define("RED_OFFSET", FlatToOffset("r", "roff", red_dims, red_st));
@@ -78,7 +79,7 @@ KernelSpec GenerateReduce(const ir::Node& n, const std::string& kernel_name) {
   }
   src.Define("FINISH(a, i)", arg                               ? "i"
                              : n.op == ir::OpKind::kReduceMean ? fmt::format("(a / {}.0f)", r)
-                                                               : fmt::format("({})(a)", cl));
+                                                               : "((T)(a))");
   KernelSpec spec;
   spec.name = kernel_name;
   spec.source = src.Render();
@@ -90,13 +91,13 @@ KernelSpec GenerateReduce(const ir::Node& n, const std::string& kernel_name) {
 }
 
 KernelSpec GenerateSoftmax(const ir::Node& n, const std::string& kernel_name) {
-  RequireFloat32(n);
   const Shape& xs = n.inputs[0]->type.shape;
   int64_t axis = n.attrs.Int("axis");
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= xs[d];
   for (size_t d = axis + 1; d < xs.size(); ++d) inner *= xs[d];
   KernelSource src(kernel_name, "softmax");
+  DefineStorage(src, RequireOneFloatType(n));
   src.Define("OUTER", outer).Define("AXIS", xs[axis]).Define("INNER", inner);
   src.Define("LOG", n.op == ir::OpKind::kLogSoftmax ? 1 : 0);
   KernelSpec spec;

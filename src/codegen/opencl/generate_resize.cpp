@@ -43,6 +43,13 @@ std::string NearestIndex(const std::string& mode, const std::string& x, bool dow
 
 }  // namespace
 
+std::string CubicWeight(const std::string& t, const std::string& a) {
+  return fmt::format(
+      "({t} <= 1.0f ? (({a} + 2.0f) * {t} - ({a} + 3.0f)) * {t} * {t} + 1.0f "
+      ": ({t} < 2.0f ? (({a} * {t} - 5.0f * {a}) * {t} + 8.0f * {a}) * {t} - 4.0f * {a} : 0.0f))",
+      fmt::arg("t", t), fmt::arg("a", a));
+}
+
 std::string ResizeBody(const ir::Node& n) {
   const ir::Value* x = n.inputs[0];
   const Shape& xs = x->type.shape;
@@ -86,12 +93,8 @@ std::string ResizeBody(const ir::Node& n) {
     if (taps == 2) {
       pre += fmt::format("w{}[k] = k == 0 ? 1.0f - r{} : r{}; ", i, i, i);
     } else {  // cubic convolution with coefficient A
-      std::string A = FloatLiteral(a.Float("cubic_a"));
-      pre += fmt::format(
-          "const float t = fabs(r{} - (float)(k + ({}))); "
-          "w{}[k] = t <= 1.0f ? (({} + 2.0f) * t - ({} + 3.0f)) * t * t + 1.0f "
-          ": (t < 2.0f ? (({} * t - 5.0f * {}) * t + 8.0f * {}) * t - 4.0f * {} : 0.0f); ",
-          i, first, i, A, A, A, A, A, A);
+      pre += fmt::format("const float t = fabs(r{} - (float)(k + ({}))); w{}[k] = {}; ", i, first,
+                         i, CubicWeight("t", FloatLiteral(a.Float("cubic_a"))));
     }
     if (a.Int("exclude_outside"))
       pre += fmt::format("if (p < 0 || p > {}) w{}[k] = 0.0f; ", xs[d] - 1, i);

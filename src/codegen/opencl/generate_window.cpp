@@ -60,7 +60,7 @@ std::vector<size_t> WindowGlobal(const Window3& w, int64_t planes) {
 // Conv and ConvTranspose: x, w[, b] -> y, one template each.
 KernelSpec GenerateConvLike(const ir::Node& n, const std::string& kernel_name,
                             const char* template_name, int64_t oc_per_group) {
-  RequireFloat32(n);
+  DType t = RequireOneFloatType(n);
   const Shape& x = n.inputs[0]->type.shape;
   const Shape& wt = n.inputs[1]->type.shape;
   const Shape& y = n.outputs[0]->type.shape;
@@ -69,10 +69,11 @@ KernelSpec GenerateConvLike(const ir::Node& n, const std::string& kernel_name,
   bool bias = n.inputs.size() > 2;
   KernelSource src(kernel_name, template_name);
   DefineWindow(src, win);
+  DefineStorage(src, t);
   src.Define("N", x[0]).Define("IC", x[1]).Define("OC", y[1]);
   src.Define("IC_PER_G", x[1] / group).Define("OC_PER_G", oc_per_group);
-  src.Define("BIAS_PARAM", bias ? ", __global const float* b" : "");
-  src.Define("BIAS(oc)", bias ? "b[oc]" : "0.0f");
+  src.Define("BIAS_PARAM", bias ? ", __global const T_STORE* b" : "");
+  src.Define("BIAS(oc)", bias ? "LOAD(b, oc)" : "0");
   KernelSpec spec;
   spec.name = kernel_name;
   spec.source = src.Render();
@@ -106,26 +107,55 @@ KernelSpec GenerateConvTranspose(const ir::Node& n, const std::string& kernel_na
 }
 
 KernelSpec GeneratePool(const ir::Node& n, const std::string& kernel_name) {
-  RequireFloat32(n);
+  // MaxPool also runs on integers (ONNX allows int8 / uint8); averaging needs floats.
+  DType t = n.inputs[0]->type.dtype;
+  bool is_float = IsFloat(t);
+  if (n.op == ir::OpKind::kAveragePool)
+    RequireOneFloatType(n);
+  else if (!is_float && t != DType::kInt8 && t != DType::kUInt8 && t != DType::kInt32 &&
+           t != DType::kInt64)
+    Fail(ErrorCode::kUnsupported, "{} on {} is not supported on the device", OpName(n.op),
+         DTypeName(t));
   const Shape& x = n.inputs[0]->type.shape;
   const Shape& y = n.outputs[0]->type.shape;
   const auto& k = n.attrs.Ints("kernel");
   Window3 win = ToWindow3(n, k);
   KernelSource src(kernel_name, "pool");
   DefineWindow(src, win);
+  DefineStorage(src, t);
   src.Define("NC", x[0] * x[1]);
   src.Define("PD_END", Int(win.pe[0])).Define("PH_END", Int(win.pe[1]));
   src.Define("PW_END", Int(win.pe[2]));
+  // MaxPoolIndices: the first maximum in window order; its flat index into x (N, C included),
+  // row-major or, with storage_order 1, column-major over the spatial dims (the leading neutral
+  // dims of 1-D and 2-D windows have size 1 and coordinate 0 either way).
+  bool indices = n.op == ir::OpKind::kMaxPoolIndices;
+  bool col_major = indices && n.attrs.Int("storage_order", 0) != 0;
+  src.Define("T_OUT", indices ? "long" : "T_STORE");
+  src.Define("STORE_OUT(p, i, v)", indices ? "(p)[i] = (v)" : "STORE(p, i, v)");
+  // The lowest value of T starts a maximum.
+  std::string lowest = is_float             ? "(-INFINITY)"
+                       : t == DType::kUInt8 ? "0"
+                       : t == DType::kInt8  ? "(-128)"
+                       : t == DType::kInt32 ? "INT_MIN"
+                                            : "LONG_MIN";
+  src.Define("AT(base, d, h, w)", !indices    ? "0"
+                                  : col_major ? "((base) + (d) + (long)ID * ((h) + (long)IH * (w)))"
+                                              : "((base) + ((long)(d) * IH + (h)) * IW + (w))");
   if (n.op == ir::OpKind::kMaxPool) {
-    src.Define("INIT", "(-INFINITY)");
-    src.Define("ACC(acc, v)", "acc = fmax(acc, v)");
-    src.Define("FINISH(acc, count, padded)", "acc");
+    src.Define("INIT", lowest);
+    src.Define("ACC(acc, arg, v, at)", is_float ? "acc = fmax(acc, v)" : "acc = max(acc, v)");
+    src.Define("FINISH(acc, arg, count, padded)", "acc");
+  } else if (indices) {
+    src.Define("INIT", lowest);
+    src.Define("ACC(acc, arg, v, at)", "if (arg < 0 || v > acc) { acc = v; arg = at; }");
+    src.Define("FINISH(acc, arg, count, padded)", "arg");
   } else {
     bool include_pad = n.attrs.Int("count_include_pad") != 0;
-    src.Define("INIT", "0.0f");
-    src.Define("ACC(acc, v)", "acc += v");
-    src.Define("FINISH(acc, count, padded)",
-               include_pad ? "(acc / (float)(padded))" : "(acc / (float)(count))");
+    src.Define("INIT", "0");
+    src.Define("ACC(acc, arg, v, at)", "acc += v");
+    src.Define("FINISH(acc, arg, count, padded)",
+               include_pad ? "(acc / (T)(padded))" : "(acc / (T)(count))");
   }
   KernelSpec spec;
   spec.name = kernel_name;

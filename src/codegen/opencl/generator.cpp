@@ -25,11 +25,25 @@ std::string OffsetExpr(const std::vector<int64_t>& strides) {
 
 size_t RoundUp(size_t x, size_t m) { return (x + m - 1) / m * m; }
 
-void RequireFloat32(const ir::Node& node) {
-  for (const ir::Value* v : node.inputs)
-    if (v->type.dtype != DType::kFloat32)
-      Fail(ErrorCode::kUnsupported, "{} on {} is not supported on the device (float32 only)",
+DType RequireOneFloatType(const ir::Node& node) {
+  DType t = node.inputs[0]->type.dtype;
+  auto check = [&](const ir::Value* v) {
+    if (!IsFloat(v->type.dtype) || v->type.dtype != t)
+      Fail(ErrorCode::kUnsupported, "{} on {} is not supported on the device (one float type)",
            OpName(node.op), DTypeName(v->type.dtype));
+  };
+  for (const ir::Value* v : node.inputs) check(v);
+  for (const ir::Value* v : node.outputs) check(v);
+  return t;
+}
+
+void DefineStorage(KernelSource& src, DType t) {
+  bool half = t == DType::kFloat16;
+  std::string cl(CLTypeName(t));
+  src.Define("T", half ? "float" : cl)
+      .Define("T_STORE", half ? "half" : cl)
+      .Define("LOAD(p, i)", half ? "vload_half((i), (p))" : "(p)[i]")
+      .Define("STORE(p, i, v)", half ? "vstore_half_rte((v), (i), (p))" : "(p)[i] = (v)");
 }
 
 KernelSpec GenerateKernel(const ir::Node& node, const std::string& kernel_name,
@@ -37,13 +51,6 @@ KernelSpec GenerateKernel(const ir::Node& node, const std::string& kernel_name,
   std::vector<const ir::Value*> values(node.inputs.begin(), node.inputs.end());
   values.insert(values.end(), node.outputs.begin(), node.outputs.end());
   for (const ir::Value* v : values) {
-    bool pointwise = node.info().cls == ir::OpClass::kUnary ||
-                     node.info().cls == ir::OpClass::kBinary ||
-                     node.info().cls == ir::OpClass::kTernary ||
-                     node.info().cls == ir::OpClass::kMovement;
-    if (v->type.dtype == DType::kFloat16 && !pointwise)
-      Fail(ErrorCode::kUnsupported, "{} on f16 tensors is not supported on the device yet",
-           OpName(node.op));
     if (v->type.dtype == DType::kFloat64 && !target.fp64)
       Fail(ErrorCode::kUnsupported, "f64 tensors need a device with cl_khr_fp64");
   }

@@ -29,12 +29,26 @@ KernelSpec GenerateSoftmax(const ir::Node& node, const std::string& kernel_name)
 
 // The pointwise body of a Resize node (generate_resize.cpp).
 std::string ResizeBody(const ir::Node& node);
+// Keys' cubic convolution weight of distance t >= 0 (a variable) with coefficient a.
+std::string CubicWeight(const std::string& t, const std::string& a);
+// The pointwise bodies of GridSample (generate_grid_sample.cpp) and RoiAlign
+// (generate_roi_align.cpp).
+std::string GridSampleBody(const ir::Node& node);
+std::string RoiAlignBody(const ir::Node& node);
+// The pointwise body of a ScatterElements or ScatterND node (generate_scatter.cpp).
+std::string ScatterBody(const ir::Node& node);
 
 // Helpers shared by generators.
 std::string CoordsCode(const Shape& shape);  // "long t = i; const long c1 = t % 5; ..."
 // sum_d c_d * strides[d] over non-zero strides ("0" when none).
 std::string OffsetExpr(const std::vector<int64_t>& strides);
 size_t RoundUp(size_t x, size_t m);
-void RequireFloat32(const ir::Node& node);
+// The float type (f16, f32 or f64) shared by all inputs and outputs of a float op; anything else
+// is unsupported on the device.
+DType RequireOneFloatType(const ir::Node& node);
+// Element storage for a template: T (compute type), T_STORE (element type behind __global
+// pointers), LOAD(p, i) and STORE(p, i, v). f16 tensors hold half bits, computed in float via
+// vload_half / vstore_half_rte, so they need no cl_khr_fp16.
+void DefineStorage(KernelSource& src, DType t);
 
 }  // namespace texel::codegen

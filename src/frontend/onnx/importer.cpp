@@ -62,6 +62,90 @@ ir::TensorType InputType(const onnx::ValueInfoProto& vi, const ImportOptions& op
   return t;
 }
 
+// Names visible to a graph's nodes: its own values, then those of the enclosing graphs (an If
+// branch or Loop body may read any value defined before its node).
+struct Scope {
+  std::unordered_map<std::string, ir::Value*> values;
+  const Scope* parent = nullptr;
+  ir::Value* Find(const std::string& name) const {
+    for (const Scope* s = this; s; s = s->parent) {
+      auto it = s->values.find(name);
+      if (it != s->values.end()) return it->second;
+    }
+    return nullptr;
+  }
+};
+
+void ImportNodes(ir::Graph& g, const onnx::GraphProto& gp, Scope& scope, int opset,
+                 const std::string& base_dir);
+
+// A subgraph is imported inline: its inputs bound to the op's values, its initializers added as
+// constants, its nodes imported into the same IR graph under a child scope.
+std::vector<ir::Value*> ImportSubgraph(ir::Graph& g, const onnx::GraphProto& body,
+                                       const std::vector<ir::Value*>& inputs, const Scope& outer,
+                                       int opset, const std::string& base_dir) {
+  Scope scope;
+  scope.parent = &outer;
+  for (int i = 0; i < body.input_size(); ++i) scope.values[body.input(i).name()] = inputs[i];
+  for (const auto& init : body.initializer())
+    scope.values[init.name()] =
+        g.AddConstant(init.name(), std::make_shared<HostTensor>(TensorFromProto(init, base_dir)));
+  ImportNodes(g, body, scope, opset, base_dir);
+  std::vector<ir::Value*> outs;
+  for (const auto& vi : body.output()) {
+    ir::Value* v = scope.Find(vi.name());
+    if (!v) Fail(ErrorCode::kInvalidModel, "subgraph output '{}' is not defined", vi.name());
+    outs.push_back(v);
+  }
+  return outs;
+}
+
+void ImportNodes(ir::Graph& g, const onnx::GraphProto& gp, Scope& scope, int opset,
+                 const std::string& base_dir) {
+  const auto& registry = OpRegistry();
+  for (const auto& node : gp.node()) {
+    std::string label = fmt::format("node '{}' ({})",
+                                    !node.name().empty()     ? node.name()
+                                    : node.output_size() > 0 ? node.output(0)
+                                                             : std::string("?"),
+                                    node.op_type());
+    try {
+      if (!node.domain().empty() && node.domain() != "ai.onnx")
+        Fail(ErrorCode::kUnsupported, "op '{}' of domain '{}' is not supported", node.op_type(),
+             node.domain());
+      auto it = registry.find(node.op_type());
+      if (it == registry.end())
+        Fail(ErrorCode::kUnsupported, "op '{}' is not supported", node.op_type());
+      std::vector<ir::Value*> inputs;
+      for (const auto& name : node.input()) {
+        if (name.empty()) {
+          inputs.push_back(nullptr);
+          continue;
+        }
+        ir::Value* v = scope.Find(name);
+        if (!v) Fail(ErrorCode::kInvalidModel, "input '{}' is not defined before this node", name);
+        inputs.push_back(v);
+      }
+      NodeImporter ni(g, node, std::move(inputs), opset, base_dir);
+      ni.set_subgraph_importer(
+          [&](const onnx::GraphProto& body, const std::vector<ir::Value*>& in) {
+            return ImportSubgraph(g, body, in, scope, opset, base_dir);
+          });
+      it->second(ni);
+      ni.CheckAllAttrsUsed();
+      for (int i = 0; i < node.output_size(); ++i) {
+        if (node.output(i).empty()) continue;
+        if (!ni.outputs()[i])
+          Fail(ErrorCode::kUnsupported, "output {} ('{}') is not supported", i, node.output(i));
+        scope.values[node.output(i)] = ni.outputs()[i];
+      }
+    } catch (Error& e) {
+      e.AddContext(label);
+      throw;
+    }
+  }
+}
+
 std::unique_ptr<ir::Graph> Import(const onnx::ModelProto& model, const std::string& base_dir,
                                   const ImportOptions& opts) {
   if (!model.has_graph() || model.graph().node_size() == 0)
@@ -115,49 +199,13 @@ std::unique_ptr<ir::Graph> Import(const onnx::ModelProto& model, const std::stri
         g->AddConstant(init.name(), std::make_shared<HostTensor>(TensorFromProto(init, base_dir)));
   }
 
-  const auto& registry = OpRegistry();
-  for (const auto& node : gp.node()) {
-    std::string label = fmt::format("node '{}' ({})",
-                                    !node.name().empty()     ? node.name()
-                                    : node.output_size() > 0 ? node.output(0)
-                                                             : std::string("?"),
-                                    node.op_type());
-    try {
-      if (!node.domain().empty() && node.domain() != "ai.onnx")
-        Fail(ErrorCode::kUnsupported, "op '{}' of domain '{}' is not supported", node.op_type(),
-             node.domain());
-      auto it = registry.find(node.op_type());
-      if (it == registry.end())
-        Fail(ErrorCode::kUnsupported, "op '{}' is not supported", node.op_type());
-      std::vector<ir::Value*> inputs;
-      for (const auto& name : node.input()) {
-        if (name.empty()) {
-          inputs.push_back(nullptr);
-          continue;
-        }
-        auto v = values.find(name);
-        if (v == values.end())
-          Fail(ErrorCode::kInvalidModel, "input '{}' is not defined before this node", name);
-        inputs.push_back(v->second);
-      }
-      NodeImporter ni(*g, node, std::move(inputs), opset, base_dir);
-      it->second(ni);
-      ni.CheckAllAttrsUsed();
-      for (int i = 0; i < node.output_size(); ++i) {
-        if (node.output(i).empty()) continue;
-        if (!ni.outputs()[i])
-          Fail(ErrorCode::kUnsupported, "output {} ('{}') is not supported", i, node.output(i));
-        values[node.output(i)] = ni.outputs()[i];
-      }
-    } catch (Error& e) {
-      e.AddContext(label);
-      throw;
-    }
-  }
+  Scope scope;
+  scope.values = std::move(values);
+  ImportNodes(*g, gp, scope, opset, base_dir);
 
   for (const auto& vi : gp.output()) {
-    auto it = values.find(vi.name());
-    if (it == values.end())
+    auto it = scope.values.find(vi.name());
+    if (it == scope.values.end())
       Fail(ErrorCode::kInvalidModel, "graph output '{}' is not produced by any node", vi.name());
     ir::Value* v = it->second;
     // Every graph output is a value of its own, written by a node: copy inputs, constants and

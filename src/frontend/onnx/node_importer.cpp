@@ -111,6 +111,29 @@ const onnx::TensorProto& NodeImporter::AttrTensor(const std::string& key) {
   return a->t();
 }
 
+const onnx::GraphProto& NodeImporter::AttrGraph(const std::string& key) {
+  used_.insert(key);
+  const auto* a = FindAttr(key);
+  if (!a || a->type() != onnx::AttributeProto::GRAPH)
+    Invalid(fmt::format("attribute '{}' must be a graph", key));
+  return a->g();
+}
+
+std::vector<ir::Value*> NodeImporter::ImportSubgraph(const std::string& key,
+                                                     const std::vector<ir::Value*>& inputs) {
+  const onnx::GraphProto& body = AttrGraph(key);
+  if (!subgraph_) Unsupported("subgraphs are not supported here");
+  if (body.input_size() != static_cast<int>(inputs.size()))
+    Invalid(fmt::format("subgraph '{}' has {} inputs, the op binds {}", key, body.input_size(),
+                        inputs.size()));
+  try {
+    return subgraph_(body, inputs);
+  } catch (Error& e) {
+    e.AddContext(fmt::format("subgraph '{}'", key));
+    throw;
+  }
+}
+
 void NodeImporter::CheckAllAttrsUsed() const {
   for (const auto& a : node_.attribute())
     if (!used_.count(a.name()))

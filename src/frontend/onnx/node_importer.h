@@ -49,6 +49,7 @@ class NodeImporter {
   std::vector<double> AttrFloats(const std::string& key);
   std::string AttrString(const std::string& key, std::optional<std::string> def = std::nullopt);
   const onnx::TensorProto& AttrTensor(const std::string& key);
+  const onnx::GraphProto& AttrGraph(const std::string& key);
   // Marks attributes as read where ignoring them is correct (e.g. Dropout's seed).
   void IgnoreAttr(const std::string& key) { used_.insert(key); }
   // Throws kUnsupported for the first attribute no importer read.
@@ -59,6 +60,15 @@ class NodeImporter {
   ir::Value* Const(HostTensor t);
   ir::Value* ConstScalar(DType dtype, double v);
   ir::Value* Reshape(ir::Value* x, const Shape& shape);
+
+  // Imports the subgraph attribute `key` (If branches, Loop and Scan bodies) into this graph,
+  // its inputs bound to `inputs` by position; names it does not define resolve in the enclosing
+  // scopes. Returns the values of its outputs. Each call imports a fresh copy (unrolling).
+  using SubgraphFn = std::function<std::vector<ir::Value*>(const onnx::GraphProto&,
+                                                           const std::vector<ir::Value*>&)>;
+  void set_subgraph_importer(SubgraphFn f) { subgraph_ = std::move(f); }
+  std::vector<ir::Value*> ImportSubgraph(const std::string& key,
+                                         const std::vector<ir::Value*>& inputs);
 
   void SetOutput(size_t i, ir::Value* v);
   const std::vector<ir::Value*>& outputs() const { return outputs_; }
@@ -75,6 +85,7 @@ class NodeImporter {
   std::string base_dir_;
   std::string name_;
   std::set<std::string> used_;
+  SubgraphFn subgraph_;
   const onnx::AttributeProto* FindAttr(const std::string& key) const;
 };
 

@@ -1,9 +1,9 @@
 // Einsum, decomposed into ReduceSum / Transpose / Reshape / MatMul. Operands are contracted
 // pairwise from left to right; for each pair, labels split into batch (both operands and kept),
 // contracted (both, not kept), left-only and right-only, and the pair becomes one batched
-// MatMul [B, L, K] x [B, K, R]. Repeated labels within one operand (diagonals) are unsupported.
+// MatMul [B, L, K] x [B, K, R]. A label repeated within one operand takes the diagonal first.
 #include <algorithm>
-#include <set>
+#include <map>
 
 #include "frontend/onnx/node_importer.h"
 #include "frontend/onnx/registry.h"
@@ -56,6 +56,39 @@ Term SumOut(NodeImporter& n, Term t, const std::string& keep) {
   return t;
 }
 
+// Takes diagonals until no label repeats in t: the two dims of a repeated label move last,
+// merge into one of n*n elements, and a Slice with step n+1 keeps the diagonal.
+Term Diagonal(NodeImporter& n, Term t) {
+  for (size_t i = 0; i < t.labels.size(); ++i) {
+    size_t j = t.labels.find(t.labels[i], i + 1);
+    if (j == std::string::npos) continue;
+    const Shape& s = t.value->type.shape;
+    if (s[i] != s[j])
+      n.Invalid(fmt::format("label '{}' has dims {} and {}", t.labels[i], s[i], s[j]));
+    std::vector<int64_t> perm;
+    std::string rest;
+    Shape merged;
+    for (size_t k = 0; k < s.size(); ++k)
+      if (k != i && k != j) {
+        perm.push_back(static_cast<int64_t>(k));
+        rest += t.labels[k];
+        merged.push_back(s[k]);
+      }
+    perm.push_back(static_cast<int64_t>(i));
+    perm.push_back(static_cast<int64_t>(j));
+    ir::Value* v = n.Emit(OpKind::kTranspose, {t.value}, {{"perm", perm}});
+    int64_t d = s[i];
+    merged.push_back(d * d);
+    v = n.Reshape(v, merged);
+    std::vector<int64_t> starts(merged.size(), 0), steps(merged.size(), 1), sizes = merged;
+    steps.back() = d + 1;
+    sizes.back() = d;
+    v = n.Emit(OpKind::kSlice, {v}, {{"starts", starts}, {"steps", steps}, {"sizes", sizes}});
+    return Diagonal(n, {v, rest + t.labels[i]});
+  }
+  return t;
+}
+
 int64_t Dim(const Term& t, char c) { return t.value->type.shape[t.labels.find(c)]; }
 
 Term Contract(NodeImporter& n, Term a, Term b, const std::string& keep) {
@@ -105,12 +138,12 @@ void Einsum(NodeImporter& n) {
       max_ell = std::max<int>(
           max_ell, static_cast<int>(n.RequiredInput(i)->type.shape.size() + 3 - terms[i].size()));
   std::vector<Term> ops;
+  std::map<char, int> count;  // label occurrences over all operands, before diagonals
   for (size_t i = 0; i < terms.size(); ++i) {
     ir::Value* v = n.RequiredInput(i);
     std::string ls = ExpandEllipsis(n, terms[i], v->type.shape.size(), max_ell);
-    if (std::set<char>(ls.begin(), ls.end()).size() != ls.size())
-      n.Unsupported("einsum with a repeated label in one operand (diagonal) is not supported");
-    ops.push_back({v, ls});
+    for (char c : ls) ++count[c];
+    ops.push_back(Diagonal(n, {v, ls}));
   }
   std::string out;
   if (arrow != std::string::npos) {
@@ -122,9 +155,6 @@ void Einsum(NodeImporter& n) {
       out = out.substr(0, pos) + fill + out.substr(pos + 3);
     }
   } else {  // implicit: ellipsis dims, then labels seen once, in alphabetical order
-    std::map<char, int> count;
-    for (const auto& t : ops)
-      for (char c : t.labels) ++count[c];
     for (int k = 0; k < max_ell; ++k) out += static_cast<char>('0' + k);
     for (const auto& [c, k] : count)
       if (k == 1 && !(c >= '0' && c <= '9')) out += c;

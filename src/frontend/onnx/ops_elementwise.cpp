@@ -134,16 +134,18 @@ void Cast(NodeImporter& n) {
   n.SetOutput(0, n.Emit(OpKind::kCast, {n.RequiredInput(0)}, {{"to", int64_t(dt)}}));
 }
 
-// Inference-mode Dropout: the identity; the optional mask is all true.
+// Dropout: the identity in inference mode, and in training mode with ratio 0 (no random draws);
+// the optional mask is all true. Training mode with ratio > 0 draws random numbers: unsupported.
 void Dropout(NodeImporter& n) {
   n.IgnoreAttr("seed");
-  n.IgnoreAttr("ratio");
   if (n.AttrInt("is_test", 1) == 0)  // opset < 7
     n.Unsupported("training-mode Dropout (is_test=0) is not supported");
-  if (ir::Value* training = n.Input(2)) {
-    if (!training->is_constant() || training->constant->GetInt(0) != 0)
-      n.Unsupported("training-mode Dropout is not supported");
+  if (n.Input(2) && n.ConstInput(2, "Dropout training_mode").GetInt(0) != 0) {
+    double ratio =
+        n.Input(1) ? n.ConstInput(1, "Dropout ratio").GetDouble(0) : n.AttrFloat("ratio", 0.5);
+    if (ratio != 0) n.Unsupported("training-mode Dropout with ratio > 0 (random) is not supported");
   }
+  n.IgnoreAttr("ratio");
   ir::Value* x = n.RequiredInput(0);
   n.SetOutput(0, x);
   if (n.num_outputs() > 1 && !n.proto().output(1).empty()) {

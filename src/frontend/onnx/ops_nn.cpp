@@ -1,4 +1,6 @@
 // Importers for convolution, pooling and normalisation ONNX ops.
+#include "frontend/onnx/ops_nn.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -50,10 +52,9 @@ void CheckSpatialRank(NodeImporter& n, const Shape& x) {
                               n.proto().op_type(), x.size()));
 }
 
-void Conv(NodeImporter& n) {
-  ir::Value* x = n.RequiredInput(0);
-  ir::Value* w = n.RequiredInput(1);
-  ir::Value* b = n.Input(2);
+}  // namespace
+
+ir::Value* EmitConv(NodeImporter& n, ir::Value* x, ir::Value* w, ir::Value* b) {
   const Shape& xs = x->type.shape;
   CheckSpatialRank(n, xs);
   if (w->type.shape.size() != xs.size()) n.Invalid("weight rank differs from input rank");
@@ -63,11 +64,17 @@ void Conv(NodeImporter& n) {
   int64_t group = n.AttrInt("group", 1);
   std::vector<ir::Value*> ins = {x, w};
   if (b) ins.push_back(b);
-  n.SetOutput(0, n.Emit(OpKind::kConv, ins,
-                        {{"strides", win.strides},
-                         {"pads", win.pads},
-                         {"dilations", win.dilations},
-                         {"group", group}}));
+  return n.Emit(OpKind::kConv, ins,
+                {{"strides", win.strides},
+                 {"pads", win.pads},
+                 {"dilations", win.dilations},
+                 {"group", group}});
+}
+
+namespace {
+
+void Conv(NodeImporter& n) {
+  n.SetOutput(0, EmitConv(n, n.RequiredInput(0), n.RequiredInput(1), n.Input(2)));
 }
 
 // Floor division (the ONNX reference's Python semantics, for negative total padding).
@@ -137,9 +144,10 @@ void Pool(NodeImporter& n) {
   ir::Value* x = n.RequiredInput(0);
   const Shape& xs = x->type.shape;
   CheckSpatialRank(n, xs);
-  if (n.num_outputs() > 1 && !n.proto().output(1).empty())
-    n.Unsupported("MaxPool's Indices output is not supported");
-  if (n.AttrInt("storage_order", 0) != 0) n.Unsupported("storage_order=1 is not supported");
+  // storage_order only orders MaxPool's Indices output.
+  int64_t storage_order = n.AttrInt("storage_order", 0);
+  if (storage_order != 0 && storage_order != 1)
+    n.Invalid(fmt::format("storage_order must be 0 or 1, got {}", storage_order));
   Window win = ReadWindow(n, xs, {});
   int64_t ceil_mode = n.AttrInt("ceil_mode", 0);
   int64_t count_include_pad = n.AttrInt("count_include_pad", 0);
@@ -150,6 +158,10 @@ void Pool(NodeImporter& n) {
                      {"ceil_mode", ceil_mode}};
   if (kOp == OpKind::kAveragePool) attrs.Set("count_include_pad", count_include_pad);
   n.SetOutput(0, n.Emit(kOp, {x}, attrs));
+  if (kOp == OpKind::kMaxPool && n.num_outputs() > 1 && !n.proto().output(1).empty()) {
+    attrs.Set("storage_order", storage_order);  // Indices: a second kernel over the windows
+    n.SetOutput(1, n.Emit(OpKind::kMaxPoolIndices, {x}, attrs));
+  }
 }
 
 // GlobalAveragePool / GlobalMaxPool: a reduction over all spatial dims, keeping them.
@@ -162,18 +174,40 @@ void GlobalPool(NodeImporter& n) {
   n.SetOutput(0, n.Emit(kReduce, {x}, {{"axes", axes}, {"keepdims", int64_t{1}}}));
 }
 
-// Inference BatchNormalization: y = x * s + t with s = scale / sqrt(var + eps),
-// t = bias - mean * s, per channel (axis 1). With constant statistics s and t fold on the host.
+// Normalises x over `axes`: (x - mean) / sqrt(var + eps), with mean and var kept as [.., 1, ..].
+// Returns the normalised value; mean, inv_std (1 / sqrt(var + eps)) and var through the pointers.
+ir::Value* Standardize(NodeImporter& n, ir::Value* x, const std::vector<int64_t>& axes, double eps,
+                       ir::Value** mean_out = nullptr, ir::Value** inv_std_out = nullptr,
+                       ir::Value** var_out = nullptr) {
+  ir::Attrs keep = {{"axes", axes}, {"keepdims", int64_t{1}}};
+  DType t = x->type.dtype;
+  ir::Value* mean = n.Emit(OpKind::kReduceMean, {x}, keep);
+  ir::Value* d = n.Emit(OpKind::kSub, {x, mean});
+  ir::Value* var = n.Emit(OpKind::kReduceMean, {n.Emit(OpKind::kMul, {d, d})}, keep);
+  ir::Value* inv_std =
+      n.Emit(OpKind::kReciprocal,
+             {n.Emit(OpKind::kSqrt, {n.Emit(OpKind::kAdd, {var, n.ConstScalar(t, eps)})})});
+  if (mean_out) *mean_out = mean;
+  if (inv_std_out) *inv_std_out = inv_std;
+  if (var_out) *var_out = var;
+  return n.Emit(OpKind::kMul, {d, inv_std});
+}
+
+// BatchNormalization. Inference: y = x * s + t with s = scale / sqrt(var + eps) and
+// t = bias - mean * s per channel (axis 1), folded on the host for constant statistics.
+// Training mode (opset 14+): normalise with the batch statistics (population variance) and also
+// return the running statistics updated with `momentum`, as the ONNX reference does.
 void BatchNormalization(NodeImporter& n) {
   ir::Value* x = n.RequiredInput(0);
   double eps = n.AttrFloat("epsilon", 1e-5);
-  n.IgnoreAttr("momentum");
+  double momentum = n.AttrFloat("momentum", 0.9);
   if (n.AttrInt("spatial", 1) != 1) n.Unsupported("spatial=0 is not supported");
-  if (n.AttrInt("training_mode", 0) != 0) n.Unsupported("training mode is not supported");
+  bool training = n.AttrInt("training_mode", 0) != 0;
   n.AttrInt("is_test", 1);
-  for (size_t i = 1; i < n.num_outputs(); ++i)
-    if (!n.proto().output(static_cast<int>(i)).empty())
-      n.Unsupported("the training outputs (running mean / variance) are not supported");
+  if (!training)
+    for (size_t i = 1; i < n.num_outputs(); ++i)
+      if (!n.proto().output(static_cast<int>(i)).empty())
+        n.Unsupported("running mean / variance outputs exist only in training mode");
   const Shape& xs = x->type.shape;
   if (xs.size() < 2) n.Invalid("input must have rank >= 2");
   Shape pshape(xs.size() - 1, 1);
@@ -187,29 +221,29 @@ void BatchNormalization(NodeImporter& n) {
   ir::Value* bias = param(2);
   ir::Value* mean = param(3);
   ir::Value* var = param(4);
-  ir::Value* s = n.Emit(
-      OpKind::kDiv,
-      {scale,
-       n.Emit(OpKind::kSqrt, {n.Emit(OpKind::kAdd, {var, n.ConstScalar(var->type.dtype, eps)})})});
-  ir::Value* t = n.Emit(OpKind::kSub, {bias, n.Emit(OpKind::kMul, {mean, s})});
-  n.SetOutput(0, n.Emit(OpKind::kAdd, {n.Emit(OpKind::kMul, {x, s}), t}));
-}
-
-// Normalises x over `axes`: (x - mean) / sqrt(var + eps), with mean and var kept as [.., 1, ..].
-// Returns the normalised value; mean and inv_std (1 / sqrt(var + eps)) through the pointers.
-ir::Value* Standardize(NodeImporter& n, ir::Value* x, const std::vector<int64_t>& axes, double eps,
-                       ir::Value** mean_out = nullptr, ir::Value** inv_std_out = nullptr) {
-  ir::Attrs keep = {{"axes", axes}, {"keepdims", int64_t{1}}};
   DType t = x->type.dtype;
-  ir::Value* mean = n.Emit(OpKind::kReduceMean, {x}, keep);
-  ir::Value* d = n.Emit(OpKind::kSub, {x, mean});
-  ir::Value* var = n.Emit(OpKind::kReduceMean, {n.Emit(OpKind::kMul, {d, d})}, keep);
-  ir::Value* inv_std =
-      n.Emit(OpKind::kReciprocal,
-             {n.Emit(OpKind::kSqrt, {n.Emit(OpKind::kAdd, {var, n.ConstScalar(t, eps)})})});
-  if (mean_out) *mean_out = mean;
-  if (inv_std_out) *inv_std_out = inv_std;
-  return n.Emit(OpKind::kMul, {d, inv_std});
+  if (training) {
+    std::vector<int64_t> axes = {0};
+    for (size_t d = 2; d < xs.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+    ir::Value *batch_mean = nullptr, *batch_var = nullptr;
+    ir::Value* y = Standardize(n, x, axes, eps, &batch_mean, nullptr, &batch_var);
+    n.SetOutput(0, n.Emit(OpKind::kAdd, {n.Emit(OpKind::kMul, {y, scale}), bias}));
+    // Running statistics, shaped [C]: running * momentum + batch * (1 - momentum).
+    auto blend = [&](size_t input, ir::Value* batch) {
+      ir::Value* a = n.Emit(OpKind::kMul, {n.RequiredInput(input), n.ConstScalar(t, momentum)});
+      ir::Value* b =
+          n.Emit(OpKind::kMul, {n.Reshape(batch, {xs[1]}), n.ConstScalar(t, 1 - momentum)});
+      return n.Emit(OpKind::kAdd, {a, b});
+    };
+    n.SetOutput(1, blend(3, batch_mean));
+    n.SetOutput(2, blend(4, batch_var));
+    return;
+  }
+  ir::Value* s =
+      n.Emit(OpKind::kDiv,
+             {scale, n.Emit(OpKind::kSqrt, {n.Emit(OpKind::kAdd, {var, n.ConstScalar(t, eps)})})});
+  ir::Value* sh = n.Emit(OpKind::kSub, {bias, n.Emit(OpKind::kMul, {mean, s})});
+  n.SetOutput(0, n.Emit(OpKind::kAdd, {n.Emit(OpKind::kMul, {x, s}), sh}));
 }
 
 // LayerNormalization (opset 17): normalise over dims >= axis, then scale and bias.

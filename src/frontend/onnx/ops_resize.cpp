@@ -1,5 +1,6 @@
-// Importers for Resize (opsets 10-13) and Upsample (opsets 7-9): the output shape, per-axis
-// scales and roi become attributes of one core Resize op.
+// Importers for resampling ops: Resize (opsets 10-13) and Upsample (opsets 7-9), whose output
+// shape, per-axis scales and roi become attributes of one core Resize op; GridSample (opset 16)
+// and RoiAlign (opsets 10, 16), one core op each.
 #include <cmath>
 
 #include "frontend/onnx/node_importer.h"
@@ -96,11 +97,91 @@ void Upsample(NodeImporter& n) {
   EmitResize(n, x, scales, {}, {}, LegacyAttrs(mode));
 }
 
+// GridSample-16 (4-D only); opset 20's "linear" / "cubic" spellings are accepted too.
+void GridSample(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  ir::Value* grid = n.RequiredInput(1);
+  if (x->type.shape.size() != 4)
+    n.Unsupported(
+        fmt::format("GridSample of a rank-{} input (only 4-D: N, C, H, W)", x->type.shape.size()));
+  if (x->type.shape[2] == 0 || x->type.shape[3] == 0) n.Invalid("X has an empty spatial dim");
+  const Shape& gs = grid->type.shape;
+  if (gs.size() != 4 || gs[3] != 2 || gs[0] != x->type.shape[0])
+    n.Invalid(fmt::format("grid {} must be [N, H_out, W_out, 2] for input {}", ShapeStr(gs),
+                          ShapeStr(x->type.shape)));
+  std::string mode = n.AttrString("mode", "bilinear");
+  if (mode == "bilinear") mode = "linear";
+  if (mode == "bicubic") mode = "cubic";
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    n.Invalid(fmt::format("unknown mode '{}'", mode));
+  std::string pad = n.AttrString("padding_mode", "zeros");
+  if (pad != "zeros" && pad != "border" && pad != "reflection")
+    n.Invalid(fmt::format("unknown padding_mode '{}'", pad));
+  if (grid->type.dtype != x->type.dtype)
+    n.Unsupported(fmt::format("a {} grid for a {} input", DTypeName(grid->type.dtype),
+                              DTypeName(x->type.dtype)));
+  Shape out = {x->type.shape[0], x->type.shape[1], gs[1], gs[2]};
+  if (NumElements(out) == 0) {  // nothing to sample (and no kernel over an empty buffer)
+    n.SetOutput(0, n.Const(HostTensor(x->type.dtype, out)));
+    return;
+  }
+  n.SetOutput(0, n.Emit(OpKind::kGridSample, {x, grid},
+                        {{"mode", mode},
+                         {"padding_mode", pad},
+                         {"align_corners", int64_t{n.AttrInt("align_corners", 0) != 0}}}));
+}
+
+// RoiAlign-10 has no coordinate_transformation_mode and behaves as output_half_pixel;
+// RoiAlign-16 defaults to half_pixel.
+void RoiAlign(NodeImporter& n) {
+  ir::Value* x = n.RequiredInput(0);
+  ir::Value* rois = n.RequiredInput(1);
+  ir::Value* idx = n.RequiredInput(2);
+  if (x->type.shape.size() != 4) n.Invalid("X must be 4-D (N, C, H, W)");
+  const Shape& xs = x->type.shape;
+  if (xs[0] == 0 || xs[2] == 0 || xs[3] == 0) n.Invalid("X has an empty batch or spatial dim");
+  const Shape& rs = rois->type.shape;
+  if (rs.size() != 2 || rs[1] != 4) n.Invalid(fmt::format("rois {} must be [R, 4]", ShapeStr(rs)));
+  if (idx->type.shape != Shape{rs[0]})
+    n.Invalid(fmt::format("batch_indices {} must be [{}]", ShapeStr(idx->type.shape), rs[0]));
+  if (idx->type.dtype != DType::kInt64 && idx->type.dtype != DType::kInt32)
+    n.Invalid("batch_indices must be integers");
+  if (idx->type.dtype != DType::kInt64)
+    idx = n.Emit(OpKind::kCast, {idx}, {{"to", int64_t(DType::kInt64)}});
+  if (rois->type.dtype != x->type.dtype)
+    n.Invalid(
+        fmt::format("rois are {}, X is {}", DTypeName(rois->type.dtype), DTypeName(x->type.dtype)));
+  std::string mode = n.AttrString("mode", "avg");
+  if (mode != "avg" && mode != "max") n.Invalid(fmt::format("unknown mode '{}'", mode));
+  std::string coord = n.opset() < 16 ? std::string("output_half_pixel")
+                                     : n.AttrString("coordinate_transformation_mode", "half_pixel");
+  if (coord != "half_pixel" && coord != "output_half_pixel")
+    n.Invalid(fmt::format("unknown coordinate_transformation_mode '{}'", coord));
+  int64_t oh = n.AttrInt("output_height", 1), ow = n.AttrInt("output_width", 1);
+  int64_t ratio = n.AttrInt("sampling_ratio", 0);
+  if (oh <= 0 || ow <= 0) n.Invalid("output_height and output_width must be positive");
+  if (ratio < 0) n.Invalid("sampling_ratio must be >= 0");
+  Shape out = {rs[0], xs[1], oh, ow};
+  if (NumElements(out) == 0) {
+    n.SetOutput(0, n.Const(HostTensor(x->type.dtype, out)));
+    return;
+  }
+  n.SetOutput(0, n.Emit(OpKind::kRoiAlign, {x, rois, idx},
+                        {{"mode", mode},
+                         {"half_pixel", int64_t{coord == "half_pixel"}},
+                         {"output_height", oh},
+                         {"output_width", ow},
+                         {"sampling_ratio", ratio},
+                         {"spatial_scale", n.AttrFloat("spatial_scale", 1.0)}}));
+}
+
 }  // namespace
 
 void RegisterResizeOps(Registry& r) {
   r["Resize"] = Resize;
   r["Upsample"] = Upsample;
+  r["GridSample"] = GridSample;
+  r["RoiAlign"] = RoiAlign;
 }
 
 }  // namespace texel::onnx_frontend

@@ -14,6 +14,8 @@ const std::map<std::string, ImportFn>& OpRegistry() {
     RegisterEinsumOps(r);
     RegisterRnnOps(r);
     RegisterQuantOps(r);
+    RegisterIndexingOps(r);
+    RegisterControlOps(r);
     return r;
   }();
   return registry;

@@ -19,5 +19,7 @@ void RegisterResizeOps(Registry& r);
 void RegisterEinsumOps(Registry& r);
 void RegisterRnnOps(Registry& r);
 void RegisterQuantOps(Registry& r);
+void RegisterIndexingOps(Registry& r);
+void RegisterControlOps(Registry& r);
 
 }  // namespace texel::onnx_frontend

@@ -3,10 +3,11 @@
 // One work-item computes one output element; dim 0 runs along the output row so that
 // neighbouring work-items read neighbouring inputs, dim 1 over OD * OH, dim 2 over N * OC.
 // Parameters: KERNEL_NAME, N, IC, ID, IH, IW, OC, OD, OH, OW, KD, KH, KW, SD, SH, SW,
-// PD, PH, PW (begin pads), DD, DH, DW, IC_PER_G, OC_PER_G,
-// BIAS_PARAM (", __global const float* b" or empty), BIAS(oc) (initial accumulator).
-__kernel void KERNEL_NAME(__global const float* x, __global const float* w BIAS_PARAM,
-                          __global float* out) {
+// PD, PH, PW (begin pads), DD, DH, DW, IC_PER_G, OC_PER_G, T / T_STORE / LOAD / STORE
+// (element storage), BIAS_PARAM (", __global const T_STORE* b" or empty), BIAS(oc) (initial
+// accumulator).
+__kernel void KERNEL_NAME(__global const T_STORE* x, __global const T_STORE* w BIAS_PARAM,
+                          __global T_STORE* out) {
   const int ow = get_global_id(0);
   const int odh = get_global_id(1);
   const int z = get_global_id(2);
@@ -16,27 +17,27 @@ __kernel void KERNEL_NAME(__global const float* x, __global const float* w BIAS_
   const int oc = z % OC;
   const int n = z / OC;
   const int g = oc / OC_PER_G;
-  float acc = BIAS(oc);
+  T acc = BIAS(oc);
   const int id0 = od * SD - PD;
   const int ih0 = oh * SH - PH;
   const int iw0 = ow * SW - PW;
   for (int ic = 0; ic < IC_PER_G; ++ic) {
-    const __global float* xp = x + (long)(n * IC + g * IC_PER_G + ic) * ID * IH * IW;
-    const __global float* wp = w + (long)(oc * IC_PER_G + ic) * KD * KH * KW;
+    const long xp = (long)(n * IC + g * IC_PER_G + ic) * ID * IH * IW;
+    const long wp = (long)(oc * IC_PER_G + ic) * KD * KH * KW;
     for (int kd = 0; kd < KD; ++kd) {
       const int id = id0 + kd * DD;
       if (id < 0 || id >= ID) continue;
       for (int kh = 0; kh < KH; ++kh) {
         const int ih = ih0 + kh * DH;
         if (ih < 0 || ih >= IH) continue;
-        const __global float* xr = xp + (id * IH + ih) * IW;
-        const __global float* wr = wp + (kd * KH + kh) * KW;
+        const long xr = xp + (id * IH + ih) * IW;
+        const long wr = wp + (kd * KH + kh) * KW;
         for (int kw = 0; kw < KW; ++kw) {
           const int iw = iw0 + kw * DW;
-          if (iw >= 0 && iw < IW) acc += xr[iw] * wr[kw];
+          if (iw >= 0 && iw < IW) acc += LOAD(x, xr + iw) * LOAD(w, wr + kw);
         }
       }
     }
   }
-  out[((long)z * OD * OH + odh) * OW + ow] = acc;
+  STORE(out, ((long)z * OD * OH + odh) * OW + ow, acc);
 }

@@ -5,10 +5,11 @@
 // One work-item per output element: dim 0 along the output row, dim 1 over OD * OH, dim 2 over
 // N * OC.
 // Parameters: KERNEL_NAME, N, IC, ID, IH, IW, OC, OD, OH, OW, KD, KH, KW, SD, SH, SW,
-// PD, PH, PW (begin pads), DD, DH, DW, IC_PER_G, OC_PER_G,
-// BIAS_PARAM (", __global const float* b" or empty), BIAS(oc) (initial accumulator).
-__kernel void KERNEL_NAME(__global const float* x, __global const float* w BIAS_PARAM,
-                          __global float* out) {
+// PD, PH, PW (begin pads), DD, DH, DW, IC_PER_G, OC_PER_G, T / T_STORE / LOAD / STORE
+// (element storage), BIAS_PARAM (", __global const T_STORE* b" or empty), BIAS(oc) (initial
+// accumulator).
+__kernel void KERNEL_NAME(__global const T_STORE* x, __global const T_STORE* w BIAS_PARAM,
+                          __global T_STORE* out) {
   const int ow = get_global_id(0);
   const int odh = get_global_id(1);
   const int z = get_global_id(2);
@@ -19,11 +20,11 @@ __kernel void KERNEL_NAME(__global const float* x, __global const float* w BIAS_
   const int n = z / OC;
   const int g = oc / OC_PER_G;
   const int ocg = oc % OC_PER_G;
-  float acc = BIAS(oc);
+  T acc = BIAS(oc);
   // Along each axis, t = o + P - k * DIL decreases with k: once negative, it stays so.
   for (int ic = g * IC_PER_G; ic < (g + 1) * IC_PER_G; ++ic) {
-    const __global float* xp = x + (long)(n * IC + ic) * ID * IH * IW;
-    const __global float* wp = w + (long)(ic * OC_PER_G + ocg) * KD * KH * KW;
+    const long xp = (long)(n * IC + ic) * ID * IH * IW;
+    const long wp = (long)(ic * OC_PER_G + ocg) * KD * KH * KW;
     for (int kd = 0; kd < KD; ++kd) {
       const int td = od + PD - kd * DD;
       if (td < 0) break;
@@ -33,15 +34,15 @@ __kernel void KERNEL_NAME(__global const float* x, __global const float* w BIAS_
         const int th = oh + PH - kh * DH;
         if (th < 0) break;
         if (th % SH != 0 || th / SH >= IH) continue;
-        const __global float* xr = xp + (id * IH + th / SH) * IW;
-        const __global float* wr = wp + (kd * KH + kh) * KW;
+        const long xr = xp + (id * IH + th / SH) * IW;
+        const long wr = wp + (kd * KH + kh) * KW;
         for (int kw = 0; kw < KW; ++kw) {
           const int tw = ow + PW - kw * DW;
           if (tw < 0) break;
-          if (tw % SW == 0 && tw / SW < IW) acc += xr[tw / SW] * wr[kw];
+          if (tw % SW == 0 && tw / SW < IW) acc += LOAD(x, xr + tw / SW) * LOAD(w, wr + kw);
         }
       }
     }
   }
-  out[((long)z * OD * OH + odh) * OW + ow] = acc;
+  STORE(out, ((long)z * OD * OH + odh) * OW + ow, acc);
 }

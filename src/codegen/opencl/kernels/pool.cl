@@ -3,17 +3,20 @@
 // dim 2 over N * C.
 // Parameters: KERNEL_NAME, NC (N*C), ID, IH, IW, OD, OH, OW, KD, KH, KW, SD, SH, SW,
 // PD, PH, PW (begin pads), DD, DH, DW, PD_END, PH_END, PW_END (end pads, for
-// count_include_pad windows), INIT (accumulator start), ACC(acc, v),
-// FINISH(acc, count, padded_count).
-__kernel void KERNEL_NAME(__global const float* x, __global float* out) {
+// count_include_pad windows), T / T_STORE / LOAD (input storage), T_OUT / STORE_OUT(p, i, v)
+// (output storage), INIT (accumulator start),
+// ACC(acc, arg, v, at) (arg: where the max was, for MaxPool's Indices; at: the flat input index
+// of v from AT(base, id, ih, iw)), FINISH(acc, arg, count, padded_count).
+__kernel void KERNEL_NAME(__global const T_STORE* x, __global T_OUT* out) {
   const int ow = get_global_id(0);
   const int odh = get_global_id(1);
   const int z = get_global_id(2);
   if (ow >= OW || odh >= OD * OH || z >= NC) return;
   const int oh = odh % OH;
   const int od = odh / OH;
-  const __global float* xp = x + (long)z * ID * IH * IW;
-  float acc = INIT;
+  const long base = (long)z * ID * IH * IW;
+  T acc = INIT;
+  long arg = -1;
   int count = 0;
   const int id0 = od * SD - PD;
   const int ih0 = oh * SH - PH;
@@ -24,11 +27,11 @@ __kernel void KERNEL_NAME(__global const float* x, __global float* out) {
     for (int kh = 0; kh < KH; ++kh) {
       const int ih = ih0 + kh * DH;
       if (ih < 0 || ih >= IH) continue;
-      const __global float* xr = xp + (id * IH + ih) * IW;
+      const long xr = base + (id * IH + ih) * IW;
       for (int kw = 0; kw < KW; ++kw) {
         const int iw = iw0 + kw * DW;
         if (iw < 0 || iw >= IW) continue;
-        ACC(acc, xr[iw]);
+        ACC(acc, arg, LOAD(x, xr + iw), AT(base, id, ih, iw));
         ++count;
       }
     }
@@ -39,5 +42,5 @@ __kernel void KERNEL_NAME(__global const float* x, __global float* out) {
   const int ws = max(iw0, -PW), we = min(iw0 + (KW - 1) * DW + 1, IW + PW_END);
   const int padded_count = ((de - ds + DD - 1) / DD) * ((he - hs + DH - 1) / DH) *
                            ((we - ws + DW - 1) / DW);
-  out[((long)z * OD * OH + odh) * OW + ow] = FINISH(acc, count, padded_count);
+  STORE_OUT(out, ((long)z * OD * OH + odh) * OW + ow, FINISH(acc, arg, count, padded_count));
 }

@@ -1,10 +1,10 @@
 // Reduction over a set of axes. One work-item per output element loops over the R reduced
 // elements (r is also the position along the axis when one axis is reduced, for ArgMax).
-// Parameters: KERNEL_NAME, T (element type), T_ACC (accumulator type), T_OUT, N (outputs),
-// R (elements per output), BASE_OFFSET (statements: output index i -> input offset `base`),
-// RED_OFFSET (statements: reduced index r -> offset `roff`), INIT, ACC(acc, arg, v, r),
-// FINISH(acc, arg).
-__kernel void KERNEL_NAME(__global const T* x, __global T_OUT* out) {
+// Parameters: KERNEL_NAME, T / T_STORE / LOAD (input storage), T_ACC (accumulator type),
+// T_OUT / STORE_OUT(p, i, v) (output storage), N (outputs), R (elements per output),
+// BASE_OFFSET (statements: output index i -> input offset `base`), RED_OFFSET (statements:
+// reduced index r -> offset `roff`), INIT, ACC(acc, arg, v, r), FINISH(acc, arg).
+__kernel void KERNEL_NAME(__global const T_STORE* x, __global T_OUT* out) {
   const long i = get_global_id(0);
   if (i >= N) return;
   long base = 0;
@@ -14,7 +14,7 @@ __kernel void KERNEL_NAME(__global const T* x, __global T_OUT* out) {
   for (long r = 0; r < R; ++r) {
     long roff = 0;
     RED_OFFSET
-    ACC(acc, arg, x[base + roff], r);
+    ACC(acc, arg, LOAD(x, base + roff), r);
   }
-  out[i] = FINISH(acc, arg);
+  STORE_OUT(out, i, FINISH(acc, arg));
 }
