@@ -79,7 +79,8 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
     }
   }
   for (const ir::Value* v : g.outputs())
-    plan.outputs.push_back({v->name, v->type.dtype, v->type.shape, buffer(v)});
+    plan.outputs.push_back({v->name, v->type.dtype, v->type.shape, buffer(v),
+                            v->valid_rows ? buffer(v->valid_rows) : -1});
   return plan;
 }
 

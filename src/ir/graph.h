@@ -57,6 +57,10 @@ struct Value {
   Node* producer = nullptr;  // null for graph inputs and constants
   ConstTensorPtr constant;   // set for constants (initializers, folded values)
   bool is_input = false;
+  // Set on padded outputs of data-dependent ops (kSelect): only the first `*valid_rows` rows
+  // (an i64 scalar computed on the device) are meaningful. Such a value can only be a graph
+  // output, which the runtime trims to those rows.
+  Value* valid_rows = nullptr;
   bool is_constant() const { return constant != nullptr; }
 };
 

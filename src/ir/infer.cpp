@@ -341,6 +341,16 @@ std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in,
       Expect(axis >= 0 && axis < static_cast<int64_t>(in[0].shape.size()), "bad softmax axis");
       return {in[0]};
     }
+    case OpClass::kSelect: {  // NonMaxSuppression
+      const Shape& b = in[0].shape;
+      const Shape& sc = in[1].shape;
+      Expect(b.size() == 3 && b[2] == 4, "boxes must be [batches, boxes, 4]");
+      Expect(sc.size() == 3 && sc[0] == b[0] && sc[2] == b[1],
+             "scores must be [batches, classes, boxes]");
+      Expect(IsFloat(in[0].dtype) && in[1].dtype == in[0].dtype, "boxes and scores must be float");
+      int64_t rows = b[0] * sc[1] * std::min(a.Int("max_per_class"), b[1]);
+      return {{DType::kInt64, {rows, 3}}, {DType::kInt64, {}}};
+    }
   }
   Fail(ErrorCode::kInternal, "no type inference for {}", info.name);
 }

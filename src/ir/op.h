@@ -19,6 +19,7 @@ enum class OpClass : uint8_t {
   kPool,       // windowed pooling
   kMatMul,     // batched matrix product
   kNormalize,  // softmax family
+  kSelect,     // data-dependent selection: a padded output whose valid rows are counted at run time
 };
 
 // X(name, class, inputs (-1 = variadic), outputs)
@@ -109,7 +110,10 @@ enum class OpClass : uint8_t {
   X(ArgMax, kReduce, 1, 1) /* axes = [axis], keepdims, select_last_index; i64 output */             \
   X(ArgMin, kReduce, 1, 1)                                                                          \
   X(Softmax, kNormalize, 1, 1)    /* axis */                                                        \
-  X(LogSoftmax, kNormalize, 1, 1) /* axis */
+  X(LogSoftmax, kNormalize, 1, 1) /* axis */                                                        \
+  /* boxes [B, N, 4], scores [B, C, N] -> selected [B*C*min(max, N), 3] i64 padded, count i64 []; \
+     max_per_class, iou_threshold, score_threshold (NaN: none), center_point_box */               \
+  X(NonMaxSuppression, kSelect, 2, 2)
 // clang-format on
 
 enum class OpKind : uint16_t {

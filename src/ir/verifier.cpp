@@ -20,6 +20,8 @@ void Verify(const Graph& g) {
     for (const Value* v : n->inputs) {
       TEXEL_CHECK(defined.count(v), "node '{}' ({}) uses '{}' before it is defined", n->name,
                   OpName(n->op), v->name);
+      TEXEL_CHECK(!v->valid_rows, "node '{}' ({}) uses '{}', whose row count is data-dependent",
+                  n->name, OpName(n->op), v->name);
       in.push_back(v->type);
     }
     std::vector<TensorType> expect = InferTypes(n->op, in, n->attrs);

@@ -72,7 +72,15 @@ void Session::Execute(std::vector<StepTiming>* timings) {
 
 HostTensor Session::GetOutput(size_t index) const {
   const TensorBinding& out = exe_.plan().outputs.at(index);
-  HostTensor t(out.dtype, out.shape);
+  Shape shape = out.shape;
+  if (out.rows_buffer >= 0) {  // a data-dependent output: keep the rows the device counted
+    int64_t rows = 0;
+    BufferAt(out.rows_buffer).Read(exe_.context(), &rows, sizeof(rows));
+    TEXEL_CHECK(rows >= 0 && rows <= shape[0], "output '{}' reports {} rows of at most {}",
+                out.name, rows, shape[0]);
+    shape[0] = rows;
+  }
+  HostTensor t(out.dtype, shape);
   if (!t.bytes.empty()) BufferAt(out.buffer).Read(exe_.context(), t.bytes.data(), t.bytes.size());
   return t;
 }

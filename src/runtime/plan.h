@@ -19,8 +19,9 @@ struct BufferDesc {
 struct TensorBinding {
   std::string name;
   DType dtype = DType::kFloat32;
-  Shape shape;
+  Shape shape;  // for a data-dependent output: the most rows it can have
   int buffer = -1;
+  int rows_buffer = -1;  // when >= 0: an i64 count of the valid leading rows of an output
 };
 
 struct KernelStep {

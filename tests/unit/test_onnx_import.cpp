@@ -560,5 +560,84 @@ TEST(OnnxImportTest, ScatterRejectsConstantOutOfRangeIndicesAndUnknownReductions
   EXPECT_NE(msg.find("'avg'"), std::string::npos) << msg;
 }
 
+// NonMaxSuppression reference (the ONNX reference implementation's greedy order): corner boxes.
+std::vector<int64_t> RefNms(const HostTensor& boxes, const HostTensor& scores,
+                            int64_t max_per_class, float iou_thr, float score_thr) {
+  int64_t nb = boxes.shape[1], nc = scores.shape[1];
+  auto iou = [&](const float* p, const float* q) {
+    float py0 = std::min(p[0], p[2]), py1 = std::max(p[0], p[2]);
+    float px0 = std::min(p[1], p[3]), px1 = std::max(p[1], p[3]);
+    float qy0 = std::min(q[0], q[2]), qy1 = std::max(q[0], q[2]);
+    float qx0 = std::min(q[1], q[3]), qx1 = std::max(q[1], q[3]);
+    float ix = std::min(px1, qx1) - std::max(px0, qx0),
+          iy = std::min(py1, qy1) - std::max(py0, qy0);
+    if (ix <= 0 || iy <= 0) return 0.0f;
+    float inter = ix * iy, uni = (px1 - px0) * (py1 - py0) + (qx1 - qx0) * (qy1 - qy0) - inter;
+    return inter / uni;
+  };
+  std::vector<int64_t> out;
+  for (int64_t b = 0; b < boxes.shape[0]; ++b)
+    for (int64_t c = 0; c < nc; ++c) {
+      const float* sc = scores.data<float>() + (b * nc + c) * nb;
+      std::vector<int64_t> order;
+      for (int64_t i = 0; i < nb; ++i)
+        if (sc[i] > score_thr) order.push_back(i);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int64_t x, int64_t y) { return sc[x] > sc[y]; });
+      std::vector<int64_t> kept;
+      for (int64_t i : order) {
+        if (static_cast<int64_t>(kept.size()) >= max_per_class) break;
+        const float* q = boxes.data<float>() + (b * nb + i) * 4;
+        bool keep = true;
+        for (int64_t k : kept)
+          keep = keep && !(iou(boxes.data<float>() + (b * nb + k) * 4, q) > iou_thr);
+        if (!keep) continue;
+        kept.push_back(i);
+        out.insert(out.end(), {b, c, i});
+      }
+    }
+  return out;
+}
+
+// NMS: boxes and scores at run time; the padded result is trimmed to the rows the device found.
+ModelBuilder NmsModel(bool consume) {
+  ModelBuilder m(11);
+  m.Input("boxes", onnx::TensorProto::FLOAT, {2, 40, 4});
+  m.Input("scores", onnx::TensorProto::FLOAT, {2, 3, 40});
+  m.Initializer("max", I64({1}, {25}));
+  HostTensor iou(DType::kFloat32, {1}), score(DType::kFloat32, {1});
+  iou.data<float>()[0] = 0.3f;
+  score.data<float>()[0] = 0.2f;
+  m.Initializer("iou", iou);
+  m.Initializer("score", score);
+  m.Node("NonMaxSuppression", {"boxes", "scores", "max", "iou", "score"}, {"sel"}, "nms");
+  if (consume) {
+    m.Node("Cast", {"sel"}, {"y"}, "cast");
+    AttrInt(m.model().mutable_graph()->mutable_node(1), "to", onnx::TensorProto::FLOAT);
+  }
+  m.Output(consume ? "y" : "sel");
+  return m;
+}
+
+TEST(OnnxImportTest, NonMaxSuppressionTrimsItsOutputToTheSelectedRows) {
+  HostTensor boxes = RandomF32({2, 40, 4}, 41, 0.0f, 1.0f);  // many overlapping boxes
+  HostTensor scores = RandomF32({2, 3, 40}, 42, 0.0f, 1.0f);
+  scores.data<float>()[5] = scores.data<float>()[9];  // a tie: the lower index goes first
+  auto got =
+      testing::CompileAndRun(Import(NmsModel(false)), {{"boxes", boxes}, {"scores", scores}});
+  std::vector<int64_t> want = RefNms(boxes, scores, 25, 0.3f, 0.2f);
+  ASSERT_EQ(got[0].dtype, DType::kInt64);
+  ASSERT_EQ(got[0].shape, (Shape{static_cast<int64_t>(want.size() / 3), 3}));
+  EXPECT_LT(want.size(), 2u * 3 * 25 * 3) << "the test should suppress some boxes";
+  EXPECT_GT(want.size(), 2u * 3 * 3) << "the test should select several boxes per class";
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[0].data<int64_t>()[i], want[i]) << i;
+}
+
+TEST(OnnxImportTest, NonMaxSuppressionResultCanOnlyBeAGraphOutput) {
+  std::string msg = ExpectError([&] { Import(NmsModel(true)); }, ErrorCode::kUnsupported);
+  EXPECT_NE(msg.find("data-dependent"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("cast"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace texel::onnx_frontend

@@ -66,6 +66,7 @@ KernelSpec GenerateKernel(const ir::Node& node, const std::string& kernel_name,
     case ir::OpClass::kMatMul: return GenerateMatMul(node, kernel_name);
     case ir::OpClass::kReduce: return GenerateReduce(node, kernel_name);
     case ir::OpClass::kNormalize: return GenerateSoftmax(node, kernel_name);
+    case ir::OpClass::kSelect: return GenerateNonMaxSuppression(node, kernel_name);
   }
   Fail(ErrorCode::kInternal, "no generator for {}", OpName(node.op));
 }

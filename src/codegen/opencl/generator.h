@@ -26,6 +26,7 @@ KernelSpec GeneratePool(const ir::Node& node, const std::string& kernel_name);
 KernelSpec GenerateMatMul(const ir::Node& node, const std::string& kernel_name);
 KernelSpec GenerateReduce(const ir::Node& node, const std::string& kernel_name);
 KernelSpec GenerateSoftmax(const ir::Node& node, const std::string& kernel_name);
+KernelSpec GenerateNonMaxSuppression(const ir::Node& node, const std::string& kernel_name);
 
 // The pointwise body of a Resize node (generate_resize.cpp).
 std::string ResizeBody(const ir::Node& node);

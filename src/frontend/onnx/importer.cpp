@@ -124,6 +124,11 @@ void ImportNodes(ir::Graph& g, const onnx::GraphProto& gp, Scope& scope, int ops
         }
         ir::Value* v = scope.Find(name);
         if (!v) Fail(ErrorCode::kInvalidModel, "input '{}' is not defined before this node", name);
+        if (v->valid_rows)
+          Fail(ErrorCode::kUnsupported,
+               "input '{}' has a data-dependent number of rows ({} output); texel supports such "
+               "values only as graph outputs",
+               name, OpName(v->producer->op));
         inputs.push_back(v);
       }
       NodeImporter ni(g, node, std::move(inputs), opset, base_dir);

@@ -16,6 +16,7 @@ const std::map<std::string, ImportFn>& OpRegistry() {
     RegisterQuantOps(r);
     RegisterIndexingOps(r);
     RegisterControlOps(r);
+    RegisterDetectionOps(r);
     return r;
   }();
   return registry;

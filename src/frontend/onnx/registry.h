@@ -21,5 +21,6 @@ void RegisterRnnOps(Registry& r);
 void RegisterQuantOps(Registry& r);
 void RegisterIndexingOps(Registry& r);
 void RegisterControlOps(Registry& r);
+void RegisterDetectionOps(Registry& r);
 
 }  // namespace texel::onnx_frontend
