@@ -15,6 +15,8 @@ packages=(
   # OpenCL: the PoCL CPU driver, the ICD loader, C and C++ headers, clinfo, and oclgrind
   # (kernel checks)
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers clinfo oclgrind
+  # CLBlast: the tuned BLAS that bench/ measures texel's GEMM against
+  libclblast-dev
   # ONNX frontend (the ONNX library and protobuf) and the ONNX backend test data (conformance)
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   # Python for exporting and checking test models (/usr/bin/python3)

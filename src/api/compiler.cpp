@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "backends/lower.h"
+#include "runtime/memory_plan.h"
 
 namespace texel {
 
@@ -21,6 +22,7 @@ CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl:
   pc.backends = options.backends;
   passes::RunPipeline(*graph, pc, options.after_pass);
   runtime::Plan plan = backends::LowerToPlan(*graph, ctx->info());
+  plan.memory = runtime::PlanMemory(plan, runtime::ArenaAlignment(ctx->info()));
   static cl::ProgramCache cache = cl::ProgramCache::Default();
   CompiledModel m;
   m.executable = std::make_unique<runtime::Executable>(ctx, std::move(plan), &cache);

@@ -23,8 +23,13 @@ class Backend {
   virtual bool Supports(const ir::Node& node, const cl::DeviceInfo& device) const = 0;
   // Estimated device time in seconds (used to choose between backends).
   virtual double Estimate(const ir::Node& node, const cl::DeviceInfo& device) const = 0;
-  // The kernels that compute node; kernel names start with name_prefix and are unique.
-  virtual std::vector<codegen::KernelSpec> Lower(const ir::Node& node,
+  // Whether the backend computes an elementwise chain fused after an anchor in the anchor's
+  // kernel (passes/fuse.cpp groups nodes only for backends that do).
+  virtual bool FusesEpilogues() const { return false; }
+  // The kernels that compute `nodes`: one node, or a fusion group (an anchor or elementwise node
+  // and the elementwise chain consuming its result). Kernel names start with name_prefix and
+  // are unique.
+  virtual std::vector<codegen::KernelSpec> Lower(const std::vector<const ir::Node*>& nodes,
                                                  const std::string& name_prefix,
                                                  const cl::DeviceInfo& device) const = 0;
 };

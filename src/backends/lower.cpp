@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <unordered_map>
 
 #include "backends/backend.h"
@@ -28,6 +29,11 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
   // Kernels that differ only in their name are emitted once and shared by their steps: repeated
   // blocks (ResNet stages, transformer layers) then cost one device compile, not one per node.
   std::unordered_map<std::string, std::string> kernel_of_body;
+  // A fusion group (passes/fuse.cpp) is one kernel, lowered at the group's last node; the
+  // values passed inside a group stay in registers and get no buffer.
+  std::map<int, std::vector<const ir::Node*>> groups;
+  for (const auto& node : g.nodes())
+    if (node->group >= 0) groups[node->group].push_back(node.get());
   for (const auto& node : g.nodes()) {
     const ir::Node& n = *node;
     bool is_output =
@@ -39,18 +45,34 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
       buffer_of[n.outputs[0]->id] = b;
       continue;
     }
-    for (const ir::Value* v : n.inputs) buffer(v);
+    std::vector<const ir::Node*> nodes = {&n};
+    if (n.group >= 0) {
+      if (groups[n.group].back() != &n) continue;
+      nodes = groups[n.group];
+    }
+    std::vector<const ir::Value*> reads;  // values the kernel reads from memory
+    for (size_t k = 0; k < nodes.size(); ++k)
+      for (const ir::Value* v : nodes[k]->inputs)
+        if ((k == 0 || v != nodes[k - 1]->outputs[0]) &&
+            std::find(reads.begin(), reads.end(), v) == reads.end())
+          reads.push_back(v);
+    for (const ir::Value* v : reads) buffer(v);
     for (const ir::Value* v : n.outputs) buffer(v);
     if (n.outputs[0]->type.bytes() == 0) continue;  // nothing to compute
-    const Backend* be = FindBackend(n.backend.empty() ? "native" : n.backend);
-    TEXEL_CHECK(be != nullptr, "node '{}' has unknown backend '{}'", n.name, n.backend);
-    std::string op = std::string(OpName(n.op));
+    const ir::Node& first = *nodes[0];
+    const Backend* be = FindBackend(first.backend.empty() ? "native" : first.backend);
+    TEXEL_CHECK(be != nullptr, "node '{}' has unknown backend '{}'", first.name, first.backend);
+    std::string op, ops;  // "conv_add_relu", "Conv+Add+Relu"
+    for (const ir::Node* m : nodes) {
+      op += (op.empty() ? "" : "_") + std::string(OpName(m->op));
+      ops += (ops.empty() ? "" : "+") + std::string(OpName(m->op));
+    }
     for (char& c : op) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     std::vector<codegen::KernelSpec> kernels;
     try {
-      kernels = be->Lower(n, fmt::format("k{}_{}", index++, op), device);
+      kernels = be->Lower(nodes, fmt::format("k{}_{}", index++, op), device);
     } catch (Error& e) {
-      e.AddContext(fmt::format("node '{}' ({})", n.name, OpName(n.op)));
+      e.AddContext(fmt::format("node '{}' ({})", first.name, ops));
       throw;
     }
     for (auto& k : kernels) {
@@ -68,11 +90,11 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
       for (int id : k.args) step.buffers.push_back(buffer_of.at(id));
       step.global = k.global;
       step.local = k.local;
-      step.node = n.name;
-      step.op = OpName(n.op);
+      step.node = first.name;
+      step.op = ops;
       step.backend = std::string(be->name());
       step.flops = k.flops;
-      for (const ir::Value* v : n.inputs) step.bytes += static_cast<double>(v->type.bytes());
+      for (const ir::Value* v : reads) step.bytes += static_cast<double>(v->type.bytes());
       for (const ir::Value* v : n.outputs) step.bytes += static_cast<double>(v->type.bytes());
       if (fresh) plan.source += k.source + "\n";
       plan.steps.push_back(std::move(step));

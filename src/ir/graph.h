@@ -71,6 +71,7 @@ struct Node {
   std::vector<Value*> inputs;
   std::vector<Value*> outputs;
   std::string backend;  // set by the partition pass
+  int group = -1;       // fusion group (passes/fuse.cpp): nodes sharing one id run as one kernel
   bool dead = false;
   const OpInfo& info() const { return GetOpInfo(op); }
 };

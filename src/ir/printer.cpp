@@ -39,7 +39,8 @@ std::string PrintGraph(const Graph& g) {
     for (const auto& [k, v] : n->attrs.map())
       attrs += fmt::format("{}{}={}", attrs.empty() ? " {" : ", ", k, AttrStr(v));
     if (!attrs.empty()) attrs += "}";
-    out += fmt::format("  {} = {}({}){} : {}\n", outs, OpName(n->op), ins, attrs, types);
+    std::string group = n->group >= 0 ? fmt::format("  # group {}", n->group) : "";
+    out += fmt::format("  {} = {}({}){} : {}{}\n", outs, OpName(n->op), ins, attrs, types, group);
   }
   out += "}\n";
   return out;

@@ -28,7 +28,7 @@ Stats Partition(ir::Graph& g, const PassContext& ctx) {
     if (n.backend.empty()) {
       // Say why in the native backend's own words (which op, which dtype).
       try {
-        allowed.front()->Lower(n, "probe", *ctx.device);
+        allowed.front()->Lower({&n}, "probe", *ctx.device);
       } catch (Error& e) {
         e.AddContext(fmt::format("node '{}' ({})", n.name, OpName(n.op)));
         throw;

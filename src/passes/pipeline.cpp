@@ -11,6 +11,7 @@ const std::vector<Pass>& Pipeline() {
        FoldConstants},
       {"simplify", "drop identities and merge chains of views", Simplify},
       {"partition", "assign each node to a backend", Partition},
+      {"fuse", "run elementwise chains inside the kernel of the node they consume", Fuse},
   };
   return passes;
 }

@@ -37,5 +37,6 @@ void RunPipeline(
 Stats FoldConstants(ir::Graph& g, const PassContext& ctx);
 Stats Simplify(ir::Graph& g, const PassContext& ctx);
 Stats Partition(ir::Graph& g, const PassContext& ctx);
+Stats Fuse(ir::Graph& g, const PassContext& ctx);
 
 }  // namespace texel::passes

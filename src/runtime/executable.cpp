@@ -1,6 +1,10 @@
 #include "runtime/executable.h"
 
+#include <cstdlib>
+#include <map>
+
 #include "core/error.h"
+#include "runtime/memory_plan.h"
 
 namespace texel::runtime {
 
@@ -19,10 +23,39 @@ Executable::Executable(std::shared_ptr<cl::Context> ctx, Plan plan, cl::ProgramC
 
 Session::Session(const Executable& exe) : exe_(exe) {
   const Plan& plan = exe.plan();
+  // Without the arena every buffer has its own allocation: with TEXEL_ARENA=off (to rule the
+  // arena out when debugging), and on NVIDIA's driver, whose processes crash when a sub-buffer
+  // of the arena is released (580.x, H100; see docs/decisions.md).
+  const char* arena_env = std::getenv("TEXEL_ARENA");
+  bool no_arena = (arena_env && std::string(arena_env) == "off") ||
+                  exe.context().info().vendor.find("NVIDIA") != std::string::npos;
+  static const MemoryPlan kNoPlan;
+  const MemoryPlan& mem = no_arena ? kNoPlan : plan.memory;
+  if (mem.arena_bytes > 0) {
+    int64_t device_align = ArenaAlignment(exe.context().info());
+    TEXEL_CHECK(mem.alignment % device_align == 0,
+                "the memory plan's alignment {} is not a multiple of the device's {}",
+                mem.alignment, device_align);
+    arena_ = cl::Buffer(exe.context(), static_cast<size_t>(mem.arena_bytes));
+  }
+  // One sub-buffer per distinct arena region (buffers with disjoint lifetimes often share one).
   buffers_.resize(plan.buffers.size());
-  for (size_t i = 0; i < plan.buffers.size(); ++i)
-    if (!plan.buffers[i].constant)
-      buffers_[i] = cl::Buffer(exe.context(), static_cast<size_t>(plan.buffers[i].bytes));
+  slot_.assign(plan.buffers.size(), -1);
+  std::map<std::pair<int64_t, int64_t>, int> region_slot;
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const BufferDesc& b = plan.buffers[i];
+    if (b.constant) continue;
+    int64_t offset = i < mem.offsets.size() ? mem.offsets[i] : -1;
+    if (offset < 0) {
+      buffers_[i] = cl::Buffer(exe.context(), static_cast<size_t>(b.bytes));
+      slot_[i] = static_cast<int>(i);
+      continue;
+    }
+    auto [it, fresh] = region_slot.try_emplace({offset, b.bytes}, static_cast<int>(i));
+    if (fresh)
+      buffers_[i] = cl::Buffer(arena_, static_cast<size_t>(offset), static_cast<size_t>(b.bytes));
+    slot_[i] = it->second;
+  }
   for (const KernelStep& s : plan.steps) {
     cl::Kernel k(exe.program()->get(), s.kernel);
     for (size_t a = 0; a < s.buffers.size(); ++a)
@@ -32,7 +65,8 @@ Session::Session(const Executable& exe) : exe_(exe) {
 }
 
 const cl::Buffer& Session::BufferAt(int index) const {
-  return exe_.plan().buffers[index].constant ? exe_.constant_buffer(index) : buffers_[index];
+  return exe_.plan().buffers[index].constant ? exe_.constant_buffer(index)
+                                              : buffers_[slot_[index]];
 }
 
 void Session::SetInput(const std::string& name, const HostTensor& t) {

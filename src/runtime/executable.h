@@ -1,8 +1,9 @@
 // Executable: a Plan made ready on one device — program built (through the on-disk program
 // cache), constants uploaded. Session: the buffers and kernels of one run context, with every
-// kernel argument set once; Run() binds inputs, enqueues every step on the context's in-order
-// queue without host synchronisation in between, and reads outputs.
-// Lifetime: the Context outlives Executables; an Executable outlives its Sessions.
+// kernel argument set once; the planned buffers are sub-buffers of one arena (plan.memory),
+// allocated when the Session is made, so running allocates no device memory; Run() binds inputs,
+// enqueues every step on the context's in-order queue without host synchronisation in between, and
+// reads outputs. Lifetime: the Context outlives Executables; an Executable outlives its Sessions.
 // Thread safety: an Executable may be shared between threads; a Session is used by one thread.
 #pragma once
 
@@ -52,8 +53,10 @@ class Session {
 
  private:
   const Executable& exe_;
-  std::vector<cl::Buffer> buffers_;  // index -> buffer (empty for constants)
+  std::vector<cl::Buffer> buffers_;  // index -> buffer (empty for constants and shared regions)
+  std::vector<int> slot_;            // index -> the buffers_ entry that holds its memory
   std::vector<cl::Kernel> kernels_;
+  cl::Buffer arena_;  // the planned buffers' memory (sub-buffers keep it alive, per the spec)
   const cl::Buffer& BufferAt(int index) const;
 };
 

@@ -35,12 +35,25 @@ struct KernelStep {
   double bytes = 0;  // bytes read + written
 };
 
+// Where the intermediate buffers live: one arena, each planned buffer at an offset
+// (runtime/memory_plan.h fills it in). Empty when not planned: every buffer is then its own.
+struct MemoryPlan {
+  int64_t alignment = 1;         // bytes; every offset is a multiple of it
+  int64_t arena_bytes = 0;       // the arena's size: the plan's peak
+  int64_t lower_bound = 0;       // max over steps of the bytes of the planned buffers live there
+  int64_t unshared_bytes = 0;    // the planned buffers' sum: the memory without sharing
+  std::vector<int64_t> offsets;  // buffer index -> offset in the arena; -1 outside it
+  int64_t constant_bytes = 0;    // outside the arena: uploaded once per Executable
+  int64_t io_bytes = 0;          // outside the arena: graph inputs and outputs, one set per Session
+};
+
 struct Plan {
   std::string source;
   std::string build_options;
   std::vector<BufferDesc> buffers;
   std::vector<TensorBinding> inputs, outputs;
   std::vector<KernelStep> steps;
+  MemoryPlan memory;
 };
 
 }  // namespace texel::runtime

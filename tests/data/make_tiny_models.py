@@ -6,6 +6,9 @@
                        1000 bytes the truncated-file test keeps)
   tiny_det.onnx        x f32[2x3x3] -> Det (node "det_node") -> y f32[2]: an op texel lacks
   tiny_reshape.onnx    x f32[4] -> Reshape(const [2, 2]) -> y f32[2x2]: a model without kernels
+  tiny_pools.onnx      x f32[1x4x8x8] -> MaxPool -> AveragePool -> MaxPool -> AveragePool (all
+                       3x3, pad 1, stride 1) -> y f32[1x4x8x8]: four kernels that no fusion
+                       merges, whose intermediates share memory (for `texel bench`)
   tiny_x.npy           f32[1x3x8x8], a valid input for tiny_conv.onnx
   tiny_y.npy           f32[1x8x8x8], tiny_conv.onnx's output on tiny_x.npy, computed by numpy
   tiny_x_shape.npy     f32[1x3x4x4], the wrong shape
@@ -85,12 +88,26 @@ def tiny_reshape():
                              opset_imports=[helper.make_opsetid("", OPSET)])
 
 
+def tiny_pools():
+    pool = dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    names = ["x", "p1", "p2", "p3", "y"]
+    nodes = [helper.make_node("MaxPool" if i % 2 == 0 else "AveragePool", [names[i]],
+                              [names[i + 1]], name=f"pool{i + 1}", **pool) for i in range(4)]
+    graph = helper.make_graph(
+        nodes, "tiny_pools",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])])
+    return helper.make_model(graph, producer_name="texel-tests",
+                             opset_imports=[helper.make_opsetid("", OPSET)])
+
+
 def main():
     rng = np.random.default_rng(0)
     w, b, c = tiny_conv_weights(rng)
     save(tiny_conv(w, b, c), "tiny_conv.onnx")
     save(tiny_det(), "tiny_det.onnx")
     save(tiny_reshape(), "tiny_reshape.onnx")
+    save(tiny_pools(), "tiny_pools.onnx")
     x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
     np.save(os.path.join(HERE, "tiny_x.npy"), x)
     np.save(os.path.join(HERE, "tiny_y.npy"), tiny_conv_reference(x, w, b, c))

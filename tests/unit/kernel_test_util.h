@@ -67,6 +67,37 @@ inline int64_t Ravel(const std::vector<int64_t>& c, const Shape& s) {
 
 inline float F(const HostTensor& t, int64_t i) { return t.data<float>()[i]; }
 
+// [..., M, K] x [..., K, N] with numpy batch broadcasting, any float dtype, accumulated in
+// double; *shape receives the result's shape.
+inline std::vector<double> RefMatMulValues(const HostTensor& a, const HostTensor& b, Shape* shape) {
+  size_t rank = std::max(a.shape.size(), b.shape.size());
+  Shape ab(rank - 2, 1), bb(rank - 2, 1), yb(rank - 2);
+  std::copy(a.shape.begin(), a.shape.end() - 2, ab.end() - (a.shape.size() - 2));
+  std::copy(b.shape.begin(), b.shape.end() - 2, bb.end() - (b.shape.size() - 2));
+  for (size_t d = 0; d < rank - 2; ++d) yb[d] = std::max(ab[d], bb[d]);
+  int64_t m = a.shape[a.shape.size() - 2], k = a.shape.back(), n = b.shape.back();
+  *shape = yb;
+  shape->push_back(m);
+  shape->push_back(n);
+  std::vector<double> y(NumElements(*shape));
+  for (int64_t bi = 0; bi < NumElements(yb); ++bi) {
+    std::vector<int64_t> c = Unravel(bi, yb), ca(c.size()), cb(c.size());
+    for (size_t d = 0; d < c.size(); ++d) {
+      ca[d] = ab[d] == 1 ? 0 : c[d];
+      cb[d] = bb[d] == 1 ? 0 : c[d];
+    }
+    int64_t ao = Ravel(ca, ab) * m * k, bo = Ravel(cb, bb) * k * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t q = 0; q < k; ++q)
+          acc += a.GetDouble(ao + i * k + q) * b.GetDouble(bo + q * n + j);
+        y[(bi * m + i) * n + j] = acc;
+      }
+  }
+  return y;
+}
+
 // f32 <-> f16 (half bits) on the host, for the f16 storage tests.
 inline HostTensor ToF16(const HostTensor& t) {
   HostTensor h(DType::kFloat16, t.shape);

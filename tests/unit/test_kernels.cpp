@@ -96,30 +96,10 @@ HostTensor RefPool(const HostTensor& x, bool is_max, Ints k, Ints s, Ints p, boo
 
 // [..., M, K] x [..., K, N] with numpy batch broadcasting.
 HostTensor RefMatMul(const HostTensor& a, const HostTensor& b) {
-  size_t rank = std::max(a.shape.size(), b.shape.size());
-  Shape ab(rank - 2, 1), bb(rank - 2, 1), yb(rank - 2);
-  std::copy(a.shape.begin(), a.shape.end() - 2, ab.end() - (a.shape.size() - 2));
-  std::copy(b.shape.begin(), b.shape.end() - 2, bb.end() - (b.shape.size() - 2));
-  for (size_t d = 0; d < rank - 2; ++d) yb[d] = std::max(ab[d], bb[d]);
-  int64_t m = a.shape[a.shape.size() - 2], k = a.shape.back(), n = b.shape.back();
-  Shape ys = yb;
-  ys.push_back(m);
-  ys.push_back(n);
-  HostTensor y(DType::kFloat32, ys);
-  for (int64_t bi = 0; bi < NumElements(yb); ++bi) {
-    std::vector<int64_t> c = Unravel(bi, yb), ca(c.size()), cb(c.size());
-    for (size_t d = 0; d < c.size(); ++d) {
-      ca[d] = ab[d] == 1 ? 0 : c[d];
-      cb[d] = bb[d] == 1 ? 0 : c[d];
-    }
-    int64_t ao = Ravel(ca, ab) * m * k, bo = Ravel(cb, bb) * k * n;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double acc = 0;
-        for (int64_t q = 0; q < k; ++q) acc += double{F(a, ao + i * k + q)} * F(b, bo + q * n + j);
-        y.data<float>()[(bi * m + i) * n + j] = static_cast<float>(acc);
-      }
-  }
+  Shape shape;
+  std::vector<double> v = RefMatMulValues(a, b, &shape);
+  HostTensor y(DType::kFloat32, shape);
+  for (size_t i = 0; i < v.size(); ++i) y.data<float>()[i] = static_cast<float>(v[i]);
   return y;
 }
 
@@ -367,6 +347,70 @@ TEST(KernelTest, Float16MatMulSoftmaxReduceConvPool) {
               2e-3f);
   ExpectClose(ToF32(out[4]), RefPool(cx, false, {2, 2}, {2, 2}, {0, 0, 0, 0}, false, false),
               "f16 avgpool", 2e-3f);
+}
+
+// Fusion (passes/fuse.cpp): epilogues on conv, pooling and reductions, and a pure elementwise
+// chain with broadcast operands, each checked against the unfused reference; the plan must
+// hold one kernel per group.
+TEST(KernelTest, FusedEpiloguesAndChains) {
+  HostTensor x = RandomF32({1, 3, 6, 7}, 221);
+  HostTensor w = RandomF32({4, 3, 3, 3}, 222);
+  HostTensor scale = RandomF32({4, 1, 1}, 223), shift = RandomF32({4, 1, 1}, 224);
+  HostTensor skip = RandomF32({1, 4, 6, 7}, 225);
+  HostTensor a = RandomF32({2, 3, 4}, 226), b = RandomF32({3, 1}, 227);
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value* xv = g->AddInput("x", F32Type(x.shape));
+  ir::Value* sv = g->AddInput("skip", F32Type(skip.shape));
+  ir::Value* av = g->AddInput("a", F32Type(a.shape));
+  auto op = [&](ir::OpKind k, std::vector<ir::Value*> in, ir::Attrs at = {}) {
+    return g->AddNode(k, std::move(in), std::move(at), "n")->outputs[0];
+  };
+  ir::Value* y =
+      op(ir::OpKind::kConv, {xv, Const(*g, "w", w)}, ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1));
+  y = op(ir::OpKind::kMul, {y, Const(*g, "scale", scale)});
+  y = op(ir::OpKind::kAdd, {y, Const(*g, "shift", shift)});
+  y = op(ir::OpKind::kRelu, {y});
+  y = op(ir::OpKind::kAdd, {sv, y});  // the chain value as the second operand
+  g->AddOutput(y);
+  ir::Value* p = op(ir::OpKind::kAveragePool, {xv}, [] {
+    ir::Attrs at = PoolAttrs({2, 2}, {2, 2}, {0, 0, 0, 0}, 0);
+    at.Set("count_include_pad", int64_t{0});
+    return at;
+  }());
+  g->AddOutput(op(ir::OpKind::kLeakyRelu, {p}, {{"alpha", 0.1}}));
+  ir::Value* r = op(ir::OpKind::kReduceMean, {xv}, {{"axes", Ints{1}}, {"keepdims", int64_t{1}}});
+  g->AddOutput(op(ir::OpKind::kClip, {op(ir::OpKind::kNeg, {r})}, {{"min", -0.2}, {"max", 0.3}}));
+  ir::Value* t = op(ir::OpKind::kTanh, {av});
+  ir::Value* cond = op(ir::OpKind::kGreater, {t, Const(*g, "b", b)});
+  g->AddOutput(op(ir::OpKind::kWhere, {cond, t, op(ir::OpKind::kSigmoid, {av})}));
+  CompiledModel m = CompileGraph(std::move(g), SharedContext(), CompileOptions{});
+  // Kernels: conv+4, pool+1, reduce+2, Tanh (used twice, so nothing joins it), Greater+Where
+  // (Where joins through its first single-use input), Sigmoid.
+  runtime::Session session(*m.executable);
+  auto out = session.Run({{"x", x}, {"skip", skip}, {"a", a}});
+  HostTensor conv = RefConv(x, w, nullptr, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+  HostTensor want0(DType::kFloat32, conv.shape);
+  for (int64_t i = 0; i < conv.size(); ++i) {
+    int64_t c = (i / 42) % 4;
+    float v = F(conv, i) * F(scale, c) + F(shift, c);
+    want0.data<float>()[i] = F(skip, i) + std::max(v, 0.0f);
+  }
+  ExpectClose(out[0], want0, "conv epilogue");
+  HostTensor pool = RefPool(x, false, {2, 2}, {2, 2}, {0, 0, 0, 0}, false, false);
+  for (int64_t i = 0; i < pool.size(); ++i)
+    if (F(pool, i) < 0) pool.data<float>()[i] *= 0.1f;
+  ExpectClose(out[1], pool, "pool epilogue");
+  HostTensor mean = RefReduceMean(x, {1}, true);
+  for (int64_t i = 0; i < mean.size(); ++i)
+    mean.data<float>()[i] = std::min(std::max(-F(mean, i), -0.2f), 0.3f);
+  ExpectClose(out[2], mean, "reduce epilogue");
+  HostTensor want3(DType::kFloat32, a.shape);
+  for (int64_t i = 0; i < a.size(); ++i) {
+    float tv = std::tanh(F(a, i));
+    want3.data<float>()[i] = tv > F(b, (i / 4) % 3) ? tv : 1.0f / (1.0f + std::exp(-F(a, i)));
+  }
+  ExpectClose(out[3], want3, "elementwise chain");
+  EXPECT_EQ(m.executable->plan().steps.size(), 6u) << "the chains should be fused";
 }
 
 TEST(KernelTest, DataMovement) {

@@ -135,5 +135,38 @@ TEST(PassGoldenTest, SimplifyRemovesCopiesButNotOutputs) {
   EXPECT_EQ(g.nodes()[1]->op, ir::OpKind::kCopy);
 }
 
+TEST(PassGoldenTest, FuseGroupsEpiloguesAndChains) {
+  // Group 0: conv -> Neg -> Exp (the skip branch). Group 1: conv2 -> Mul(scale) -> Add(shift)
+  // -> Relu -> Add(skip) (a residual add joins through its first single-use input). The
+  // residual's result is a graph output and used again, so Sigmoid stays alone; an Add whose
+  // output is larger than its chain input (broadcast) does not join Tanh.
+  ir::Graph g;
+  ir::Value* x = g.AddInput("x", F32({1, 2, 5, 5}));
+  ir::Value* w = g.AddConstant("w", RandomF32({4, 2, 3, 3}, 1));
+  ir::Value* scale = g.AddConstant("scale", RandomF32({4, 1, 1}, 2));
+  ir::Value* shift = g.AddConstant("shift", RandomF32({4, 1, 1}, 3));
+  ir::Attrs conv = {{"strides", Ints{1, 1}},
+                    {"pads", Ints{1, 1, 1, 1}},
+                    {"dilations", Ints{1, 1}},
+                    {"group", int64_t{1}}};
+  ir::Value* c = Op(g, ir::OpKind::kConv, {x, w}, "conv", conv);
+  ir::Value* skip = Op(g, ir::OpKind::kExp, {Op(g, ir::OpKind::kNeg, {c}, "neg")}, "exp");
+  ir::Value* c2 = Op(g, ir::OpKind::kConv, {x, w}, "conv2", conv);
+  ir::Value* y = Op(g, ir::OpKind::kMul, {c2, scale}, "mul");
+  y = Op(g, ir::OpKind::kAdd, {y, shift}, "add");
+  ir::Value* y2 = Op(g, ir::OpKind::kRelu, {y}, "relu");
+  ir::Value* out = Op(g, ir::OpKind::kAdd, {y2, skip}, "residual");
+  g.AddOutput(out);
+  g.AddOutput(Op(g, ir::OpKind::kSigmoid, {out}, "sigmoid"));
+  ir::Value* small = g.AddInput("small", F32({4, 5, 5}));
+  ir::Value* wide = g.AddInput("wide", F32({3, 4, 5, 5}));
+  g.AddOutput(Op(g, ir::OpKind::kAdd, {Op(g, ir::OpKind::kTanh, {small}, "tanh"), wide}, "bcast"));
+  Stats stats = Fuse(g, PassContext{});
+  ASSERT_NO_THROW(ir::Verify(g));
+  ExpectGolden(g, "fuse_groups");
+  EXPECT_EQ(stats["groups"], 2);
+  EXPECT_EQ(stats["nodes-fused"], 6);
+}
+
 }  // namespace
 }  // namespace texel::passes

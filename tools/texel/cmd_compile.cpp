@@ -1,12 +1,15 @@
 // texel compile: runs the compiler pipeline for a device and shows what it made: the IR
-// (--print-ir, --print-ir-after=PASS), pass statistics (--stats), the OpenCL source (--emit-cl).
+// (--print-ir, --print-ir-after=PASS), pass statistics and the memory plan (--stats), the OpenCL
+// source (--emit-cl).
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <utility>
 
 #include "api/compiler.h"
-#include "commands.h"
 #include "core/error.h"
 #include "ir/printer.h"
+#include "model_session.h"
 
 namespace texel::cli {
 namespace {
@@ -46,12 +49,26 @@ int RunCompile(const CompileArgs& a) {
     f << plan.source;
     if (!f) Fail(ErrorCode::kIo, "{}: cannot write", a.emit_cl);
   }
-  int64_t bytes = 0;
-  for (const auto& b : plan.buffers)
-    if (!b.constant) bytes += b.bytes;
-  std::fprintf(stderr, "compiled %s for %s: %zu kernels, %.1f MiB of activations, %.0f ms\n",
-               a.model.c_str(), dev.Label().c_str(), plan.steps.size(),
-               static_cast<double>(bytes) / (1 << 20), m.compile_ms);
+  const runtime::MemoryPlan& mem = plan.memory;
+  if (a.stats) {
+    // After the passes, in their format: the memory plan of the lowered steps.
+    int64_t planned =
+        std::count_if(mem.offsets.begin(), mem.offsets.end(), [](int64_t o) { return o >= 0; });
+    std::printf("%-21s %s\n", "plan memory",
+                "intermediate buffers placed by liveness in one arena");
+    for (const auto& [k, v] : std::vector<std::pair<const char*, int64_t>>{
+             {"planned_buffers", planned},
+             {"arena_bytes", mem.arena_bytes},
+             {"lower_bound_bytes", mem.lower_bound},
+             {"arena_per_mille_of_bound", PerMille(mem.arena_bytes, mem.lower_bound)},
+             {"unshared_bytes", mem.unshared_bytes},
+             {"alignment_bytes", mem.alignment},
+             {"constant_bytes", mem.constant_bytes},
+             {"io_bytes", mem.io_bytes}})
+      std::printf("  %-24s %lld\n", k, static_cast<long long>(v));
+  }
+  std::fprintf(stderr, "compiled %s for %s: %zu kernels, %s, %.0f ms\n", a.model.c_str(),
+               dev.Label().c_str(), plan.steps.size(), FormatMemory(mem).c_str(), m.compile_ms);
   return 0;
 }
 

@@ -18,6 +18,7 @@ using Runner = std::function<int()>;
 Runner AddDevicesCommand(CLI::App& app);
 Runner AddRunCommand(CLI::App& app);
 Runner AddCompileCommand(CLI::App& app);
+Runner AddBenchCommand(CLI::App& app);
 
 // Shared option parsing: "name=value" pairs.
 std::pair<std::string, std::string> SplitAssignment(const std::string& text, const char* flag);

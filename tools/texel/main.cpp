@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   add(texel::cli::AddDevicesCommand);
   add(texel::cli::AddRunCommand);
   add(texel::cli::AddCompileCommand);
+  add(texel::cli::AddBenchCommand);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

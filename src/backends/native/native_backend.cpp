@@ -1,5 +1,7 @@
 #include "backends/native/native_backend.h"
 
+#include <algorithm>
+
 #include "codegen/opencl/generator.h"
 #include "core/error.h"
 
@@ -8,6 +10,11 @@ namespace texel::backends {
 codegen::Target NativeBackend::TargetOf(const cl::DeviceInfo& device) {
   codegen::Target t;
   t.fp64 = device.fp64;
+  t.gpu = device.type == "GPU";
+  t.compute_units = std::max<uint32_t>(device.compute_units, 1);
+  if (device.local_mem_bytes > 0) t.local_mem_bytes = device.local_mem_bytes;
+  if (device.max_work_group_size > 0) t.max_work_group_size = device.max_work_group_size;
+  t.warp_size = device.nv_warp_size;
   return t;
 }
 
@@ -27,10 +34,10 @@ double NativeBackend::Estimate(const ir::Node& node, const cl::DeviceInfo& devic
   return 5e-6 + k.flops / (1e9 * std::max<uint32_t>(device.compute_units, 1));
 }
 
-std::vector<codegen::KernelSpec> NativeBackend::Lower(const ir::Node& node,
+std::vector<codegen::KernelSpec> NativeBackend::Lower(const std::vector<const ir::Node*>& nodes,
                                                       const std::string& name_prefix,
                                                       const cl::DeviceInfo& device) const {
-  return {codegen::GenerateKernel(node, name_prefix, TargetOf(device))};
+  return {codegen::GenerateGroup(nodes, name_prefix, TargetOf(device))};
 }
 
 }  // namespace texel::backends

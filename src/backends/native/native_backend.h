@@ -11,7 +11,9 @@ class NativeBackend : public Backend {
   std::string_view name() const override { return "native"; }
   bool Supports(const ir::Node& node, const cl::DeviceInfo& device) const override;
   double Estimate(const ir::Node& node, const cl::DeviceInfo& device) const override;
-  std::vector<codegen::KernelSpec> Lower(const ir::Node& node, const std::string& name_prefix,
+  bool FusesEpilogues() const override { return true; }
+  std::vector<codegen::KernelSpec> Lower(const std::vector<const ir::Node*>& nodes,
+                                         const std::string& name_prefix,
                                          const cl::DeviceInfo& device) const override;
   static codegen::Target TargetOf(const cl::DeviceInfo& device);
 };

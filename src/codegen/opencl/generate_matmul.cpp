@@ -1,11 +1,21 @@
-// Batched matrix product (kernels/matmul.cl) with numpy batch broadcasting.
+// Batched matrix product with numpy batch broadcasting: kernels/matmul.cl (tiled) and
+// kernels/matmul_direct.cl, parameters from ChooseMatMulParams (matmul.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "codegen/opencl/elementwise_chain.h"
 #include "codegen/opencl/generator.h"
+#include "codegen/opencl/matmul.h"
 #include "core/error.h"
 #include "ir/host_eval.h"
 
 namespace texel::codegen {
 
 namespace {
+
 // Offset expression of the matrix of output batch b in an operand with batch dims `batch`
 // broadcast to `out_batch`.
 std::string BatchOffset(const Shape& batch, const Shape& out_batch, int64_t matrix_elems) {
@@ -21,30 +31,276 @@ std::string BatchOffset(const Shape& batch, const Shape& out_batch, int64_t matr
   }
   return s.empty() ? "0" : "(" + s + ")";
 }
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+bool IsPow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+int64_t FloorPow2(int64_t x) {
+  int64_t p = 1;
+  while (p * 2 <= x) p *= 2;
+  return p;
+}
+int64_t CeilPow2(int64_t x) {
+  int64_t p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
+// The widest vector (<= max_width) whose width divides every one of `dims`.
+int VecWidth(int max_width, std::initializer_list<int64_t> dims) {
+  for (int w = max_width; w > 1; w /= 2)
+    if (std::all_of(dims.begin(), dims.end(), [&](int64_t d) { return d % w == 0; })) return w;
+  return 1;
+}
+
+// Widest vector for global loads: 16 bytes of f32/f16 storage or 2 doubles on a GPU (one load
+// instruction); one AVX-512 register on a CPU (PoCL keeps a vector variable in one register).
+int MaxVec(DType t, bool gpu) {
+  if (gpu) return t == DType::kFloat64 ? 2 : 4;
+  return t == DType::kFloat64 ? 8 : 16;
+}
+
+int ElemBytes(DType t) { return t == DType::kFloat64 ? 8 : 4; }  // compute type, local memory
+
+// The C type of a vector of n compute values ("float4"; "float" when n == 1).
+std::string VecType(DType t, int n) {
+  std::string s = t == DType::kFloat16 ? "float" : std::string(CLTypeName(t));
+  return n == 1 ? s : s + std::to_string(n);
+}
+
+// An n-wide load from / store to element storage at element index i (a multiple of n). Up to
+// 16 bytes through a vector pointer, so that the GPU issues one load (buffers start aligned and
+// rows are multiples of n); wider (CPU) through vloadn, which needs no alignment.
+// f16 goes through vload_halfn / vstore_halfn_rte.
+std::string VecLoad(DType t, int n) {
+  if (n == 1) return "LOAD(p, i)";
+  if (t == DType::kFloat16) return fmt::format("vload_half{}(0, (p) + (i))", n);
+  if (n * ElemBytes(t) > 16) return fmt::format("vload{}(0, (p) + (i))", n);
+  return fmt::format("(*(__global const {}*)((p) + (i)))", VecType(t, n));
+}
+std::string VecStore(DType t, int n) {
+  if (t == DType::kFloat16) return fmt::format("vstore_half{}_rte((v), 0, (p) + (i))", n);
+  return fmt::format("(*(__global {}*)((p) + (i)) = (v))", VecType(t, n));
+}
+
+int64_t TiledLocalBytes(const MatMulParams& p, DType t) {
+  return 2 * p.tile_k * ((p.tile_m + 4) + p.tile_n) * ElemBytes(t);
+}
+
+// Work-group tiles the heuristic considers on a GPU, with their throughput per compute unit
+// when the device is full, relative to the best: SGEMM n = 2048 and 4096 on an H100 (NVIDIA
+// OpenCL; docs/decisions.md). A tuner will replace these numbers with measurements.
+struct TileChoice {
+  int tm, tn, tk, wm, wn;
+  double efficiency;
+};
+constexpr TileChoice kGpuTiles[] = {
+    {128, 128, 16, 16, 8, 1.0}, {128, 128, 16, 8, 8, 0.97}, {64, 128, 16, 8, 8, 0.85},
+    {64, 128, 16, 4, 8, 0.84},  {64, 64, 16, 8, 8, 0.84},   {64, 64, 16, 4, 4, 0.71},
+    {32, 64, 16, 2, 4, 0.46},   {32, 32, 16, 2, 2, 0.3},    {16, 16, 16, 1, 1, 0.1},
+};
+
+int StorageBytes(DType t) { return t == DType::kFloat64 ? 8 : t == DType::kFloat16 ? 2 : 4; }
+
+int64_t DirectLocalBytes(const MatMulParams& p, DType t) {
+  return (int64_t{p.split_k > 1 ? p.split_k * p.wi_m : 0} + p.panel_k) * p.tile_n * ElemBytes(t);
+}
+
+// The direct kernel for shape s: every row of a work-item's block shares one load of B.
+MatMulParams DirectFor(const GemmShape& s, const Target& t) {
+  MatMulParams p;
+  p.kind = MatMulParams::Kind::kDirect;
+  p.vec_b = p.wi_n = VecWidth(MaxVec(s.dtype, t.gpu), {s.n});
+  int64_t col_items = CeilDiv(s.n, p.wi_n);
+  if (!t.gpu) {
+    // One work-group per core at a time, nothing to split. 8 rows x one 16-wide vector keeps 8
+    // accumulator registers per work-item (fewer rows when that wastes less of the last block).
+    // Beyond 8 rows, 8 row blocks x 8 column vectors share 64-row panels of B in local memory
+    // (32 KiB, L1-sized): walking down a column strip of B directly thrashes the caches once
+    // its row stride is a multiple of 4 KiB (measured 4-5x slower at n = 1024 on PoCL).
+    int64_t wm = std::min<int64_t>(s.m, 8);
+    for (int64_t w : {8, 6, 4})
+      if (s.m > 8 && s.m % w == 0) {
+        wm = w;
+        break;
+      }
+    p.wi_m = static_cast<int>(wm);
+    p.tile_m = static_cast<int>(wm * std::min<int64_t>(8, CeilDiv(s.m, wm)));
+    p.tile_n = static_cast<int>(std::min<int64_t>(8, CeilPow2(col_items))) * p.wi_n;
+    if (p.tile_m > p.wi_m) p.panel_k = static_cast<int>(std::min<int64_t>(64, s.k));
+    return p;
+  }
+  p.wi_m = p.tile_m = static_cast<int>(std::min<int64_t>(s.m, 8));
+  // Memory-bound: aim at two work-groups per compute unit, each 256 work-items, narrowing the
+  // columns per group (down to one 32-byte sector per row of B) and splitting K instead.
+  int64_t min_lx = std::max<int64_t>(1, 32 / (p.wi_n * StorageBytes(s.dtype)));
+  int64_t row_groups = CeilDiv(s.m, p.wi_m) * s.batch;
+  int64_t lx = FloorPow2(std::max<int64_t>(col_items * row_groups / (2 * t.compute_units), 1));
+  lx = std::clamp<int64_t>(lx, min_lx, 64);
+  lx = std::max<int64_t>(std::min(lx, CeilPow2(col_items)), 1);
+  p.tile_n = static_cast<int>(lx) * p.wi_n;
+  p.split_k = static_cast<int>(FloorPow2(std::max<int64_t>(256 / lx, 1)));
+  while (p.split_k > 1 && (s.k / p.split_k < 8 || DirectLocalBytes(p, s.dtype) > 16 * 1024))
+    p.split_k /= 2;
+  return p;
+}
+
+// DirectFor's choice, or one column per work-item where a small device rejects it.
+MatMulParams ChooseDirect(const GemmShape& s, const Target& t) {
+  MatMulParams p = DirectFor(s, t);
+  if (!CheckMatMulParams(p, s, t)) return p;
+  p = MatMulParams{};
+  p.kind = MatMulParams::Kind::kDirect;
+  p.tile_m = p.wi_m = p.wi_n = p.vec_b = 1;
+  p.tile_n = static_cast<int>(std::min<size_t>(64, std::max<size_t>(t.max_work_group_size, 1)));
+  return p;
+}
+
 }  // namespace
 
-KernelSpec GenerateMatMul(const ir::Node& n, const std::string& kernel_name) {
+std::string MatMulParams::ToString() const {
+  if (kind == Kind::kDirect)
+    return fmt::format("direct {}x{} wi {}x{} split {} panel {}", tile_m, tile_n, wi_m, wi_n,
+                       split_k, panel_k);
+  return fmt::format("tiled {}x{}x{} wi {}x{} vec {}/{}", tile_m, tile_n, tile_k, wi_m, wi_n, vec_a,
+                     vec_b);
+}
+
+GemmShape GemmShapeOf(const ir::Node& n) {
+  const Shape& a = n.inputs[0]->type.shape;
+  const Shape& y = n.outputs[0]->type.shape;
+  GemmShape s;
+  s.m = a[a.size() - 2];
+  s.k = a.back();
+  s.n = y.back();
+  s.batch = NumElements(Shape(y.begin(), y.end() - 2));
+  s.dtype = n.outputs[0]->type.dtype;
+  return s;
+}
+
+std::optional<std::string> CheckMatMulParams(const MatMulParams& p, const GemmShape& s,
+                                             const Target& t) {
+  auto pos = [](int v) { return v > 0; };
+  if (!pos(p.tile_m) || !pos(p.tile_n) || !pos(p.tile_k) || !pos(p.wi_m) || !pos(p.wi_n) ||
+      !pos(p.vec_a) || !pos(p.vec_b) || !pos(p.split_k))
+    return "parameters must be positive";
+  for (int v : {p.vec_a, p.vec_b})
+    if (v > MaxVec(s.dtype, t.gpu) || !IsPow2(v))
+      return fmt::format("vector width {} unsupported", v);
+  if (s.n % p.vec_b != 0) return fmt::format("N={} is not a multiple of vec_b={}", s.n, p.vec_b);
+  if (p.tile_n % p.wi_n != 0) return "tile_n must be a multiple of wi_n";
+  int64_t items = int64_t{p.LocalX()} * p.LocalY();
+  if (items > static_cast<int64_t>(t.max_work_group_size))
+    return fmt::format("{} work-items exceed the device's {}", items, t.max_work_group_size);
+  if (p.kind == MatMulParams::Kind::kDirect) {
+    if (p.wi_n != p.vec_b) return "the direct kernel needs wi_n == vec_b";
+    if (p.tile_m % p.wi_m != 0) return "tile_m must be a multiple of wi_m";
+    if (p.split_k > 1 && (p.tile_m != p.wi_m || p.panel_k > 0))
+      return "split_k > 1 needs tile_m == wi_m and no panel";
+    if (p.panel_k < 0) return "panel_k must not be negative";
+    if (!IsPow2(p.split_k)) return "split_k must be a power of two";
+    if (DirectLocalBytes(p, s.dtype) > static_cast<int64_t>(t.local_mem_bytes))
+      return "too much local memory";
+    return std::nullopt;
+  }
+  if (std::max(p.vec_a, p.vec_b) > MaxVec(s.dtype, true))
+    return "the tiled kernel loads at most 16 bytes at a time";
+  if (s.k % p.vec_a != 0) return fmt::format("K={} is not a multiple of vec_a={}", s.k, p.vec_a);
+  if (p.tile_m % p.wi_m != 0) return "tile_m must be a multiple of wi_m";
+  if (p.tile_k % p.vec_a != 0 || p.tile_n % p.vec_b != 0)
+    return "tile_k and tile_n must be multiples of the load vector widths";
+  if (TiledLocalBytes(p, s.dtype) > static_cast<int64_t>(t.local_mem_bytes))
+    return fmt::format("{} bytes of local memory exceed the device's {}",
+                       TiledLocalBytes(p, s.dtype), t.local_mem_bytes);
+  return std::nullopt;
+}
+
+MatMulParams ChooseMatMulParams(const GemmShape& s, const Target& t) {
+  if (s.m <= 8 || !t.gpu) return ChooseDirect(s, t);
+  // Estimated time = waves x tile area / (efficiency x occupancy), where waves = work-groups
+  // per compute unit rounded up, and occupancy sqrt(work-items per compute unit / 128) below
+  // 128 (a lone small work-group hides little latency). The cheapest wins; the earlier on ties.
+  MatMulParams best;
+  best.vec_a = VecWidth(MaxVec(s.dtype, true), {s.k});
+  best.vec_b = VecWidth(MaxVec(s.dtype, true), {s.n});
+  double best_cost = 0;
+  bool found = false;
+  for (const TileChoice& c : kGpuTiles) {
+    // 128 accumulators spill as doubles.
+    if (s.dtype == DType::kFloat64 && c.wm * c.wn > 64) continue;
+    MatMulParams p = best;
+    p.tile_m = c.tm, p.tile_n = c.tn, p.tile_k = c.tk, p.wi_m = c.wm, p.wi_n = c.wn;
+    if (CheckMatMulParams(p, s, t)) continue;
+    int64_t groups = CeilDiv(s.m, c.tm) * CeilDiv(s.n, c.tn) * s.batch;
+    int64_t waves = CeilDiv(groups, t.compute_units);
+    double items = static_cast<double>(waves * p.LocalX() * p.LocalY());
+    double occupancy = std::sqrt(std::min(1.0, items / 128));
+    double cost = static_cast<double>(waves) * c.tm * c.tn / (c.efficiency * occupancy);
+    if (!found || cost < best_cost * 0.999) best = p, best_cost = cost, found = true;
+  }
+  return found ? best : ChooseDirect(s, t);
+}
+
+KernelSpec GenerateMatMulWith(const ir::Node& n, const std::string& kernel_name,
+                              const Target& target, const MatMulParams& p, const Chain& epilogue) {
   DType t = RequireOneFloatType(n);  // f64 only reaches here with cl_khr_fp64
+  GemmShape s = GemmShapeOf(n);
+  if (auto why = CheckMatMulParams(p, s, target))
+    Fail(ErrorCode::kInvalidArgument, "matmul parameters '{}' for {}x{}x{}: {}", p.ToString(), s.m,
+         s.n, s.k, *why);
   const Shape& a = n.inputs[0]->type.shape;
   const Shape& b = n.inputs[1]->type.shape;
   const Shape& y = n.outputs[0]->type.shape;
-  int64_t m = a[a.size() - 2], k = a.back(), cols = b.back();
   Shape ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2), yb(y.begin(), y.end() - 2);
-  int64_t batch = NumElements(yb);
-  KernelSource src(kernel_name, "matmul");
+  bool direct = p.kind == MatMulParams::Kind::kDirect;
+  KernelSource src(kernel_name, direct ? "matmul_direct" : "matmul");
   DefineStorage(src, t);
-  src.Define("M", m).Define("N", cols).Define("K", k).Define("BATCH", batch);
-  src.Define("A_OFFSET(b)", BatchOffset(ab, yb, m * k));
-  src.Define("B_OFFSET(b)", BatchOffset(bb, yb, k * cols));
+  src.Define("M", s.m).Define("N", s.n).Define("K", s.k).Define("BATCH", s.batch);
+  src.Define("A_OFFSET(b)", BatchOffset(ab, yb, s.m * s.k));
+  src.Define("B_OFFSET(b)", BatchOffset(bb, yb, s.k * s.n));
+  src.Define("ELEM(v, e)", fmt::format("(((T*)&(v))[e])"));
+  src.Define("LX", p.LocalX()).Define("LY", p.LocalY());
+  src.Define("VB", p.vec_b).Define("TVB", VecType(t, p.vec_b));
+  src.Define("GLOAD_B(p, i)", VecLoad(t, p.vec_b));
+  src.Define("EDGE_M", s.m % p.tile_m != 0).Define("EDGE_N", s.n % p.tile_n != 0);
+  if (direct) {
+    src.Define("WM", p.wi_m).Define("TM", p.tile_m);
+    src.Define("SPLIT_K", p.split_k).Define("PANEL_K", p.panel_k);
+  } else {
+    int vm = VecWidth(4, {p.wi_m}), vn = VecWidth(4, {p.wi_n});
+    int64_t threads = int64_t{p.LocalX()} * p.LocalY();
+    int64_t a_vecs = int64_t{p.tile_m} * p.tile_k / p.vec_a;
+    int64_t b_vecs = int64_t{p.tile_k} * p.tile_n / p.vec_b;
+    src.Define("TM", p.tile_m).Define("TN", p.tile_n).Define("TK", p.tile_k);
+    src.Define("WM", p.wi_m).Define("WN", p.wi_n);
+    src.Define("VA", p.vec_a).Define("TVA", VecType(t, p.vec_a));
+    src.Define("GLOAD_A(p, i)", VecLoad(t, p.vec_a));
+    src.Define("VM", vm).Define("TVM", VecType(t, vm));
+    src.Define("VN", vn).Define("TVN", VecType(t, vn));
+    if (vn > 1 && s.n % vn == 0) src.Define("STORE_VN(p, i, v)", VecStore(t, vn));
+    src.Define("LOADS_A", CeilDiv(a_vecs, threads)).Define("GUARD_A", a_vecs % threads != 0);
+    src.Define("LOADS_B", CeilDiv(b_vecs, threads)).Define("GUARD_B", b_vecs % threads != 0);
+    // A's rows are padded by 4 so that the transposed stores of adjacent k spread over banks.
+    src.Define("AS_STRIDE", p.tile_m + 4).Define("BS_STRIDE", p.tile_n);
+    src.Define("LOCAL_ALIGN", ElemBytes(t) * std::max({vm, vn, p.vec_b}));
+    src.Define("EDGE_K", s.k % p.tile_k != 0);
+  }
   KernelSpec spec;
   spec.name = kernel_name;
-  spec.source = src.Render();
   spec.args = {n.inputs[0]->id, n.inputs[1]->id, n.outputs[0]->id};
-  spec.global = {RoundUp(static_cast<size_t>(cols), 8), static_cast<size_t>(m),
-                 static_cast<size_t>(batch)};
-  spec.local = {8, 1, 1};
-  spec.flops = 2.0 * static_cast<double>(batch * m * cols * k);
+  ApplyEpilogue(src, kernel_name, n.outputs[0], epilogue, spec);
+  spec.source = src.Render();
+  size_t lx = p.LocalX(), ly = p.LocalY();
+  spec.global = {static_cast<size_t>(CeilDiv(s.n, p.tile_n)) * lx,
+                 static_cast<size_t>(CeilDiv(s.m, p.tile_m)) * ly, static_cast<size_t>(s.batch)};
+  spec.local = {lx, ly, 1};
+  spec.flops = 2.0 * static_cast<double>(s.batch * s.m * s.n * s.k);
   return spec;
+}
+
+KernelSpec GenerateMatMul(const ir::Node& n, const std::string& kernel_name, const Target& target,
+                          const Chain& epilogue) {
+  return GenerateMatMulWith(n, kernel_name, target, ChooseMatMulParams(GemmShapeOf(n), target),
+                            epilogue);
 }
 
 }  // namespace texel::codegen

@@ -1,7 +1,8 @@
-// Pointwise kernels (kernels/pointwise.cl): elementwise ops as expressions over broadcast
-// loads x0, x1, x2, and data movement as a source-index computation.
+// Pointwise kernels (kernels/pointwise.cl): elementwise ops and chains of them (expressions from
+// elementwise_chain.cpp), and data movement as a source-index computation.
 #include <algorithm>
 
+#include "codegen/opencl/elementwise_chain.h"
 #include "codegen/opencl/generator.h"
 #include "core/error.h"
 #include "ir/host_eval.h"
@@ -10,67 +11,6 @@ namespace texel::codegen {
 namespace {
 
 using ir::OpKind;
-
-// One rule per line: the OpenCL expression of an elementwise op over x0, x1, x2 (of the input
-// type T), for float and for integer/bool inputs. An empty string: no kernel for that type.
-struct ExprRule {
-  OpKind op;
-  const char* float_expr;
-  const char* int_expr;
-};
-
-constexpr ExprRule kExprRules[] = {
-    {OpKind::kRelu, "(x0 < 0 ? 0.0f : x0)", "(x0 < 0 ? 0 : x0)"},
-    {OpKind::kSigmoid, "(1.0f / (1.0f + exp(-x0)))", ""},
-    {OpKind::kTanh, "tanh(x0)", ""},
-    {OpKind::kExp, "exp(x0)", ""},
-    {OpKind::kLog, "log(x0)", ""},
-    {OpKind::kSqrt, "sqrt(x0)", ""},
-    {OpKind::kNeg, "(-x0)", "(-x0)"},
-    {OpKind::kAbs, "fabs(x0)", "(x0 < 0 ? -x0 : x0)"},
-    {OpKind::kReciprocal, "(1.0f / x0)", ""},
-    {OpKind::kErf, "erf(x0)", ""},
-    {OpKind::kSoftplus, "(x0 > 20.0f ? x0 : log1p(exp(x0)))", ""},  // exp overflows past ~88
-    {OpKind::kFloor, "floor(x0)", ""},
-    {OpKind::kCeil, "ceil(x0)", ""},
-    {OpKind::kRound, "rint(x0)", ""},  // half to even, as ONNX Round
-    {OpKind::kSign, "(x0 > 0 ? 1.0f : (x0 < 0 ? -1.0f : 0.0f))", "((x0 > 0) - (x0 < 0))"},
-    {OpKind::kSin, "sin(x0)", ""},
-    {OpKind::kCos, "cos(x0)", ""},
-    {OpKind::kNot, "", "(!x0)"},
-    {OpKind::kTan, "tan(x0)", ""},
-    {OpKind::kAsin, "asin(x0)", ""},
-    {OpKind::kAcos, "acos(x0)", ""},
-    {OpKind::kAtan, "atan(x0)", ""},
-    {OpKind::kSinh, "sinh(x0)", ""},
-    {OpKind::kCosh, "cosh(x0)", ""},
-    {OpKind::kAsinh, "asinh(x0)", ""},
-    {OpKind::kAcosh, "acosh(x0)", ""},
-    {OpKind::kAtanh, "atanh(x0)", ""},
-    {OpKind::kIsNaN, "isnan(x0)", ""},
-    {OpKind::kIsInf, "(isinf(x0) && ((x0 > 0 && POS) || (x0 < 0 && NEG)))", ""},
-    {OpKind::kClip, "(x0 < MINV ? MINV : (x0 > MAXV ? MAXV : x0))", ""},
-    {OpKind::kLeakyRelu, "(x0 >= 0 ? x0 : x0 * ALPHA)", ""},
-    {OpKind::kElu, "(x0 >= 0 ? x0 : ALPHA * expm1(x0))", ""},
-    {OpKind::kHardSigmoid, "clamp(ALPHA * x0 + BETA, (T_IN)0, (T_IN)1)", ""},
-    {OpKind::kCopy, "x0", "x0"},
-    {OpKind::kAdd, "(x0 + x1)", "(x0 + x1)"},
-    {OpKind::kSub, "(x0 - x1)", "(x0 - x1)"},
-    {OpKind::kMul, "(x0 * x1)", "(x0 * x1)"},
-    {OpKind::kDiv, "(x0 / x1)", "(x0 / x1)"},
-    {OpKind::kPow, "pow(x0, x1)", "IPOW"},  // integers: a loop, see below
-    {OpKind::kBitShift, "", "(LEFT ? x0 << x1 : x0 >> x1)"},
-    {OpKind::kMax, "(isnan(x0) || x0 > x1 ? x0 : x1)", "(x0 > x1 ? x0 : x1)"},  // NaN wins
-    {OpKind::kMin, "(isnan(x0) || x0 < x1 ? x0 : x1)", "(x0 < x1 ? x0 : x1)"},
-    {OpKind::kEqual, "(x0 == x1)", "(x0 == x1)"},
-    {OpKind::kLess, "(x0 < x1)", "(x0 < x1)"},
-    {OpKind::kGreater, "(x0 > x1)", "(x0 > x1)"},
-    {OpKind::kAnd, "", "(x0 && x1)"},
-    {OpKind::kOr, "", "(x0 || x1)"},
-    // Mod with fmod=0 takes the divisor's sign (Python %); fmod=1 the dividend's (C fmod).
-    {OpKind::kMod, "MOD_F(x0, x1)", "MOD_I(x0, x1)"},
-    {OpKind::kWhere, "", "(x0 ? x1 : x2)"},  // typed by the condition; see below
-};
 
 std::string CL(DType t) { return std::string(CLTypeName(t)); }
 
@@ -81,60 +21,6 @@ std::string ValueType(DType t, bool movement) {
 }
 std::string PointerType(DType t, bool movement) {
   return t != DType::kFloat16 ? CL(t) : movement ? "ushort" : "half";
-}
-
-std::string ElementwiseBody(const ir::Node& n, KernelSource& src) {
-  const ir::Value* out = n.outputs[0];
-  std::string body;
-  for (size_t k = 0; k < n.inputs.size(); ++k) {
-    const ir::Value* in = n.inputs[k];
-    auto st = ir::BroadcastStrides(in->type.shape, out->type.shape);
-    if (in->type.dtype == DType::kFloat16)
-      body += fmt::format("const float x{} = vload_half({}, in{}); ", k, OffsetExpr(st), k);
-    else
-      body += fmt::format("const {} x{} = in{}[{}]; ", CL(in->type.dtype), k, k, OffsetExpr(st));
-  }
-  if (n.op == OpKind::kCast) {
-    DType from = n.inputs[0]->type.dtype, to = out->type.dtype;
-    if (to == DType::kBool) return body + "v = (uchar)(x0 != 0);";
-    // OpenCL's C-style conversion truncates float -> int toward zero, as ONNX Cast.
-    (void)from;
-    return body + fmt::format("v = ({})x0;", ValueType(to, false));
-  }
-  const ExprRule* rule = nullptr;
-  for (const auto& r : kExprRules)
-    if (r.op == n.op) rule = &r;
-  TEXEL_CHECK(rule != nullptr, "no expression for {}", OpName(n.op));
-  DType t = n.op == OpKind::kWhere ? DType::kBool : n.inputs[0]->type.dtype;
-  src.Define("T_IN", CL(n.inputs[0]->type.dtype));
-  const char* expr = IsFloat(t) ? rule->float_expr : rule->int_expr;
-  if (!*expr)
-    Fail(ErrorCode::kUnsupported, "{} on {} is not supported on the device", OpName(n.op),
-         DTypeName(n.inputs[0]->type.dtype));
-  if (n.op == OpKind::kClip) {
-    src.Define("MINV", FloatLiteral(n.attrs.Float("min")));
-    src.Define("MAXV", FloatLiteral(n.attrs.Float("max")));
-  }
-  if (n.op == OpKind::kBitShift) src.Define("LEFT", n.attrs.Int("left"));
-  if (n.op == OpKind::kPow && !IsFloat(t))  // exact integer power by repeated multiplication
-    return body + fmt::format("long r = 1; for (long k = 0; k < (long)x1; ++k) r *= x0; v = ({})r;",
-                              CL(out->type.dtype));
-  if (n.op == OpKind::kIsInf) {
-    src.Define("POS", n.attrs.Int("detect_positive"));
-    src.Define("NEG", n.attrs.Int("detect_negative"));
-  }
-  if (n.op == OpKind::kMod) {
-    bool c_mod = n.attrs.Int("fmod") != 0;
-    src.Define("MOD_F(a, b)", c_mod ? "fmod(a, b)"
-                                    : "(fmod(a, b) != 0 && ((fmod(a, b) < 0) != (b < 0)) ? "
-                                      "fmod(a, b) + b : fmod(a, b))");
-    src.Define("MOD_I(a, b)", c_mod ? "(a % b)"
-                                    : "((a % b) != 0 && (((a % b) < 0) != (b < 0)) ? "
-                                      "(a % b) + b : (a % b))");
-  }
-  if (n.attrs.Has("alpha")) src.Define("ALPHA", FloatLiteral(n.attrs.Float("alpha")));
-  if (n.attrs.Has("beta")) src.Define("BETA", FloatLiteral(n.attrs.Float("beta")));
-  return body + fmt::format("v = ({}){};", ValueType(out->type.dtype, false), expr);
 }
 
 // Data movement: computes the source offset `s` of output element i in input 0.
@@ -283,29 +169,12 @@ std::string MovementBody(const ir::Node& n) {
   Fail(ErrorCode::kInternal, "no movement kernel for {}", OpName(n.op));
 }
 
-}  // namespace
-
-KernelSpec GeneratePointwise(const ir::Node& n, const std::string& kernel_name) {
-  const ir::Value* out = n.outputs[0];
+// The pointwise template over `params` and `body`, writing `out`.
+KernelSpec PointwiseKernel(const std::string& kernel_name, const std::string& params,
+                           const std::string& body, const ir::Value* out, bool movement,
+                           KernelSpec spec) {
   KernelSource src(kernel_name, "pointwise");
-  std::string params;
-  KernelSpec spec;
-  bool movement = n.info().cls == ir::OpClass::kMovement;
-  bool computes = n.op == OpKind::kResize || n.op == OpKind::kCumSum ||
-                  n.op == OpKind::kTopKIndices || n.op == OpKind::kGridSample ||
-                  n.op == OpKind::kRoiAlign;
-  for (const ir::Value* v : n.inputs)
-    if (v->type.dtype == DType::kFloat16 && movement && computes)
-      Fail(ErrorCode::kUnsupported, "{} on f16 is not supported on the device", OpName(n.op));
-  for (size_t k = 0; k < n.inputs.size(); ++k) {
-    params +=
-        fmt::format("__global const {}* in{}, ", PointerType(n.inputs[k]->type.dtype, movement), k);
-    spec.args.push_back(n.inputs[k]->id);
-  }
-  params += fmt::format("__global {}* out", PointerType(out->type.dtype, movement));
-  spec.args.push_back(out->id);
   int64_t count = NumElements(out->type.shape);
-  std::string body = movement ? MovementBody(n) : ElementwiseBody(n, src);
   bool store_half = out->type.dtype == DType::kFloat16 && !movement;
   src.Define("PARAMS", params)
       .Define("T_OUT", ValueType(out->type.dtype, movement))
@@ -317,8 +186,69 @@ KernelSpec GeneratePointwise(const ir::Node& n, const std::string& kernel_name) 
   spec.source = src.Render();
   spec.global = {RoundUp(static_cast<size_t>(std::max<int64_t>(count, 1)), 64)};
   spec.local = {64};
-  spec.flops = movement ? 0 : static_cast<double>(count);
   return spec;
+}
+
+}  // namespace
+
+KernelSpec GenerateElementwise(const std::vector<const ir::Node*>& ops,
+                               const std::string& kernel_name) {
+  const ir::Value* out = ops.back()->outputs[0];
+  // Operands from outside the chain, each one parameter in<k> in first-use order.
+  std::vector<const ir::Value*> ext;
+  for (size_t k = 0; k < ops.size(); ++k)
+    for (const ir::Value* in : ops[k]->inputs)
+      if ((k == 0 || in != ops[k - 1]->outputs[0]) &&
+          std::find(ext.begin(), ext.end(), in) == ext.end())
+        ext.push_back(in);
+  KernelSpec spec;
+  std::string params;
+  for (size_t k = 0; k < ext.size(); ++k) {
+    params += fmt::format("__global const {}* in{}, ", PointerType(ext[k]->type.dtype, false), k);
+    spec.args.push_back(ext[k]->id);
+  }
+  params += fmt::format("__global {}* out", PointerType(out->type.dtype, false));
+  spec.args.push_back(out->id);
+  std::string body;
+  const ir::Node& first = *ops[0];
+  if (ops.size() == 1 && first.op == OpKind::kPow && !IsFloat(first.inputs[0]->type.dtype)) {
+    // Exact integer power by repeated multiplication.
+    auto st0 = ir::BroadcastStrides(first.inputs[0]->type.shape, out->type.shape);
+    auto st1 = ir::BroadcastStrides(first.inputs[1]->type.shape, out->type.shape);
+    body =
+        fmt::format("long r = 1; for (long k = 0; k < (long)in1[{}]; ++k) r *= in0[{}]; v = ({})r;",
+                    OffsetExpr(st1), OffsetExpr(st0), CL(out->type.dtype));
+  } else {
+    auto param = [&](const ir::Value* v) {
+      return fmt::format("in{}", std::find(ext.begin(), ext.end(), v) - ext.begin());
+    };
+    ChainCode c = ElementwiseChain(ops, nullptr, "", param);
+    body = c.code + "v = " + c.result + ";";
+  }
+  double flops = static_cast<double>(NumElements(out->type.shape) * ops.size());
+  spec.flops = flops;
+  return PointwiseKernel(kernel_name, params, body, out, false, std::move(spec));
+}
+
+KernelSpec GeneratePointwise(const ir::Node& n, const std::string& kernel_name) {
+  if (n.info().cls != ir::OpClass::kMovement) return GenerateElementwise({&n}, kernel_name);
+  const ir::Value* out = n.outputs[0];
+  std::string params;
+  KernelSpec spec;
+  bool computes = n.op == OpKind::kResize || n.op == OpKind::kCumSum ||
+                  n.op == OpKind::kTopKIndices || n.op == OpKind::kGridSample ||
+                  n.op == OpKind::kRoiAlign;
+  for (const ir::Value* v : n.inputs)
+    if (v->type.dtype == DType::kFloat16 && computes)
+      Fail(ErrorCode::kUnsupported, "{} on f16 is not supported on the device", OpName(n.op));
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    params +=
+        fmt::format("__global const {}* in{}, ", PointerType(n.inputs[k]->type.dtype, true), k);
+    spec.args.push_back(n.inputs[k]->id);
+  }
+  params += fmt::format("__global {}* out", PointerType(out->type.dtype, true));
+  spec.args.push_back(out->id);
+  return PointwiseKernel(kernel_name, params, MovementBody(n), out, true, std::move(spec));
 }
 
 }  // namespace texel::codegen

@@ -1,6 +1,7 @@
 // Reductions (kernels/reduce.cl) and the softmax family (kernels/softmax.cl).
 #include <algorithm>
 
+#include "codegen/opencl/elementwise_chain.h"
 #include "codegen/opencl/generator.h"
 #include "core/error.h"
 
@@ -19,7 +20,8 @@ std::string FlatToOffset(const char* var, const char* acc, const std::vector<int
 
 }  // namespace
 
-KernelSpec GenerateReduce(const ir::Node& n, const std::string& kernel_name) {
+KernelSpec GenerateReduce(const ir::Node& n, const std::string& kernel_name,
+                          const Chain& epilogue) {
   const ir::Value* x = n.inputs[0];
   DType t = x->type.dtype;
   bool is_float = IsFloat(t);
@@ -82,8 +84,9 @@ KernelSpec GenerateReduce(const ir::Node& n, const std::string& kernel_name) {
                                                                : "((T)(a))");
   KernelSpec spec;
   spec.name = kernel_name;
-  spec.source = src.Render();
   spec.args = {x->id, n.outputs[0]->id};
+  ApplyEpilogue(src, kernel_name, n.outputs[0], epilogue, spec);
+  spec.source = src.Render();
   spec.global = {RoundUp(static_cast<size_t>(std::max<int64_t>(outputs, 1)), 64)};
   spec.local = {64};
   spec.flops = static_cast<double>(NumElements(xs));

@@ -1,6 +1,7 @@
 // Window kernels: direct convolution (kernels/conv.cl), transposed convolution
 // (kernels/conv_transpose.cl) and pooling (kernels/pool.cl). The templates work over 3 spatial
 // dims; 1-D and 2-D nodes run with leading spatial dims of 1 (no stride, pad or dilation).
+#include "codegen/opencl/elementwise_chain.h"
 #include "codegen/opencl/generator.h"
 #include "core/error.h"
 
@@ -59,7 +60,8 @@ std::vector<size_t> WindowGlobal(const Window3& w, int64_t planes) {
 
 // Conv and ConvTranspose: x, w[, b] -> y, one template each.
 KernelSpec GenerateConvLike(const ir::Node& n, const std::string& kernel_name,
-                            const char* template_name, int64_t oc_per_group) {
+                            const char* template_name, int64_t oc_per_group,
+                            const Chain& epilogue) {
   DType t = RequireOneFloatType(n);
   const Shape& x = n.inputs[0]->type.shape;
   const Shape& wt = n.inputs[1]->type.shape;
@@ -76,9 +78,10 @@ KernelSpec GenerateConvLike(const ir::Node& n, const std::string& kernel_name,
   src.Define("BIAS(oc)", bias ? "LOAD(b, oc)" : "0");
   KernelSpec spec;
   spec.name = kernel_name;
-  spec.source = src.Render();
   for (const ir::Value* v : n.inputs) spec.args.push_back(v->id);
   spec.args.push_back(n.outputs[0]->id);
+  ApplyEpilogue(src, kernel_name, n.outputs[0], epilogue, spec);
+  spec.source = src.Render();
   spec.global = WindowGlobal(win, y[0] * y[1]);
   spec.local = {8, 1, 1};
   return spec;
@@ -86,27 +89,28 @@ KernelSpec GenerateConvLike(const ir::Node& n, const std::string& kernel_name,
 
 }  // namespace
 
-KernelSpec GenerateConv(const ir::Node& n, const std::string& kernel_name) {
+KernelSpec GenerateConv(const ir::Node& n, const std::string& kernel_name, const Chain& epilogue) {
   const Shape& w = n.inputs[1]->type.shape;
   const Shape& y = n.outputs[0]->type.shape;
-  KernelSpec spec = GenerateConvLike(n, kernel_name, "conv", y[1] / n.attrs.Int("group"));
+  KernelSpec spec = GenerateConvLike(n, kernel_name, "conv", y[1] / n.attrs.Int("group"), epilogue);
   // Multiply-adds per output element: the weights of one output channel.
   spec.flops =
       2.0 * static_cast<double>(NumElements(y)) * static_cast<double>(NumElements(w) / w[0]);
   return spec;
 }
 
-KernelSpec GenerateConvTranspose(const ir::Node& n, const std::string& kernel_name) {
+KernelSpec GenerateConvTranspose(const ir::Node& n, const std::string& kernel_name,
+                                 const Chain& epilogue) {
   const Shape& x = n.inputs[0]->type.shape;
   const Shape& w = n.inputs[1]->type.shape;
-  KernelSpec spec = GenerateConvLike(n, kernel_name, "conv_transpose", w[1]);
+  KernelSpec spec = GenerateConvLike(n, kernel_name, "conv_transpose", w[1], epilogue);
   // Every input element meets w[1] * prod(k) weights (the scatter view).
   spec.flops =
       2.0 * static_cast<double>(NumElements(x)) * static_cast<double>(NumElements(w) / w[0]);
   return spec;
 }
 
-KernelSpec GeneratePool(const ir::Node& n, const std::string& kernel_name) {
+KernelSpec GeneratePool(const ir::Node& n, const std::string& kernel_name, const Chain& epilogue) {
   // MaxPool also runs on integers (ONNX allows int8 / uint8); averaging needs floats.
   DType t = n.inputs[0]->type.dtype;
   bool is_float = IsFloat(t);
@@ -159,8 +163,9 @@ KernelSpec GeneratePool(const ir::Node& n, const std::string& kernel_name) {
   }
   KernelSpec spec;
   spec.name = kernel_name;
-  spec.source = src.Render();
   spec.args = {n.inputs[0]->id, n.outputs[0]->id};
+  ApplyEpilogue(src, kernel_name, n.outputs[0], epilogue, spec);
+  spec.source = src.Render();
   spec.global = WindowGlobal(win, y[0] * y[1]);
   spec.local = {8, 1, 1};
   spec.flops = static_cast<double>(NumElements(y) * win.k[0] * win.k[1] * win.k[2]);

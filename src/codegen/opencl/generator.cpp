@@ -48,25 +48,37 @@ void DefineStorage(KernelSource& src, DType t) {
 
 KernelSpec GenerateKernel(const ir::Node& node, const std::string& kernel_name,
                           const Target& target) {
-  std::vector<const ir::Value*> values(node.inputs.begin(), node.inputs.end());
-  values.insert(values.end(), node.outputs.begin(), node.outputs.end());
-  for (const ir::Value* v : values) {
-    if (v->type.dtype == DType::kFloat64 && !target.fp64)
-      Fail(ErrorCode::kUnsupported, "f64 tensors need a device with cl_khr_fp64");
-  }
+  return GenerateGroup({&node}, kernel_name, target);
+}
+
+KernelSpec GenerateGroup(const Chain& nodes, const std::string& kernel_name,
+                         const Target& target) {
+  for (const ir::Node* n : nodes)
+    for (const auto* values : {&n->inputs, &n->outputs})
+      for (const ir::Value* v : *values)
+        if (v->type.dtype == DType::kFloat64 && !target.fp64)
+          Fail(ErrorCode::kUnsupported, "f64 tensors need a device with cl_khr_fp64");
+  const ir::Node& node = *nodes[0];
+  Chain epilogue(nodes.begin() + 1, nodes.end());
   switch (node.info().cls) {
     case ir::OpClass::kUnary:
     case ir::OpClass::kBinary:
-    case ir::OpClass::kTernary:
-    case ir::OpClass::kMovement: return GeneratePointwise(node, kernel_name);
+    case ir::OpClass::kTernary: return GenerateElementwise(nodes, kernel_name);
     case ir::OpClass::kConv:
-      if (node.op == ir::OpKind::kConvTranspose) return GenerateConvTranspose(node, kernel_name);
-      return GenerateConv(node, kernel_name);
-    case ir::OpClass::kPool: return GeneratePool(node, kernel_name);
-    case ir::OpClass::kMatMul: return GenerateMatMul(node, kernel_name);
-    case ir::OpClass::kReduce: return GenerateReduce(node, kernel_name);
+      if (node.op == ir::OpKind::kConvTranspose)
+        return GenerateConvTranspose(node, kernel_name, epilogue);
+      return GenerateConv(node, kernel_name, epilogue);
+    case ir::OpClass::kPool: return GeneratePool(node, kernel_name, epilogue);
+    case ir::OpClass::kReduce: return GenerateReduce(node, kernel_name, epilogue);
+    case ir::OpClass::kMatMul: return GenerateMatMul(node, kernel_name, target, epilogue);
+    default: break;
+  }
+  TEXEL_CHECK(epilogue.empty(), "{} takes no fused epilogue", OpName(node.op));
+  switch (node.info().cls) {
+    case ir::OpClass::kMovement: return GeneratePointwise(node, kernel_name);
     case ir::OpClass::kNormalize: return GenerateSoftmax(node, kernel_name);
     case ir::OpClass::kSelect: return GenerateNonMaxSuppression(node, kernel_name);
+    default: break;
   }
   Fail(ErrorCode::kInternal, "no generator for {}", OpName(node.op));
 }

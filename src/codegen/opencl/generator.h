@@ -3,7 +3,9 @@
 // op/dtype combination it has no kernel for. Thread safety: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "codegen/opencl/kernel_spec.h"
 #include "ir/graph.h"
@@ -13,18 +15,39 @@ namespace texel::codegen {
 // The device facts generators use, filled by the backend from the device it lowers for.
 struct Target {
   bool fp64 = false;  // cl_khr_fp64: float64 tensors in elementwise, movement and reductions
+  // Facts that size tiled kernels (matmul.h): a GPU wants enough work-groups for every compute
+  // unit and stages tiles in local memory; a CPU runs one work-group per core at a time.
+  bool gpu = false;  // CL_DEVICE_TYPE_GPU
+  uint32_t compute_units = 1;
+  uint64_t local_mem_bytes = 32 * 1024;
+  size_t max_work_group_size = 256;
+  uint32_t warp_size = 0;  // NVIDIA's warp (cl_nv_device_attribute_query); 0 when unknown
 };
 
 KernelSpec GenerateKernel(const ir::Node& node, const std::string& kernel_name,
                           const Target& target);
+// A fusion group (passes/fuse.cpp): an anchor or elementwise node followed by the elementwise
+// chain that consumes its result, as one kernel.
+KernelSpec GenerateGroup(const std::vector<const ir::Node*>& nodes, const std::string& kernel_name,
+                         const Target& target);
 
 // Family generators, dispatched by op class.
 KernelSpec GeneratePointwise(const ir::Node& node, const std::string& kernel_name);
-KernelSpec GenerateConv(const ir::Node& node, const std::string& kernel_name);
-KernelSpec GenerateConvTranspose(const ir::Node& node, const std::string& kernel_name);
-KernelSpec GeneratePool(const ir::Node& node, const std::string& kernel_name);
-KernelSpec GenerateMatMul(const ir::Node& node, const std::string& kernel_name);
-KernelSpec GenerateReduce(const ir::Node& node, const std::string& kernel_name);
+// A chain of elementwise nodes (fusion) as one pointwise kernel.
+KernelSpec GenerateElementwise(const std::vector<const ir::Node*>& ops,
+                               const std::string& kernel_name);
+// Anchors take the elementwise chain fused after them (passes/fuse.cpp), applied to each result.
+using Chain = std::vector<const ir::Node*>;
+KernelSpec GenerateConv(const ir::Node& node, const std::string& kernel_name,
+                        const Chain& epilogue = {});
+KernelSpec GenerateConvTranspose(const ir::Node& node, const std::string& kernel_name,
+                                 const Chain& epilogue = {});
+KernelSpec GeneratePool(const ir::Node& node, const std::string& kernel_name,
+                        const Chain& epilogue = {});
+KernelSpec GenerateMatMul(const ir::Node& node, const std::string& kernel_name,
+                          const Target& target, const Chain& epilogue = {});
+KernelSpec GenerateReduce(const ir::Node& node, const std::string& kernel_name,
+                          const Chain& epilogue = {});
 KernelSpec GenerateSoftmax(const ir::Node& node, const std::string& kernel_name);
 KernelSpec GenerateNonMaxSuppression(const ir::Node& node, const std::string& kernel_name);
 

@@ -25,9 +25,15 @@ KernelSource& KernelSource::Define(const std::string& key, int64_t value) {
   return Define(key, std::to_string(value));
 }
 
+KernelSource& KernelSource::Prelude(const std::string& code) {
+  prelude_ += code;
+  return *this;
+}
+
 std::string KernelSource::Render() const {
   std::string out = fmt::format("// texel-kernel: {}\n", name_);
   for (const auto& [k, v] : defines_) out += fmt::format("#define {} {}\n", k, v);
+  out += prelude_;
   out += template_;
   for (const auto& [k, v] : defines_) out += fmt::format("#undef {}\n", k.substr(0, k.find('(')));
   return out;

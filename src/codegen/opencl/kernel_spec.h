@@ -26,12 +26,16 @@ class KernelSource {
   // key may be a function-like macro: "BIAS(oc)".
   KernelSource& Define(const std::string& key, const std::string& value);
   KernelSource& Define(const std::string& key, int64_t value);
+  // Code placed after the defines, before the template (helper functions; their names must
+  // contain the kernel name to stay unique in the program).
+  KernelSource& Prelude(const std::string& code);
   std::string Render() const;
 
  private:
   std::string name_;
   const char* template_;
   std::vector<std::pair<std::string, std::string>> defines_;
+  std::string prelude_;
 };
 
 // OpenCL C literal for a float value ("1.5f", "INFINITY", "NAN").

@@ -210,6 +210,16 @@ Buffer::Buffer(const Context& ctx, size_t bytes) : bytes_(bytes) {
   CheckCL(err, fmt::format("clCreateBuffer({} bytes)", bytes));
 }
 
+Buffer::Buffer(const Buffer& parent, size_t offset, size_t bytes) : bytes_(bytes) {
+  TEXEL_CHECK(bytes > 0 && offset <= parent.bytes_ && bytes <= parent.bytes_ - offset,
+              "sub-buffer of {} bytes at {} in {}", bytes, offset, parent.bytes_);
+  cl_buffer_region region{offset, bytes};
+  cl_int err = CL_SUCCESS;
+  mem_ = clCreateSubBuffer(parent.mem_, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region,
+                           &err);
+  CheckCL(err, fmt::format("clCreateSubBuffer({} bytes at {})", bytes, offset));
+}
+
 Buffer::~Buffer() {
   if (mem_ != nullptr) clReleaseMemObject(mem_);
 }

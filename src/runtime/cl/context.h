@@ -40,6 +40,9 @@ class Buffer {
  public:
   Buffer() = default;
   Buffer(const Context& ctx, size_t bytes);  // CL_MEM_READ_WRITE; bytes == 0 allocates 1 byte
+  // A sub-buffer: bytes (> 0) of parent from offset, which must be a multiple of the device's
+  // base address alignment. The parent must outlive it.
+  Buffer(const Buffer& parent, size_t offset, size_t bytes);
   ~Buffer();
   Buffer(Buffer&& o) noexcept;
   Buffer& operator=(Buffer&& o) noexcept;

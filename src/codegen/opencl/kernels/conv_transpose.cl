@@ -7,9 +7,9 @@
 // Parameters: KERNEL_NAME, N, IC, ID, IH, IW, OC, OD, OH, OW, KD, KH, KW, SD, SH, SW,
 // PD, PH, PW (begin pads), DD, DH, DW, IC_PER_G, OC_PER_G, T / T_STORE / LOAD / STORE
 // (element storage), BIAS_PARAM (", __global const T_STORE* b" or empty), BIAS(oc) (initial
-// accumulator).
+// accumulator), EPILOGUE(v, i) / EPILOGUE_PARAMS (fused elementwise ops on each result).
 __kernel void KERNEL_NAME(__global const T_STORE* x, __global const T_STORE* w BIAS_PARAM,
-                          __global T_STORE* out) {
+                          __global T_STORE* out EPILOGUE_PARAMS) {
   const int ow = get_global_id(0);
   const int odh = get_global_id(1);
   const int z = get_global_id(2);
@@ -44,5 +44,6 @@ __kernel void KERNEL_NAME(__global const T_STORE* x, __global const T_STORE* w B
       }
     }
   }
-  STORE(out, ((long)z * OD * OH + odh) * OW + ow, acc);
+  const long i = ((long)z * OD * OH + odh) * OW + ow;
+  STORE(out, i, EPILOGUE(acc, i));
 }

@@ -6,8 +6,9 @@
 // count_include_pad windows), T / T_STORE / LOAD (input storage), T_OUT / STORE_OUT(p, i, v)
 // (output storage), INIT (accumulator start),
 // ACC(acc, arg, v, at) (arg: where the max was, for MaxPool's Indices; at: the flat input index
-// of v from AT(base, id, ih, iw)), FINISH(acc, arg, count, padded_count).
-__kernel void KERNEL_NAME(__global const T_STORE* x, __global T_OUT* out) {
+// of v from AT(base, id, ih, iw)), FINISH(acc, arg, count, padded_count), EPILOGUE(v, i) /
+// EPILOGUE_PARAMS (fused elementwise ops on each result).
+__kernel void KERNEL_NAME(__global const T_STORE* x, __global T_OUT* out EPILOGUE_PARAMS) {
   const int ow = get_global_id(0);
   const int odh = get_global_id(1);
   const int z = get_global_id(2);
@@ -42,5 +43,6 @@ __kernel void KERNEL_NAME(__global const T_STORE* x, __global T_OUT* out) {
   const int ws = max(iw0, -PW), we = min(iw0 + (KW - 1) * DW + 1, IW + PW_END);
   const int padded_count = ((de - ds + DD - 1) / DD) * ((he - hs + DH - 1) / DH) *
                            ((we - ws + DW - 1) / DW);
-  STORE_OUT(out, ((long)z * OD * OH + odh) * OW + ow, FINISH(acc, arg, count, padded_count));
+  const long i = ((long)z * OD * OH + odh) * OW + ow;
+  STORE_OUT(out, i, EPILOGUE(FINISH(acc, arg, count, padded_count), i));
 }

@@ -3,8 +3,9 @@
 // Parameters: KERNEL_NAME, T / T_STORE / LOAD (input storage), T_ACC (accumulator type),
 // T_OUT / STORE_OUT(p, i, v) (output storage), N (outputs), R (elements per output),
 // BASE_OFFSET (statements: output index i -> input offset `base`), RED_OFFSET (statements:
-// reduced index r -> offset `roff`), INIT, ACC(acc, arg, v, r), FINISH(acc, arg).
-__kernel void KERNEL_NAME(__global const T_STORE* x, __global T_OUT* out) {
+// reduced index r -> offset `roff`), INIT, ACC(acc, arg, v, r), FINISH(acc, arg),
+// EPILOGUE(v, i) / EPILOGUE_PARAMS (fused elementwise ops on each result).
+__kernel void KERNEL_NAME(__global const T_STORE* x, __global T_OUT* out EPILOGUE_PARAMS) {
   const long i = get_global_id(0);
   if (i >= N) return;
   long base = 0;
@@ -16,5 +17,5 @@ __kernel void KERNEL_NAME(__global const T_STORE* x, __global T_OUT* out) {
     RED_OFFSET
     ACC(acc, arg, LOAD(x, base + roff), r);
   }
-  STORE_OUT(out, i, FINISH(acc, arg));
+  STORE_OUT(out, i, EPILOGUE(FINISH(acc, arg), i));
 }

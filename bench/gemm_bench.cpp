@@ -1,0 +1,268 @@
+// texel_gemm_bench: texel's generated SGEMM kernel against CLBlast's SGEMM on the same device and
+// queue, square row-major fp32 C = A x B. Both are timed the same way: warm-up, then R launches
+// enqueued back to back and one clFinish, wall-clock / R (R chosen to fill about 0.3 s).
+// Correctness: max |texel - CLBlast| over all of C, and max |texel - host| over 256 sampled
+// elements (double accumulation on the host).
+//
+// Usage: texel_gemm_bench [--device SPEC] [--sizes 512,1024] [--gemv 4096] [--no-clblast]
+//                         [--shapes MxNxK,...] [--params TMxTNxTK:WMxWN ...] [--seconds S]
+//   --params   extra texel kernels with explicit parameters (beside the heuristic's choice), to
+//              compare candidates on one device in one run: TMxTNxTK:WMxWN (tiled; 4-wide
+//              loads where K and N allow), direct:WMxWN:LXxSPLIT or panel:WMxWN:LXxLY:PK.
+//   --gemv N   also times 1 x N x N (the M = 1 path); --shapes any M x N x K.
+#include <clblast.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codegen/opencl/matmul.h"
+#include "core/error.h"
+#include "ir/graph.h"
+#include "runtime/cl/context.h"
+#include "runtime/cl/device.h"
+
+namespace {
+
+using namespace texel;
+using Clock = std::chrono::steady_clock;
+
+std::vector<int64_t> ParseList(const std::string& s) {
+  std::vector<int64_t> v;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t end = s.find(',', pos);
+    if (end == std::string::npos) end = s.size();
+    v.push_back(std::stoll(s.substr(pos, end - pos)));
+    pos = end + 1;
+  }
+  return v;
+}
+
+// "128x128x16:8x8" -> tiled parameters (vector widths filled in later from the shape);
+// "direct:8x16:4x1" -> the direct kernel, wi_m x wi_n (= vector width), LX x split_k;
+// "panel:8x16:8x8:64" -> the same with LX x LY row blocks sharing 64-row panels of B.
+codegen::MatMulParams ParseParams(const std::string& s) {
+  codegen::MatMulParams p;
+  int lx = 0;
+  if (std::sscanf(s.c_str(), "direct:%dx%d:%dx%d", &p.wi_m, &p.wi_n, &lx, &p.split_k) == 4) {
+    p.kind = codegen::MatMulParams::Kind::kDirect;
+    p.tile_m = p.wi_m, p.vec_b = p.wi_n, p.tile_n = lx * p.wi_n;
+    return p;
+  }
+  int ly = 0;
+  if (std::sscanf(s.c_str(), "panel:%dx%d:%dx%d:%d", &p.wi_m, &p.wi_n, &lx, &ly, &p.panel_k) == 5) {
+    p.kind = codegen::MatMulParams::Kind::kDirect;
+    p.tile_m = ly * p.wi_m, p.vec_b = p.wi_n, p.tile_n = lx * p.wi_n;
+    return p;
+  }
+  if (std::sscanf(s.c_str(), "%dx%dx%d:%dx%d", &p.tile_m, &p.tile_n, &p.tile_k, &p.wi_m, &p.wi_n) !=
+      5)
+    Fail(ErrorCode::kInvalidArgument,
+         "--params '{}': want TMxTNxTK:WMxWN, direct:WMxWN:LXxSPLIT or panel:WMxWN:LXxLY:PK", s);
+  return p;
+}
+
+// Seconds per call of `launch` (which enqueues one run): warm-up, then enough back-to-back runs
+// for about --seconds (0.3 s), timed from the first enqueue to clFinish.
+double g_seconds = 0.3;  // --seconds: timed span per measurement
+
+template <typename F>
+double TimeRuns(const cl::Context& ctx, F&& launch) {
+  launch();
+  ctx.Finish();
+  auto t0 = Clock::now();
+  launch();
+  ctx.Finish();
+  double once = std::chrono::duration<double>(Clock::now() - t0).count();
+  int reps = static_cast<int>(std::clamp(g_seconds / std::max(once, 1e-6), 3.0, 500.0));
+  t0 = Clock::now();
+  for (int r = 0; r < reps; ++r) launch();
+  ctx.Finish();
+  return std::chrono::duration<double>(Clock::now() - t0).count() / reps;
+}
+
+struct Problem {
+  int64_t m, n, k;
+  std::vector<float> a, b;
+  cl::Buffer da, db, dc;
+};
+
+// Runs texel's kernel for p (heuristic when params is null); returns seconds per run and
+// leaves C in p.dc.
+double RunTexel(const cl::Context& ctx, Problem& p, const codegen::MatMulParams* params,
+                std::string* label) {
+  ir::Graph g;
+  ir::Value* a = g.AddInput("a", {DType::kFloat32, {p.m, p.k}});
+  ir::Value* b = g.AddInput("b", {DType::kFloat32, {p.k, p.n}});
+  ir::Node* node = g.AddNode(ir::OpKind::kMatMul, {a, b}, {}, "mm");
+  codegen::Target target;
+  const cl::DeviceInfo& d = ctx.info();
+  target.gpu = d.type == "GPU";
+  target.compute_units = std::max<uint32_t>(d.compute_units, 1);
+  target.local_mem_bytes = d.local_mem_bytes;
+  target.max_work_group_size = d.max_work_group_size;
+  target.warp_size = d.nv_warp_size;
+  codegen::GemmShape shape{1, p.m, p.n, p.k, DType::kFloat32};
+  codegen::MatMulParams chosen = codegen::ChooseMatMulParams(shape, target);
+  if (params) {
+    codegen::MatMulParams q = *params;
+    if (q.kind == codegen::MatMulParams::Kind::kTiled) {
+      q.vec_a = p.k % 4 == 0 ? 4 : 1;
+      q.vec_b = p.n % 4 == 0 ? 4 : 1;
+    }
+    chosen = q;
+  }
+  *label = chosen.ToString();
+  codegen::KernelSpec spec = codegen::GenerateMatMulWith(*node, "gemm", target, chosen);
+  cl::Program program(ctx, spec.source, "", nullptr);
+  cl::Kernel kernel(program.get(), spec.name);
+  kernel.SetArg(0, p.da);
+  kernel.SetArg(1, p.db);
+  kernel.SetArg(2, p.dc);
+  // C still holds the previous result: clear it so that a kernel that writes nothing shows.
+  std::vector<float> nan(static_cast<size_t>(p.m * p.n), std::nanf(""));
+  p.dc.Write(ctx, nan.data(), nan.size() * sizeof(float));
+  return TimeRuns(ctx, [&] { cl::Launch(ctx, kernel, spec.global, spec.local); });
+}
+
+double RunClblast(const cl::Context& ctx, Problem& p) {
+  cl_command_queue queue = ctx.queue();
+  return TimeRuns(ctx, [&] {
+    auto status = clblast::Gemm(clblast::Layout::kRowMajor, clblast::Transpose::kNo,
+                                clblast::Transpose::kNo, p.m, p.n, p.k, 1.0f, p.da.mem(), 0, p.k,
+                                p.db.mem(), 0, p.n, 0.0f, p.dc.mem(), 0, p.n, &queue, nullptr);
+    if (status != clblast::StatusCode::kSuccess)
+      Fail(ErrorCode::kDevice, "CLBlast Gemm failed: status {}", static_cast<int>(status));
+  });
+}
+
+std::vector<float> Read(const cl::Context& ctx, const cl::Buffer& buf, size_t n) {
+  std::vector<float> v(n);
+  buf.Read(ctx, v.data(), n * sizeof(float));
+  return v;
+}
+
+// max |c - host reference| over 256 sampled elements.
+double SampledError(const Problem& p, const std::vector<float>& c) {
+  std::mt19937 rng(7);
+  double err = 0;
+  for (int s = 0; s < 256; ++s) {
+    int64_t i = static_cast<int64_t>(rng() % p.m), j = static_cast<int64_t>(rng() % p.n);
+    double ref = 0;
+    for (int64_t q = 0; q < p.k; ++q) ref += double{p.a[i * p.k + q]} * p.b[q * p.n + j];
+    if (double d = std::fabs(ref - c[i * p.n + j]); !(d <= err)) err = d;  // NaN sticks
+  }
+  return err;
+}
+
+void RunSize(const cl::Context& ctx, int64_t m, int64_t n, int64_t k, bool clblast,
+             const std::vector<codegen::MatMulParams>& extra) {
+  Problem p{m, n, k, std::vector<float>(m * k), std::vector<float>(k * n), {}, {}, {}};
+  std::mt19937 rng(1234);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (float& v : p.a) v = dist(rng);
+  for (float& v : p.b) v = dist(rng);
+  p.da = cl::Buffer(ctx, p.a.size() * sizeof(float));
+  p.db = cl::Buffer(ctx, p.b.size() * sizeof(float));
+  p.dc = cl::Buffer(ctx, static_cast<size_t>(m * n) * sizeof(float));
+  p.da.Write(ctx, p.a.data(), p.a.size() * sizeof(float));
+  p.db.Write(ctx, p.b.data(), p.b.size() * sizeof(float));
+  double flop = 2.0 * static_cast<double>(m) * n * k;
+
+  double cl_s = 0;
+  std::vector<float> ref;
+  if (clblast) {
+    cl_s = RunClblast(ctx, p);
+    ref = Read(ctx, p.dc, m * n);
+  }
+  // Explicit tiled parameters run on products of more than 8 rows, direct ones on all.
+  std::vector<const codegen::MatMulParams*> runs{nullptr};
+  for (const auto& e : extra)
+    if (e.kind == codegen::MatMulParams::Kind::kDirect || m > 8) runs.push_back(&e);
+  for (const codegen::MatMulParams* params : runs) {
+    std::string label;
+    double tx_s = 0;
+    try {
+      tx_s = RunTexel(ctx, p, params, &label);
+    } catch (const Error& e) {
+      std::printf("%5lldx%-5lldx%-5lld  %-36s  skipped: %s\n", (long long)m, (long long)n,
+                  (long long)k, params ? "explicit" : "heuristic", e.what());
+      continue;
+    }
+    std::vector<float> c = Read(ctx, p.dc, m * n);
+    double err_cl = 0;
+    for (size_t i = 0; i < ref.size(); ++i)
+      if (double d = std::fabs(c[i] - ref[i]); !(d <= err_cl)) err_cl = d;  // NaN sticks
+    std::printf("%5lldx%-5lldx%-5lld  %-36s %9.3f %8.3f", (long long)m, (long long)n, (long long)k,
+                (label + (params ? "" : " *")).c_str(), tx_s * 1e3, flop / tx_s * 1e-12);
+    if (clblast)
+      std::printf(" %9.3f %8.3f %6.2fx %9.2e", cl_s * 1e3, flop / cl_s * 1e-12, cl_s / tx_s,
+                  err_cl);
+    std::printf(" %9.2e\n", SampledError(p, c));
+    std::fflush(stdout);
+  }
+}
+
+int Main(int argc, char** argv) {
+  std::string device;
+  std::vector<int64_t> sizes{512, 1024, 2048, 4096}, gemv;
+  std::string shapes;
+  std::vector<codegen::MatMulParams> extra;
+  bool clblast = true;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) Fail(ErrorCode::kInvalidArgument, "{} needs a value", arg);
+      return argv[++i];
+    };
+    if (arg == "--device")
+      device = next();
+    else if (arg == "--sizes")
+      sizes = ParseList(next());
+    else if (arg == "--gemv")
+      gemv = ParseList(next());
+    else if (arg == "--shapes")
+      shapes = next();
+    else if (arg == "--seconds")
+      g_seconds = std::stod(next());
+    else if (arg == "--params")
+      extra.push_back(ParseParams(next()));
+    else if (arg == "--no-clblast")
+      clblast = false;
+    else
+      Fail(ErrorCode::kInvalidArgument, "unknown argument '{}'", arg);
+  }
+  cl::Context ctx(cl::SelectDevice(device));
+  std::printf("device: %s\n", ctx.info().Label().c_str());
+  std::printf("%-19s  %-36s %9s %8s %9s %8s %7s %9s %9s\n", "m x n x k",
+              "texel kernel (* heuristic)", "texel ms", "TFLOP/s", "clblas ms", "TFLOP/s", "ratio",
+              "err/clbl", "err/host");
+  for (int64_t n : sizes) RunSize(ctx, n, n, n, clblast, extra);
+  for (int64_t n : gemv) RunSize(ctx, 1, n, n, clblast, extra);
+  for (size_t pos = 0; pos < shapes.size();) {
+    size_t end = std::min(shapes.find(',', pos), shapes.size());
+    long long m = 0, n = 0, k = 0;
+    if (std::sscanf(shapes.substr(pos, end - pos).c_str(), "%lldx%lldx%lld", &m, &n, &k) != 3)
+      Fail(ErrorCode::kInvalidArgument, "--shapes: want MxNxK,...");
+    RunSize(ctx, m, n, k, clblast, extra);
+    pos = end + 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "texel_gemm_bench: error: %s\n", e.what());
+    return 1;
+  }
+}

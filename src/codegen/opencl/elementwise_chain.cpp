@@ -1,0 +1,207 @@
+// Elementwise ops as OpenCL C expressions, and chains of them (fusion): the body of a fused
+// pointwise kernel, or the epilogue an anchor kernel (conv, pooling, reduction, matmul) applies
+// to each result before storing it.
+#include "codegen/opencl/elementwise_chain.h"
+
+#include <cctype>
+#include <map>
+
+#include "codegen/opencl/generator.h"
+#include "core/error.h"
+#include "ir/host_eval.h"
+
+namespace texel::codegen {
+namespace {
+
+using ir::OpKind;
+
+// One rule per line: the expression of an elementwise op over x0, x1, x2, for float and for
+// integer/bool inputs (an empty string: no kernel for that type). Upper-case names are the
+// node's attributes, substituted by ElementwiseExpr.
+struct ExprRule {
+  OpKind op;
+  const char* float_expr;
+  const char* int_expr;
+};
+
+constexpr ExprRule kExprRules[] = {
+    {OpKind::kRelu, "(x0 < 0 ? 0.0f : x0)", "(x0 < 0 ? 0 : x0)"},
+    {OpKind::kSigmoid, "(1.0f / (1.0f + exp(-x0)))", ""},
+    {OpKind::kTanh, "tanh(x0)", ""},
+    {OpKind::kExp, "exp(x0)", ""},
+    {OpKind::kLog, "log(x0)", ""},
+    {OpKind::kSqrt, "sqrt(x0)", ""},
+    {OpKind::kNeg, "(-x0)", "(-x0)"},
+    {OpKind::kAbs, "fabs(x0)", "(x0 < 0 ? -x0 : x0)"},
+    {OpKind::kReciprocal, "(1.0f / x0)", ""},
+    {OpKind::kErf, "erf(x0)", ""},
+    {OpKind::kSoftplus, "(x0 > 20.0f ? x0 : log1p(exp(x0)))", ""},  // exp overflows past ~88
+    {OpKind::kFloor, "floor(x0)", ""},
+    {OpKind::kCeil, "ceil(x0)", ""},
+    {OpKind::kRound, "rint(x0)", ""},  // half to even, as ONNX Round
+    {OpKind::kSign, "(x0 > 0 ? 1.0f : (x0 < 0 ? -1.0f : 0.0f))", "((x0 > 0) - (x0 < 0))"},
+    {OpKind::kSin, "sin(x0)", ""},
+    {OpKind::kCos, "cos(x0)", ""},
+    {OpKind::kNot, "", "(!x0)"},
+    {OpKind::kTan, "tan(x0)", ""},
+    {OpKind::kAsin, "asin(x0)", ""},
+    {OpKind::kAcos, "acos(x0)", ""},
+    {OpKind::kAtan, "atan(x0)", ""},
+    {OpKind::kSinh, "sinh(x0)", ""},
+    {OpKind::kCosh, "cosh(x0)", ""},
+    {OpKind::kAsinh, "asinh(x0)", ""},
+    {OpKind::kAcosh, "acosh(x0)", ""},
+    {OpKind::kAtanh, "atanh(x0)", ""},
+    {OpKind::kIsNaN, "isnan(x0)", ""},
+    {OpKind::kIsInf, "(isinf(x0) && ((x0 > 0 && POS) || (x0 < 0 && NEG)))", ""},
+    {OpKind::kClip, "(x0 < MINV ? MINV : (x0 > MAXV ? MAXV : x0))", ""},
+    {OpKind::kLeakyRelu, "(x0 >= 0 ? x0 : x0 * ALPHA)", ""},
+    {OpKind::kElu, "(x0 >= 0 ? x0 : ALPHA * expm1(x0))", ""},
+    {OpKind::kHardSigmoid, "clamp(ALPHA * x0 + BETA, (T_IN)0, (T_IN)1)", ""},
+    {OpKind::kCopy, "x0", "x0"},
+    {OpKind::kAdd, "(x0 + x1)", "(x0 + x1)"},
+    {OpKind::kSub, "(x0 - x1)", "(x0 - x1)"},
+    {OpKind::kMul, "(x0 * x1)", "(x0 * x1)"},
+    {OpKind::kDiv, "(x0 / x1)", "(x0 / x1)"},
+    {OpKind::kPow, "pow(x0, x1)", ""},  // integers: a loop (ElementwiseBody)
+    {OpKind::kBitShift, "", "(LEFT ? x0 << x1 : x0 >> x1)"},
+    {OpKind::kMax, "(isnan(x0) || x0 > x1 ? x0 : x1)", "(x0 > x1 ? x0 : x1)"},  // NaN wins
+    {OpKind::kMin, "(isnan(x0) || x0 < x1 ? x0 : x1)", "(x0 < x1 ? x0 : x1)"},
+    {OpKind::kEqual, "(x0 == x1)", "(x0 == x1)"},
+    {OpKind::kLess, "(x0 < x1)", "(x0 < x1)"},
+    {OpKind::kGreater, "(x0 > x1)", "(x0 > x1)"},
+    {OpKind::kAnd, "", "(x0 && x1)"},
+    {OpKind::kOr, "", "(x0 || x1)"},
+    // fmod=0 takes the divisor's sign (Python %); fmod=1 the dividend's (C fmod).
+    {OpKind::kMod,
+     "(FMOD ? fmod(x0, x1) : (fmod(x0, x1) != 0 && ((fmod(x0, x1) < 0) != (x1 < 0)) "
+     "? fmod(x0, x1) + x1 : fmod(x0, x1)))",
+     "(FMOD ? x0 % x1 : ((x0 % x1) != 0 && (((x0 % x1) < 0) != (x1 < 0)) ? (x0 % x1) + x1 "
+     ": (x0 % x1)))"},
+    {OpKind::kWhere, "", "(x0 ? x1 : x2)"},  // typed by the condition
+};
+
+// Replaces whole identifiers of `text` found in `names`.
+std::string Substitute(const std::string& text, const std::map<std::string, std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    if (std::isalpha(static_cast<unsigned char>(text[i])) || text[i] == '_') {
+      size_t j = i;
+      while (j < text.size() &&
+             (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_'))
+        ++j;
+      std::string id = text.substr(i, j - i);
+      auto it = names.find(id);
+      out += it != names.end() ? it->second : id;
+      i = j;
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
+}
+
+// How external value v is read at the output coordinates c0.. of a tensor of shape `out`.
+std::string LoadExpr(const ir::Value* v, const Shape& out, const std::string& param) {
+  std::string off = OffsetExpr(ir::BroadcastStrides(v->type.shape, out));
+  if (v->type.dtype == DType::kFloat16) return fmt::format("vload_half({}, {})", off, param);
+  return fmt::format("{}[{}]", param, off);
+}
+
+}  // namespace
+
+std::string ValueTypeName(DType t) {
+  return t == DType::kFloat16 ? "float" : std::string(CLTypeName(t));
+}
+std::string StorageTypeName(DType t) { return std::string(CLTypeName(t)); }
+
+std::string ElementwiseExpr(const ir::Node& n, const std::vector<std::string>& x) {
+  const ir::Value* out = n.outputs[0];
+  if (n.op == OpKind::kCast) {
+    // OpenCL's C-style conversion truncates float -> int toward zero, as ONNX Cast.
+    if (out->type.dtype == DType::kBool) return fmt::format("(uchar)({} != 0)", x[0]);
+    return fmt::format("(({}){})", ValueTypeName(out->type.dtype), x[0]);
+  }
+  const ExprRule* rule = nullptr;
+  for (const auto& r : kExprRules)
+    if (r.op == n.op) rule = &r;
+  TEXEL_CHECK(rule != nullptr, "no expression for {}", OpName(n.op));
+  DType t = n.op == OpKind::kWhere ? DType::kBool : n.inputs[0]->type.dtype;
+  const char* expr = IsFloat(t) ? rule->float_expr : rule->int_expr;
+  if (!*expr)
+    Fail(ErrorCode::kUnsupported, "{} on {} is not supported on the device", OpName(n.op),
+         DTypeName(n.inputs[0]->type.dtype));
+  std::map<std::string, std::string> names = {{"T_IN", ValueTypeName(n.inputs[0]->type.dtype)}};
+  for (size_t k = 0; k < x.size(); ++k) names[fmt::format("x{}", k)] = x[k];
+  const ir::Attrs& a = n.attrs;
+  if (a.Has("alpha")) names["ALPHA"] = FloatLiteral(a.Float("alpha"));
+  if (a.Has("beta")) names["BETA"] = FloatLiteral(a.Float("beta"));
+  if (a.Has("min")) names["MINV"] = FloatLiteral(a.Float("min"));
+  if (a.Has("max")) names["MAXV"] = FloatLiteral(a.Float("max"));
+  if (a.Has("detect_positive")) names["POS"] = std::to_string(a.Int("detect_positive"));
+  if (a.Has("detect_negative")) names["NEG"] = std::to_string(a.Int("detect_negative"));
+  if (a.Has("left")) names["LEFT"] = std::to_string(a.Int("left"));
+  if (a.Has("fmod")) names["FMOD"] = std::to_string(a.Int("fmod"));
+  return fmt::format("(({}){})", ValueTypeName(out->type.dtype), Substitute(expr, names));
+}
+
+ChainCode ElementwiseChain(const std::vector<const ir::Node*>& ops, const ir::Value* seed_value,
+                           const std::string& seed_var,
+                           const std::function<std::string(const ir::Value*)>& param) {
+  const Shape& shape = ops.back()->outputs[0]->type.shape;
+  ChainCode c;
+  const ir::Value* prev = seed_value;
+  std::string prev_var = seed_var;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const ir::Node& n = *ops[k];
+    std::vector<std::string> x;
+    for (const ir::Value* in : n.inputs)
+      x.push_back(in == prev ? prev_var : LoadExpr(in, shape, param(in)));
+    std::string var = fmt::format("y{}", k);
+    c.code += fmt::format("const {} {} = {}; ", ValueTypeName(n.outputs[0]->type.dtype), var,
+                          ElementwiseExpr(n, x));
+    prev = n.outputs[0];
+    prev_var = var;
+  }
+  c.result = prev_var;
+  return c;
+}
+
+void ApplyEpilogue(KernelSource& src, const std::string& kernel_name, const ir::Value* anchor_out,
+                   const std::vector<const ir::Node*>& ops, KernelSpec& spec) {
+  if (ops.empty()) {
+    src.Define("EPILOGUE(v, i)", "(v)").Define("EPILOGUE_PARAMS", "");
+    return;
+  }
+  const ir::Value* result = ops.back()->outputs[0];
+  TEXEL_CHECK(result->type.dtype == anchor_out->type.dtype, "an epilogue must keep the type");
+  // External operands, each one parameter e<k> in first-use order.
+  std::vector<const ir::Value*> ext;
+  const ir::Value* chain = anchor_out;
+  for (const ir::Node* n : ops) {
+    for (const ir::Value* in : n->inputs)
+      if (in != chain && std::find(ext.begin(), ext.end(), in) == ext.end()) ext.push_back(in);
+    chain = n->outputs[0];
+  }
+  auto param = [&](const ir::Value* v) {
+    return fmt::format("e{}", std::find(ext.begin(), ext.end(), v) - ext.begin());
+  };
+  ChainCode c = ElementwiseChain(ops, anchor_out, "v", param);
+  std::string params, args;
+  for (size_t k = 0; k < ext.size(); ++k) {
+    params += fmt::format(", __global const {}* e{}", StorageTypeName(ext[k]->type.dtype), k);
+    args += fmt::format(", e{}", k);
+    spec.args.push_back(ext[k]->id);
+  }
+  std::string fn = kernel_name + "_epilogue";
+  src.Prelude(fmt::format("{} {}({} v, long i{}) {{ {} {} return {}; }}\n",
+                          ValueTypeName(result->type.dtype), fn,
+                          ValueTypeName(anchor_out->type.dtype), params,
+                          CoordsCode(result->type.shape), c.code, c.result));
+  src.Define("EPILOGUE(v, i)", fmt::format("{}(v, i{})", fn, args));
+  src.Define("EPILOGUE_PARAMS", params);
+  // The kernel now writes the chain's result instead of the anchor's.
+  std::replace(spec.args.begin(), spec.args.end(), anchor_out->id, result->id);
+}
+
+}  // namespace texel::codegen

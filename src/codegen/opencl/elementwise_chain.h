@@ -1,0 +1,44 @@
+// Elementwise ops as OpenCL C expressions, and chains of them for fusion (see passes/fuse.cpp):
+// a chain is a list of elementwise nodes of one output shape, each consuming the previous
+// one's result; the other operands are read with broadcasting at the output coordinates.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "codegen/opencl/kernel_spec.h"
+#include "ir/graph.h"
+
+namespace texel::codegen {
+
+// The C type elementwise code computes t in (f16 storage computes in float), and the element
+// type behind a __global pointer to t.
+std::string ValueTypeName(DType t);
+std::string StorageTypeName(DType t);
+
+// The expression of elementwise node n over operand expressions x (one per input), converted
+// to the value type of n's output. Throws kUnsupported for type combinations without a kernel.
+std::string ElementwiseExpr(const ir::Node& n, const std::vector<std::string>& x);
+
+struct ChainCode {
+  std::string code;    // statements; they read coordinates c0, c1, ... of the output element
+  std::string result;  // the variable holding the chain's result
+};
+
+// The statements computing `ops` in order. Where an op reads `seed_value` (the chain's input
+// from outside, e.g. an anchor's result) it uses variable `seed_var`; later ops read their
+// predecessor's result; any other operand v is read from buffer parameter param(v).
+ChainCode ElementwiseChain(const std::vector<const ir::Node*>& ops, const ir::Value* seed_value,
+                           const std::string& seed_var,
+                           const std::function<std::string(const ir::Value*)>& param);
+
+// Lets an anchor template apply `ops` (which consume anchor_out) to each result: defines
+// EPILOGUE(v, i) (i: flat output index) and EPILOGUE_PARAMS (extra buffer parameters after the
+// output), adds a helper function before the template, appends the extra operands to
+// spec.args and retargets the output argument to the chain's result. With no ops, EPILOGUE is
+// the identity. Call after spec.args lists the anchor's inputs and output, before Render().
+void ApplyEpilogue(KernelSource& src, const std::string& kernel_name, const ir::Value* anchor_out,
+                   const std::vector<const ir::Node*>& ops, KernelSpec& spec);
+
+}  // namespace texel::codegen

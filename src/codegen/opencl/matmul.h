@@ -1,0 +1,64 @@
+// The MatMul kernels' explicit parameters and the heuristic that picks them (generate_matmul.cpp).
+// Two kernels: kernels/matmul.cl, register- and local-memory-tiled, for GPUs; and
+// kernels/matmul_direct.cl, a few rows x one vector of columns per work-item read straight from
+// global memory, optionally with K split across the work-group: on GPUs for M <= 8 (matrix-
+// vector products, classifier and transformer heads), on CPUs for every shape. Parameters stay
+// explicit so that a tuner (and bench/gemm_bench) can set them. Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "codegen/opencl/generator.h"
+#include "core/dtype.h"
+
+namespace texel::codegen {
+
+// One (batched) product: batch x [m, k] x [k, n].
+struct GemmShape {
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  DType dtype = DType::kFloat32;
+};
+
+struct MatMulParams {
+  enum class Kind { kTiled, kDirect };
+  Kind kind = Kind::kTiled;
+  // kTiled: a work-group computes a tile_m x tile_n output tile, stepping K by tile_k through
+  // double-buffered local memory; each work-item holds a wi_m x wi_n register block, so the
+  // work-group is (tile_n / wi_n) x (tile_m / wi_m). vec_a / vec_b: global load widths along K
+  // of A and along N of B (K and N must be multiples).
+  // kDirect: a work-item computes wi_m rows x wi_n (= vec_b) adjacent columns. Either the
+  // work-group is (tile_n / wi_n) x split_k and the split_k (a power of two) work-items of a
+  // column share K, adding up through local memory (tile_m == wi_m); or it is
+  // (tile_n / wi_n) x (tile_m / wi_m) and, with panel_k > 0, stages panel_k rows of B at a time
+  // in local memory for all its rows. tile_k and vec_a are unused.
+  int tile_m = 64, tile_n = 64, tile_k = 8;
+  int wi_m = 4, wi_n = 4;
+  int vec_a = 1, vec_b = 1;
+  int split_k = 1;
+  int panel_k = 0;
+
+  int LocalX() const { return tile_n / wi_n; }
+  int LocalY() const { return kind == Kind::kDirect && split_k > 1 ? split_k : tile_m / wi_m; }
+  std::string ToString()
+      const;  // "tiled 128x128x8 wi 8x8 vec 4/4", "direct 1x256 wi 1x4 split 8 panel 0"
+};
+
+// The heuristic choice for shape s on target t (see docs/decisions.md).
+MatMulParams ChooseMatMulParams(const GemmShape& s, const Target& t);
+
+// Why p cannot run s on t (tiles that do not divide, vector widths that do not divide K or N,
+// too much local memory, too many work-items), or nullopt when it can.
+std::optional<std::string> CheckMatMulParams(const MatMulParams& p, const GemmShape& s,
+                                             const Target& t);
+
+// GenerateMatMul with explicit parameters (CheckMatMulParams must pass: kInvalidArgument).
+KernelSpec GenerateMatMulWith(const ir::Node& node, const std::string& kernel_name,
+                              const Target& target, const MatMulParams& params,
+                              const Chain& epilogue = {});
+
+// The shape of MatMul node n (batch dims broadcast).
+GemmShape GemmShapeOf(const ir::Node& n);
+
+}  // namespace texel::codegen

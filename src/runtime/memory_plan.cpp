@@ -1,0 +1,142 @@
+#include "runtime/memory_plan.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/error.h"
+
+namespace texel::runtime {
+namespace {
+
+int64_t AlignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+struct Planned {
+  int buffer;
+  int64_t bytes;
+  int first, last;  // steps, inclusive
+};
+
+struct Placed {
+  int64_t offset, end;  // end: offset + the size rounded up to the alignment
+  int first, last;
+};
+
+// One greedy pass over the buffers in the given order: each goes into the smallest gap, between
+// the already placed buffers whose lifetimes overlap its own, that holds it; else above them all.
+// Sets offsets (by index into planned) and returns the arena size.
+int64_t Place(const std::vector<Planned>& planned, const std::vector<int>& order, int64_t alignment,
+              std::vector<int64_t>* offsets) {
+  std::vector<Placed> placed;  // sorted by offset
+  placed.reserve(order.size());
+  int64_t arena = 0;
+  for (int i : order) {
+    const Planned& p = planned[i];
+    const int64_t size = AlignUp(p.bytes, alignment);
+    int64_t best = -1, best_gap = std::numeric_limits<int64_t>::max(), top = 0;
+    for (const Placed& q : placed) {
+      if (q.last < p.first || q.first > p.last) continue;  // never live at the same time
+      int64_t gap = q.offset - top;
+      if (gap >= size && gap < best_gap) {
+        best = top;
+        best_gap = gap;
+      }
+      top = std::max(top, q.end);
+    }
+    if (best < 0) best = top;
+    Placed q{best, best + size, p.first, p.last};
+    placed.insert(
+        std::upper_bound(placed.begin(), placed.end(), q,
+                         [](const Placed& a, const Placed& b) { return a.offset < b.offset; }),
+        q);
+    (*offsets)[i] = best;
+    arena = std::max(arena, best + p.bytes);
+  }
+  return arena;
+}
+
+}  // namespace
+
+MemoryPlan PlanMemory(const Plan& plan, int64_t alignment) {
+  TEXEL_CHECK(alignment > 0, "arena alignment {} must be positive", alignment);
+  const size_t n = plan.buffers.size();
+  MemoryPlan m;
+  m.alignment = alignment;
+  m.offsets.assign(n, -1);
+
+  // Host-visible buffers stay on their own: the host writes inputs and reads outputs between
+  // runs, so their lifetime is not the steps'.
+  std::vector<bool> host(n, false);
+  for (const TensorBinding& in : plan.inputs) host.at(in.buffer) = true;
+  for (const TensorBinding& out : plan.outputs) {
+    host.at(out.buffer) = true;
+    if (out.rows_buffer >= 0) host.at(out.rows_buffer) = true;
+  }
+  std::vector<int> first(n, -1), last(n, -1);
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    for (int b : plan.steps[s].buffers) {
+      if (first.at(b) < 0) first[b] = static_cast<int>(s);
+      last[b] = static_cast<int>(s);
+    }
+  }
+  std::vector<Planned> planned;
+  for (size_t i = 0; i < n; ++i) {
+    const BufferDesc& b = plan.buffers[i];
+    if (b.constant) {
+      m.constant_bytes += b.bytes;
+    } else if (host[i]) {
+      m.io_bytes += b.bytes;
+    } else if (b.bytes > 0 && first[i] >= 0) {
+      planned.push_back({static_cast<int>(i), b.bytes, first[i], last[i]});
+      m.unshared_bytes += b.bytes;
+    }
+  }
+  if (planned.empty()) return m;
+
+  // The lower bound: no placement needs less than the bytes live at the busiest step.
+  std::vector<int64_t> delta(plan.steps.size() + 1, 0);
+  for (const Planned& p : planned) {
+    delta[p.first] += p.bytes;
+    delta[p.last + 1] -= p.bytes;
+  }
+  int64_t live = 0;
+  for (int64_t d : delta) m.lower_bound = std::max(m.lower_bound, live += d);
+
+  // Greedy by size: largest first, ties by first use.
+  std::vector<int> order(planned.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::sort(order.begin(), order.end(), [&](int x, int y) {
+    const Planned &a = planned[x], &b = planned[y];
+    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    if (a.first != b.first) return a.first < b.first;
+    return a.buffer < b.buffer;
+  });
+  // Then "squeaky wheel" passes: the buffers that ended up above the lower bound go first next
+  // time, keeping their relative order. Size order alone can box a long-lived buffer in (a
+  // residual between blocks whose large buffers it cannot fit beside); placed first, the large
+  // ones arrange around it. Each pass costs O(n^2), so large plans get fewer.
+  const double n2 = static_cast<double>(planned.size()) * static_cast<double>(planned.size());
+  const int passes = static_cast<int>(std::clamp(2e8 / n2, 1.0, 16.0));
+  std::vector<int64_t> offsets(planned.size()), best_offsets;
+  m.arena_bytes = std::numeric_limits<int64_t>::max();
+  for (int pass = 0; pass < passes; ++pass) {
+    int64_t arena = Place(planned, order, alignment, &offsets);
+    if (arena < m.arena_bytes) {
+      m.arena_bytes = arena;
+      best_offsets = offsets;
+    }
+    if (arena <= m.lower_bound) break;
+    std::stable_partition(order.begin(), order.end(),
+                          [&](int i) { return offsets[i] + planned[i].bytes > m.lower_bound; });
+  }
+  for (size_t i = 0; i < planned.size(); ++i) m.offsets[planned[i].buffer] = best_offsets[i];
+  return m;
+}
+
+int64_t ArenaAlignment(const cl::DeviceInfo& device) {
+  // The spec's minimum is the size of the largest built-in type (long16, 128 bytes); a device
+  // that reports nothing gets that.
+  int64_t bytes = device.mem_base_addr_align_bits / 8;
+  return bytes > 0 ? bytes : 128;
+}
+
+}  // namespace texel::runtime

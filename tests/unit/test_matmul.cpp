@@ -1,0 +1,230 @@
+// MatMul kernels (codegen/opencl/matmul.h) on PoCL against a double-precision host reference:
+// explicit parameter sets of both kernels (edge tiles in M, N and K, K shorter than a tile,
+// batch broadcasting, M = 1) in f32, f16 storage and f64; the parameters the heuristic picks for
+// a GPU, run here so that what the GPU will execute is checked on every machine; and the whole
+// compile path (CompileGraph) with the heuristic for this device.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/native/native_backend.h"
+#include "codegen/opencl/matmul.h"
+#include "kernel_test_util.h"
+
+namespace texel {
+namespace {
+
+using namespace texel::testing;
+using codegen::MatMulParams;
+
+HostTensor Random(DType t, const Shape& s, uint32_t seed) {
+  HostTensor f = RandomF32(s, seed);
+  if (t == DType::kFloat16) return ToF16(f);
+  if (t != DType::kFloat64) return f;
+  HostTensor d(DType::kFloat64, s);
+  for (int64_t i = 0; i < f.size(); ++i) d.data<double>()[i] = F(f, i);
+  return d;
+}
+
+codegen::Target CpuTarget() { return backends::NativeBackend::TargetOf(SharedContext()->info()); }
+
+// Runs the kernel GenerateMatMulWith makes for `params` (the heuristic's when null) on PoCL.
+HostTensor RunKernel(const HostTensor& a, const HostTensor& b, const MatMulParams* params,
+                     const codegen::Target& target) {
+  ir::Graph g;
+  ir::Value* av = g.AddInput("a", {a.dtype, a.shape});
+  ir::Value* bv = g.AddInput("b", {b.dtype, b.shape});
+  ir::Node* node = g.AddNode(ir::OpKind::kMatMul, {av, bv}, {}, "mm");
+  const ir::TensorType& yt = node->outputs[0]->type;
+  MatMulParams p =
+      params ? *params : codegen::ChooseMatMulParams(codegen::GemmShapeOf(*node), target);
+  codegen::KernelSpec spec = codegen::GenerateMatMulWith(*node, "mm", target, p);
+  std::string source = a.dtype == DType::kFloat64
+                           ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" + spec.source
+                           : spec.source;
+  const cl::Context& ctx = *SharedContext();
+  cl::Program program(ctx, source, "", nullptr);
+  cl::Kernel kernel(program.get(), spec.name);
+  cl::Buffer da(ctx, a.bytes.size()), db(ctx, b.bytes.size()), dy(ctx, yt.bytes());
+  da.Write(ctx, a.bytes.data(), a.bytes.size());
+  db.Write(ctx, b.bytes.data(), b.bytes.size());
+  kernel.SetArg(0, da);
+  kernel.SetArg(1, db);
+  kernel.SetArg(2, dy);
+  cl::Launch(ctx, kernel, spec.global, spec.local);
+  HostTensor y(yt.dtype, yt.shape);
+  dy.Read(ctx, y.bytes.data(), y.bytes.size());
+  return y;
+}
+
+// |got - want| <= tol * max(|want|, 1) elementwise; the scale follows K's accumulated error.
+void ExpectMatches(const HostTensor& got, const HostTensor& a, const HostTensor& b,
+                   const std::string& what) {
+  Shape shape;
+  std::vector<double> want = RefMatMulValues(a, b, &shape);
+  ASSERT_EQ(got.shape, shape) << what;
+  double tol = got.dtype == DType::kFloat16 ? 4e-3 : got.dtype == DType::kFloat32 ? 2e-5 : 1e-12;
+  tol *= std::sqrt(static_cast<double>(a.shape.back()));
+  int bad = 0;
+  for (int64_t i = 0; i < got.size(); ++i) {
+    double g = got.GetDouble(i), w = want[i];
+    if (!(std::fabs(g - w) <= tol * std::max(std::fabs(w), 1.0)) && ++bad <= 3)
+      ADD_FAILURE() << what << " at " << i << ": got " << g << ", want " << w;
+  }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << got.size() << " elements differ";
+}
+
+struct Case {
+  Shape a, b;
+};
+
+// Edge tiles in every dimension, K shorter than and not a multiple of a tile, odd K and N
+// (scalar loads), batch broadcasting both ways, M = 1.
+const std::vector<Case> kCases = {
+    {{67, 45}, {45, 131}},      {{2, 1, 70, 64}, {3, 64, 36}},
+    {{130, 20}, {20, 132}},     {{1, 200}, {200, 300}},
+    {{5, 8}, {8, 12}},          {{3, 33, 7}, {7, 17}},
+    {{4, 1, 96}, {1, 96, 128}}, {{2, 129, 40}, {2, 40, 64}},
+};
+
+MatMulParams Tiled(int tm, int tn, int tk, int wm, int wn) {
+  MatMulParams p;
+  p.tile_m = tm, p.tile_n = tn, p.tile_k = tk, p.wi_m = wm, p.wi_n = wn;
+  return p;
+}
+
+// The direct kernel with ly row blocks sharing panels of pk rows of B.
+MatMulParams Panel(int wm, int wn, int lx, int ly, int pk) {
+  MatMulParams p;
+  p.kind = MatMulParams::Kind::kDirect;
+  p.wi_m = wm, p.tile_m = ly * wm, p.wi_n = p.vec_b = wn, p.tile_n = lx * wn, p.panel_k = pk;
+  return p;
+}
+
+MatMulParams Direct(int wm, int wn, int lx, int split) {
+  MatMulParams p;
+  p.kind = MatMulParams::Kind::kDirect;
+  p.tile_m = p.wi_m = wm, p.wi_n = p.vec_b = wn, p.tile_n = lx * wn, p.split_k = split;
+  return p;
+}
+
+TEST(MatMulTest, ExplicitParamsAllShapes) {
+  const std::vector<MatMulParams> params = {
+      Tiled(128, 128, 16, 16, 8), Tiled(128, 128, 16, 8, 8), Tiled(64, 128, 16, 8, 8),
+      Tiled(64, 128, 8, 4, 8),    Tiled(64, 64, 16, 4, 4),   Tiled(32, 64, 16, 2, 4),
+      Tiled(16, 16, 16, 1, 1),    Tiled(32, 32, 8, 4, 4),    Direct(8, 4, 8, 8),
+      Direct(1, 1, 32, 4),        Direct(3, 2, 16, 1),       Panel(4, 4, 8, 4, 16),
+      Panel(2, 1, 4, 8, 5),
+  };
+  codegen::Target target = CpuTarget();
+  // Every third (case, parameters) pair: each parameter set meets about three cases, and PoCL
+  // compiles each kernel in a second or two.
+  for (size_t ci = 0; ci < kCases.size(); ++ci) {
+    const Case& c = kCases[ci];
+    HostTensor a = Random(DType::kFloat32, c.a, 500 + 2 * static_cast<uint32_t>(ci));
+    HostTensor b = Random(DType::kFloat32, c.b, 501 + 2 * static_cast<uint32_t>(ci));
+    int64_t k = c.a.back(), n = c.b.back();
+    for (size_t pi = 0; pi < params.size(); ++pi) {
+      if ((ci + pi) % 3 != 0) continue;
+      MatMulParams p = params[pi];
+      if (p.kind == MatMulParams::Kind::kTiled) {
+        p.vec_a = k % 4 == 0 ? 4 : 1;
+        p.vec_b = n % 4 == 0 ? 4 : 1;
+      } else if (n % p.vec_b != 0) {
+        continue;
+      }
+      std::string what = fmt::format("{} x {} with {}", ShapeStr(c.a), ShapeStr(c.b), p.ToString());
+      ExpectMatches(RunKernel(a, b, &p, target), a, b, what);
+    }
+  }
+}
+
+// f16 storage and f64 through both kernels, with vector loads and edge tiles.
+TEST(MatMulTest, Float16AndFloat64) {
+  codegen::Target target = CpuTarget();
+  MatMulParams tiled = Tiled(32, 64, 16, 2, 4);
+  for (DType t : {DType::kFloat16, DType::kFloat64}) {
+    for (const Case& c : {Case{{2, 37, 24}, {24, 68}}, Case{{1, 40}, {40, 20}}}) {
+      HostTensor a = Random(t, c.a, 601), b = Random(t, c.b, 602);
+      MatMulParams p = tiled;
+      p.vec_a = p.vec_b = t == DType::kFloat64 ? 2 : 4;
+      std::string what = fmt::format("{} {} x {}", DTypeName(t), ShapeStr(c.a), ShapeStr(c.b));
+      ExpectMatches(RunKernel(a, b, &p, target), a, b, what + " tiled");
+      ExpectMatches(RunKernel(a, b, nullptr, target), a, b, what + " heuristic");
+    }
+  }
+}
+
+// What the heuristic picks for a large GPU (H100-like facts): valid for every shape, tiled
+// beyond 8 rows, and correct when run here.
+TEST(MatMulTest, GpuHeuristicChoices) {
+  codegen::Target gpu;
+  gpu.gpu = true;
+  gpu.compute_units = 132;
+  gpu.local_mem_bytes = 48 * 1024;
+  gpu.max_work_group_size = 1024;
+  gpu.warp_size = 32;
+  codegen::Target cpu = CpuTarget();
+  uint32_t seed = 700;
+  for (const Case& c : kCases) {
+    HostTensor a = Random(DType::kFloat32, c.a, ++seed), b = Random(DType::kFloat32, c.b, ++seed);
+    ir::Graph g;
+    ir::Node* node = g.AddNode(
+        ir::OpKind::kMatMul,
+        {g.AddInput("a", {DType::kFloat32, c.a}), g.AddInput("b", {DType::kFloat32, c.b})}, {},
+        "mm");
+    codegen::GemmShape s = codegen::GemmShapeOf(*node);
+    MatMulParams p = codegen::ChooseMatMulParams(s, gpu);
+    EXPECT_FALSE(codegen::CheckMatMulParams(p, s, gpu).has_value()) << p.ToString();
+    EXPECT_EQ(p.kind == MatMulParams::Kind::kTiled, s.m > 8) << p.ToString();
+    // PoCL accepts the GPU's work-group sizes; run the GPU's choice on the CPU target.
+    ExpectMatches(RunKernel(a, b, &p, cpu), a, b, "gpu choice " + p.ToString());
+  }
+  // A small device (64 work-items, 4 KiB of local memory) still gets parameters it can run.
+  codegen::Target small = gpu;
+  small.max_work_group_size = 64;
+  small.local_mem_bytes = 4096;
+  for (codegen::GemmShape s : {codegen::GemmShape{1, 1, 1000, 2048},
+                               {1, 4096, 4096, 4096},
+                               {3, 129, 40, 64},
+                               {1, 67, 131, 45}}) {
+    for (bool is_gpu : {true, false}) {
+      small.gpu = is_gpu;
+      MatMulParams p = codegen::ChooseMatMulParams(s, small);
+      EXPECT_FALSE(codegen::CheckMatMulParams(p, s, small).has_value()) << p.ToString();
+    }
+  }
+  // Large square products take the largest tile; a 128-row transformer layer a smaller one.
+  EXPECT_EQ(codegen::ChooseMatMulParams({1, 4096, 4096, 4096, DType::kFloat32}, gpu).tile_m, 128);
+  EXPECT_LT(codegen::ChooseMatMulParams({1, 128, 3072, 768, DType::kFloat32}, gpu).tile_m, 128);
+}
+
+// The full compile path with this device's heuristic: batch broadcast, M = 1, odd sizes, and a
+// constant right operand.
+TEST(MatMulTest, CompiledGraph) {
+  HostTensor a = RandomF32({2, 1, 9, 33}, 801), b = RandomF32({3, 33, 20}, 802);
+  HostTensor v = RandomF32({1, 64}, 803), w = RandomF32({64, 1000}, 804);
+  HostTensor x = RandomF32({5, 17, 31}, 805), c = RandomF32({31, 7}, 806);
+  auto g = std::make_unique<ir::Graph>();
+  auto out = [&](ir::Value* l, ir::Value* r) {
+    g->AddOutput(g->AddNode(ir::OpKind::kMatMul, {l, r}, {}, "mm")->outputs[0]);
+  };
+  out(g->AddInput("a", {DType::kFloat32, a.shape}), g->AddInput("b", {DType::kFloat32, b.shape}));
+  out(g->AddInput("v", {DType::kFloat32, v.shape}),
+      g->AddConstant("w", std::make_shared<HostTensor>(w)));
+  out(g->AddInput("x", {DType::kFloat32, x.shape}),
+      g->AddConstant("c", std::make_shared<HostTensor>(c)));
+  std::vector<HostTensor> y = CompileAndRun(std::move(g), {{"a", a}, {"b", b}, {"v", v}, {"x", x}});
+  ASSERT_EQ(y.size(), 3u);
+  ExpectMatches(y[0], a, b, "[2,1,9,33] x [3,33,20]");
+  ExpectMatches(y[1], v, w, "[1,64] x [64,1000]");
+  ExpectMatches(y[2], x, c, "[5,17,31] x [31,7]");
+}
+
+}  // namespace
+}  // namespace texel

@@ -1,0 +1,172 @@
+// texel bench: compiles a model for a device and measures it: host latency over timed runs after
+// warm-up, the kernel count, the planned memory, and a per-kernel profile from OpenCL profiling
+// events (median device time per step, GFLOP/s, GB/s, share of the total), optionally as JSON.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+#include "core/error.h"
+#include "model_session.h"
+
+namespace texel::cli {
+namespace {
+
+struct BenchArgs {
+  ModelArgs model;
+  int repeat = 50, warmup = 5, top = 20;
+  std::string json;
+};
+
+struct StepProfile {
+  size_t index;
+  const runtime::KernelStep* step;
+  double ms;  // median device time over the profiled runs
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Rates in units of 1e9 per second from a count and milliseconds.
+double PerNs(double count, double ms) { return ms > 0 ? count / ms * 1e-6 : 0; }
+
+// Keeps the end of a long name, where IR names say the most ("/layer4/layer4.1/conv2/Conv").
+std::string Tail(const std::string& s, size_t width) {
+  return s.size() <= width ? s : "..." + s.substr(s.size() - (width - 3));
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+void WriteJson(const BenchArgs& a, const ModelSession& ms, const std::vector<double>& latency,
+               const std::vector<StepProfile>& profile, double total_ms) {
+  const runtime::Plan& plan = ms.plan();
+  const runtime::MemoryPlan& mem = plan.memory;
+  std::string j = "{\n";
+  j += fmt::format("  \"model\": {},\n  \"device\": {},\n", JsonString(a.model.model),
+                   JsonString(ms.device.Label()));
+  j += fmt::format("  \"repeat\": {},\n  \"warmup\": {},\n  \"kernels\": {},\n", latency.size(),
+                   a.warmup, plan.steps.size());
+  j += fmt::format("  \"latency_ms\": {{\"median\": {}, \"min\": {}, \"max\": {}}},\n",
+                   latency[latency.size() / 2], latency.front(), latency.back());
+  j += fmt::format(
+      "  \"memory\": {{\"arena_bytes\": {}, \"lower_bound_bytes\": {}, \"unshared_bytes\": {}, "
+      "\"alignment_bytes\": {}, \"io_bytes\": {}, \"constant_bytes\": {}}},\n",
+      mem.arena_bytes, mem.lower_bound, mem.unshared_bytes, mem.alignment, mem.io_bytes,
+      mem.constant_bytes);
+  j += fmt::format("  \"total_ms\": {},\n  \"steps\": [", total_ms);
+  for (size_t i = 0; i < profile.size(); ++i) {
+    const StepProfile& p = profile[i];
+    j += fmt::format(
+        "{}\n    {{\"index\": {}, \"kernel\": {}, \"node\": {}, \"op\": {}, \"backend\": {}, "
+        "\"ms\": {}, \"flops\": {}, \"bytes\": {}, \"gflops\": {}, \"gbps\": {}, \"share\": {}}}",
+        i ? "," : "", p.index, JsonString(p.step->kernel), JsonString(p.step->node),
+        JsonString(p.step->op), JsonString(p.step->backend), p.ms, p.step->flops, p.step->bytes,
+        PerNs(p.step->flops, p.ms), PerNs(p.step->bytes, p.ms), total_ms > 0 ? p.ms / total_ms : 0);
+  }
+  j += "\n  ]\n}\n";
+  std::ofstream f(a.json);
+  f << j;
+  if (!f) Fail(ErrorCode::kIo, "--json {}: cannot write", a.json);
+}
+
+int Bench(const BenchArgs& a) {
+  if (a.repeat < 1) Fail(ErrorCode::kInvalidArgument, "--repeat {}: must be at least 1", a.repeat);
+  if (a.warmup < 0)
+    Fail(ErrorCode::kInvalidArgument, "--warmup {}: must not be negative", a.warmup);
+  if (a.top < 0) Fail(ErrorCode::kInvalidArgument, "--top {}: must not be negative", a.top);
+  ModelSession ms = OpenModelSession(a.model);
+  const runtime::Plan& plan = ms.plan();
+  runtime::Session& session = *ms.session;
+
+  // Latency first, without profiling events; then as many runs again with events, for the
+  // per-kernel times, so that requesting events does not weigh on the latency.
+  std::vector<double> latency = TimeExecutions(session, a.warmup, a.repeat);
+  std::vector<std::vector<double>> step_ms(plan.steps.size());
+  std::vector<runtime::StepTiming> timings;
+  for (size_t r = 0; r < latency.size() && !plan.steps.empty(); ++r) {
+    session.Execute(&timings);
+    for (size_t i = 0; i < timings.size(); ++i) step_ms[i].push_back(timings[i].ms);
+  }
+  std::vector<StepProfile> profile;
+  double total_ms = 0, total_flops = 0, total_bytes = 0;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    profile.push_back({i, &plan.steps[i], Median(step_ms[i])});
+    total_ms += profile.back().ms;
+    total_flops += plan.steps[i].flops;
+    total_bytes += plan.steps[i].bytes;
+  }
+  std::stable_sort(profile.begin(), profile.end(),
+                   [](const StepProfile& x, const StepProfile& y) { return x.ms > y.ms; });
+
+  std::printf("latency  median %.3f ms over %zu runs (min %.3f, max %.3f), after %d warm-up\n",
+              latency[latency.size() / 2], latency.size(), latency.front(), latency.back(),
+              a.warmup);
+  std::printf("kernels  %zu\n", plan.steps.size());
+  std::printf("memory   %s\n", FormatMemory(plan.memory).c_str());
+  if (!plan.steps.empty()) {
+    std::printf("profile  device time per kernel, median over %zu profiled runs\n", latency.size());
+    auto share = [&](double ms) { return total_ms > 0 ? 100 * ms / total_ms : 0; };
+    size_t shown = a.top > 0 ? std::min<size_t>(a.top, profile.size()) : profile.size();
+    // Columns as wide as the rows shown need, within limits; longer names keep their end.
+    size_t wk = 6, wo = 2, wn = 4;
+    for (size_t i = 0; i < shown; ++i) {
+      wk = std::max(wk, std::min<size_t>(profile[i].step->kernel.size(), 28));
+      wo = std::max(wo, std::min<size_t>(profile[i].step->op.size(), 28));
+      wn = std::max(wn, std::min<size_t>(profile[i].step->node.size(), 36));
+    }
+    const size_t wname = wk + wo + wn + 2;  // the three name columns, for the summary rows
+    std::string out =
+        fmt::format("  {:>4}  {:<{}} {:<{}} {:<{}} {:>9} {:>9} {:>8} {:>6}\n", "#", "kernel", wk,
+                    "op", wo, "node", wn, "time ms", "GFLOP/s", "GB/s", "share");
+    for (size_t i = 0; i < shown; ++i) {
+      const StepProfile& p = profile[i];
+      out += fmt::format("  {:>4}  {:<{}} {:<{}} {:<{}} {:>9.4f} {:>9.2f} {:>8.2f} {:>5.1f}%\n",
+                         p.index, Tail(p.step->kernel, wk), wk, Tail(p.step->op, wo), wo,
+                         Tail(p.step->node, wn), wn, p.ms, PerNs(p.step->flops, p.ms),
+                         PerNs(p.step->bytes, p.ms), share(p.ms));
+    }
+    if (shown < profile.size()) {
+      double rest = 0;
+      for (size_t i = shown; i < profile.size(); ++i) rest += profile[i].ms;
+      out += fmt::format("  {:>4}  {:<{}} {:>9.4f} {:>9} {:>8} {:>5.1f}%\n", "",
+                         fmt::format("({} more kernels)", profile.size() - shown), wname, rest, "",
+                         "", share(rest));
+    }
+    out += fmt::format("  {:>4}  {:<{}} {:>9.4f} {:>9.2f} {:>8.2f} {:>5.1f}%\n", "", "total", wname,
+                       total_ms, PerNs(total_flops, total_ms), PerNs(total_bytes, total_ms), 100.0);
+    std::fputs(out.c_str(), stdout);
+  }
+  if (!a.json.empty()) WriteJson(a, ms, latency, profile, total_ms);
+  return 0;
+}
+
+}  // namespace
+
+Runner AddBenchCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "bench", "Measure a model: latency, per-kernel profile, kernel count, planned memory");
+  auto a = std::make_shared<BenchArgs>();
+  AddModelOptions(cmd, &a->model);
+  cmd->add_option("--repeat,-r", a->repeat, "timed runs, and as many profiled runs (default 50)");
+  cmd->add_option("--warmup", a->warmup, "untimed runs first (default 5)");
+  cmd->add_option("--top", a->top,
+                  "kernels shown in the profile, slowest first; 0: all (default 20)");
+  cmd->add_option("--json", a->json, "also write the results to FILE as JSON");
+  return [a] { return Bench(*a); };
+}
+
+}  // namespace texel::cli

@@ -1,0 +1,137 @@
+#include "model_session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "core/error.h"
+#include "core/npy.h"
+
+namespace texel::cli {
+
+std::map<std::string, HostTensor> ReadNpyAssignments(const std::vector<std::string>& items,
+                                                     const char* flag) {
+  std::map<std::string, HostTensor> out;
+  for (const auto& item : items) {
+    auto [name, path] = SplitAssignment(item, flag);
+    if (out.count(name)) Fail(ErrorCode::kInvalidArgument, "{} {}: given twice", flag, name);
+    try {
+      out[name] = ReadNpy(path);
+    } catch (Error& e) {
+      e.AddContext(fmt::format("{} {}", flag, name));
+      throw;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+HostTensor RandomTensor(DType dtype, const Shape& shape, std::mt19937_64& rng) {
+  HostTensor t(dtype, shape);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> small(0, 9);
+  for (int64_t i = 0; i < t.size(); ++i) {
+    if (dtype == DType::kFloat32)
+      t.data<float>()[i] = normal(rng);
+    else if (dtype == DType::kFloat16)
+      t.data<uint16_t>()[i] = FloatToHalf(normal(rng));
+    else if (dtype == DType::kBool)
+      t.data<uint8_t>()[i] = small(rng) & 1;
+    else
+      VisitDType(dtype,
+                 [&](auto z) { t.data<decltype(z)>()[i] = static_cast<decltype(z)>(small(rng)); });
+  }
+  return t;
+}
+
+}  // namespace
+
+void AddModelOptions(CLI::App* cmd, ModelArgs* a) {
+  cmd->add_option("model", a->model, "ONNX model file")->required();
+  cmd->add_option("--input,-i", a->inputs, "NAME=FILE.npy (repeatable); others are random");
+  cmd->add_option("--input-shape", a->shapes, "NAME=DIMS, e.g. input=1x3x224x224 (repeatable)");
+  cmd->add_option("--freeze", a->freeze, "NAME=FILE.npy: bind an input at compile time");
+  cmd->add_option("--device,-d", a->device, "gpu, cpu, P:D or a name substring (env TEXEL_DEVICE)");
+  cmd->add_option("--seed", a->seed, "seed of the random inputs (default 0)");
+}
+
+ModelSession OpenModelSession(const ModelArgs& a) {
+  ModelSession ms;
+  ms.device = cl::SelectDevice(a.device);
+  auto ctx = std::make_shared<cl::Context>(ms.device);
+  CompileOptions opts;
+  opts.import.input_shapes = ParseInputShapes(a.shapes);
+  opts.import.frozen_inputs = ReadNpyAssignments(a.freeze, "--freeze");
+  std::map<std::string, HostTensor> given = ReadNpyAssignments(a.inputs, "--input");
+  ms.model = Compile(a.model, ctx, opts);
+  const runtime::Plan& plan = ms.plan();
+  std::printf("device   %s\n", ms.device.Label().c_str());
+  std::printf("model    %s: %zu kernels, compiled in %.0f ms%s\n", a.model.c_str(),
+              plan.steps.size(), ms.model.compile_ms,
+              // A plan without steps (e.g. only views) has no program.
+              ms.model.executable->program_from_cache() ? " (program from cache)" : "");
+  for (const auto& [name, t] : given) {
+    (void)t;
+    bool known = std::any_of(plan.inputs.begin(), plan.inputs.end(),
+                             [&](const auto& in) { return in.name == name; });
+    if (!known)
+      Fail(ErrorCode::kInvalidArgument, "--input {}: the model has no input named '{}'", name,
+           name);
+  }
+  ms.session = std::make_unique<runtime::Session>(*ms.model.executable);
+  std::mt19937_64 rng(a.seed);
+  for (const auto& in : plan.inputs) {
+    auto it = given.find(in.name);
+    bool random = it == given.end();
+    HostTensor t = random ? RandomTensor(in.dtype, in.shape, rng) : it->second;
+    try {
+      ms.session->SetInput(in.name, t);
+    } catch (Error& e) {
+      if (!random) e.AddContext(fmt::format("--input {}", in.name));
+      throw;
+    }
+    std::printf("input    %s: %s[%s]%s\n", in.name.c_str(),
+                std::string(DTypeName(in.dtype)).c_str(), ShapeStr(in.shape).c_str(),
+                random ? fmt::format(" (random, seed {})", a.seed).c_str() : "");
+  }
+  return ms;
+}
+
+std::vector<double> TimeExecutions(runtime::Session& session, int warmup, int repeat) {
+  for (int i = 0; i < warmup; ++i) session.Execute();
+  std::vector<double> ms;
+  for (int i = 0; i < std::max(repeat, 1); ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    session.Execute();
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms;
+}
+
+std::string FormatBytes(int64_t bytes) {
+  double b = static_cast<double>(bytes);
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  if (bytes < (1 << 20)) return fmt::format("{:.1f} KiB", b / 1024);
+  return fmt::format("{:.2f} MiB", b / (1 << 20));
+}
+
+std::string FormatMemory(const runtime::MemoryPlan& mem) {
+  std::string s = "arena " + FormatBytes(mem.arena_bytes);
+  if (mem.lower_bound > 0)
+    s += fmt::format(" ({:.3f}x the liveness lower bound {})",
+                     static_cast<double>(mem.arena_bytes) / static_cast<double>(mem.lower_bound),
+                     FormatBytes(mem.lower_bound));
+  return s + fmt::format(", inputs/outputs {}, constants {}", FormatBytes(mem.io_bytes),
+                         FormatBytes(mem.constant_bytes));
+}
+
+int64_t PerMille(int64_t a, int64_t b) {
+  return b == 0 ? 0 : std::llround(1000.0 * static_cast<double>(a) / static_cast<double>(b));
+}
+
+}  // namespace texel::cli

@@ -1,0 +1,51 @@
+// What `texel run` and `texel bench` share: the options that pick a model, its input shapes and
+// inputs, and a device; a compiled model with a Session whose inputs are bound; timed runs; and
+// the planned memory in words (also for `texel compile`).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/compiler.h"
+#include "commands.h"
+#include "runtime/cl/device.h"
+#include "runtime/executable.h"
+
+namespace texel::cli {
+
+struct ModelArgs {
+  std::string model, device;
+  std::vector<std::string> inputs, shapes, freeze;
+  uint64_t seed = 0;
+};
+
+// Adds the model argument and --input, --input-shape, --freeze, --device and --seed.
+void AddModelOptions(CLI::App* cmd, ModelArgs* a);
+
+struct ModelSession {
+  cl::DeviceInfo device;
+  CompiledModel model;
+  std::unique_ptr<runtime::Session> session;
+  const runtime::Plan& plan() const { return model.executable->plan(); }
+};
+
+// Compiles the model for the device, makes a Session and binds every input (from --input, else
+// seeded random values), printing a "device", a "model" and one "input" line each.
+ModelSession OpenModelSession(const ModelArgs& a);
+
+// Host wall-clock milliseconds of `repeat` (at least 1) executions after `warmup` untimed ones,
+// sorted ascending. Profiling events are not requested, so they cost nothing here.
+std::vector<double> TimeExecutions(runtime::Session& session, int warmup, int repeat);
+
+// "812 B", "4.0 KiB", "6.02 MiB".
+std::string FormatBytes(int64_t bytes);
+
+// "arena 6.02 MiB (1.000x the liveness lower bound 6.02 MiB), inputs/outputs 592.0 KiB,
+// constants 4.70 MiB"
+std::string FormatMemory(const runtime::MemoryPlan& mem);
+
+// 1000 * a / b, rounded; 0 when b is 0.
+int64_t PerMille(int64_t a, int64_t b);
+
+}  // namespace texel::cli
