@@ -65,8 +65,7 @@ Session::Session(const Executable& exe) : exe_(exe) {
 }
 
 const cl::Buffer& Session::BufferAt(int index) const {
-  return exe_.plan().buffers[index].constant ? exe_.constant_buffer(index)
-                                              : buffers_[slot_[index]];
+  return exe_.plan().buffers[index].constant ? exe_.constant_buffer(index) : buffers_[slot_[index]];
 }
 
 void Session::SetInput(const std::string& name, const HostTensor& t) {
@@ -78,7 +77,7 @@ void Session::SetInput(const std::string& name, const HostTensor& t) {
     if (t.shape != in.shape)
       Fail(ErrorCode::kInvalidArgument, "input '{}' must have shape {}, got {}", name,
            ShapeStr(in.shape), ShapeStr(t.shape));
-    if (!t.bytes.empty()) buffers_[in.buffer].Write(exe_.context(), t.bytes.data(), t.bytes.size());
+    if (!t.bytes.empty()) BufferAt(in.buffer).Write(exe_.context(), t.bytes.data(), t.bytes.size());
     return;
   }
   Fail(ErrorCode::kInvalidArgument, "the model has no input named '{}'", name);

@@ -14,13 +14,13 @@ using ir::OpKind;
 
 std::string CL(DType t) { return std::string(CLTypeName(t)); }
 
-// f16 tensors hold half bits: elementwise ops load them with vload_half into float and store
-// with vstore_half_rte (no cl_khr_fp16 needed); data movement copies the bits as ushort.
+// f16 tensors hold half bits: elementwise ops compute in float (elementwise_chain.h), data
+// movement copies the bits as ushort.
 std::string ValueType(DType t, bool movement) {
-  return t != DType::kFloat16 ? CL(t) : movement ? "ushort" : "float";
+  return movement && t == DType::kFloat16 ? "ushort" : ValueTypeName(t);
 }
 std::string PointerType(DType t, bool movement) {
-  return t != DType::kFloat16 ? CL(t) : movement ? "ushort" : "half";
+  return movement && t == DType::kFloat16 ? "ushort" : StorageTypeName(t);
 }
 
 // Data movement: computes the source offset `s` of output element i in input 0.

@@ -1,5 +1,6 @@
 #include "codegen/opencl/generator.h"
 
+#include "codegen/opencl/elementwise_chain.h"
 #include "core/error.h"
 
 namespace texel::codegen {
@@ -39,9 +40,8 @@ DType RequireOneFloatType(const ir::Node& node) {
 
 void DefineStorage(KernelSource& src, DType t) {
   bool half = t == DType::kFloat16;
-  std::string cl(CLTypeName(t));
-  src.Define("T", half ? "float" : cl)
-      .Define("T_STORE", half ? "half" : cl)
+  src.Define("T", ValueTypeName(t))
+      .Define("T_STORE", StorageTypeName(t))
       .Define("LOAD(p, i)", half ? "vload_half((i), (p))" : "(p)[i]")
       .Define("STORE(p, i, v)", half ? "vstore_half_rte((v), (i), (p))" : "(p)[i] = (v)");
 }
@@ -51,8 +51,7 @@ KernelSpec GenerateKernel(const ir::Node& node, const std::string& kernel_name,
   return GenerateGroup({&node}, kernel_name, target);
 }
 
-KernelSpec GenerateGroup(const Chain& nodes, const std::string& kernel_name,
-                         const Target& target) {
+KernelSpec GenerateGroup(const Chain& nodes, const std::string& kernel_name, const Target& target) {
   for (const ir::Node* n : nodes)
     for (const auto* values : {&n->inputs, &n->outputs})
       for (const ir::Value* v : *values)

@@ -181,12 +181,10 @@ void Scan(NodeImporter& n) {
   // an independent scan. Sequence lengths shorter than the axis are not supported.
   Ints dirs = n.AttrInts("directions", Ints{});
   int64_t batch = inputs[0]->type.shape.empty() ? 0 : inputs[0]->type.shape[0];
-  if (ir::Value* lens = n.Input(0)) {
+  if (n.Input(0))
     for (int64_t l : n.ConstInts(0, "Scan sequence_lens"))
       if (l != inputs[0]->type.shape[1])
         n.Unsupported("Scan with sequence_lens shorter than the scan axis is not supported");
-    (void)lens;
-  }
   std::vector<std::vector<ir::Value*>> per_batch(n.num_outputs());
   for (int64_t b = 0; b < batch; ++b) {
     ir::Value* idx = n.ConstScalar(DType::kInt64, static_cast<double>(b));

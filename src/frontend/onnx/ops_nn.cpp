@@ -219,8 +219,6 @@ void BatchNormalization(NodeImporter& n) {
   };
   ir::Value* scale = param(1);
   ir::Value* bias = param(2);
-  ir::Value* mean = param(3);
-  ir::Value* var = param(4);
   DType t = x->type.dtype;
   if (training) {
     std::vector<int64_t> axes = {0};
@@ -239,6 +237,8 @@ void BatchNormalization(NodeImporter& n) {
     n.SetOutput(2, blend(4, batch_var));
     return;
   }
+  ir::Value* mean = param(3);
+  ir::Value* var = param(4);
   ir::Value* s =
       n.Emit(OpKind::kDiv,
              {scale, n.Emit(OpKind::kSqrt, {n.Emit(OpKind::kAdd, {var, n.ConstScalar(t, eps)})})});
