@@ -168,6 +168,8 @@ MODELS = {
     "convnext_tiny": torchvision_model("convnext_tiny", init=strong_layer_scale),
     "vit_b_16": torchvision_model("vit_b_16", opset=14, init=random_vit_head),
     "bert_encoder": bert_encoder(),
+    # BERT-base width (d 768, 12 heads, FFN 3072), 4 layers, sequence 128: issue 4's target.
+    "bert_base4": bert_encoder(vocab=30522, d_model=768, nhead=12, dim_feedforward=3072, layers=4),
     "lraspp_mobilenet_v3_large": segmentation_model("lraspp_mobilenet_v3_large"),
     "deeplabv3_mobilenet_v3_large": segmentation_model("deeplabv3_mobilenet_v3_large"),
     "fcn_resnet50": segmentation_model("fcn_resnet50"),

@@ -109,7 +109,9 @@ int64_t DirectLocalBytes(const MatMulParams& p, DType t) {
 MatMulParams DirectFor(const GemmShape& s, const Target& t) {
   MatMulParams p;
   p.kind = MatMulParams::Kind::kDirect;
-  p.vec_b = p.wi_n = VecWidth(MaxVec(s.dtype, t.gpu), {s.n});
+  p.vec_b = p.wi_n =
+      s.gather_b ? static_cast<int>(std::min<int64_t>(MaxVec(s.dtype, t.gpu), CeilPow2(s.n)))
+                 : VecWidth(MaxVec(s.dtype, t.gpu), {s.n});
   int64_t col_items = CeilDiv(s.n, p.wi_n);
   if (!t.gpu) {
     // One work-group per core at a time, nothing to split. 8 rows x one 16-wide vector keeps 8
@@ -186,7 +188,8 @@ std::optional<std::string> CheckMatMulParams(const MatMulParams& p, const GemmSh
   for (int v : {p.vec_a, p.vec_b})
     if (v > MaxVec(s.dtype, t.gpu) || !IsPow2(v))
       return fmt::format("vector width {} unsupported", v);
-  if (s.n % p.vec_b != 0) return fmt::format("N={} is not a multiple of vec_b={}", s.n, p.vec_b);
+  if (s.n % p.vec_b != 0 && !s.gather_b)
+    return fmt::format("N={} is not a multiple of vec_b={}", s.n, p.vec_b);
   if (p.tile_n % p.wi_n != 0) return "tile_n must be a multiple of wi_n";
   int64_t items = int64_t{p.LocalX()} * p.LocalY();
   if (items > static_cast<int64_t>(t.max_work_group_size))
@@ -221,7 +224,7 @@ MatMulParams ChooseMatMulParams(const GemmShape& s, const Target& t) {
   // 128 (a lone small work-group hides little latency). The cheapest wins; the earlier on ties.
   MatMulParams best;
   best.vec_a = VecWidth(MaxVec(s.dtype, true), {s.k});
-  best.vec_b = VecWidth(MaxVec(s.dtype, true), {s.n});
+  best.vec_b = s.gather_b ? MaxVec(s.dtype, true) : VecWidth(MaxVec(s.dtype, true), {s.n});
   double best_cost = 0;
   bool found = false;
   for (const TileChoice& c : kGpuTiles) {
@@ -240,28 +243,36 @@ MatMulParams ChooseMatMulParams(const GemmShape& s, const Target& t) {
   return found ? best : ChooseDirect(s, t);
 }
 
-KernelSpec GenerateMatMulWith(const ir::Node& n, const std::string& kernel_name,
-                              const Target& target, const MatMulParams& p, const Chain& epilogue) {
-  DType t = RequireOneFloatType(n);  // f64 only reaches here with cl_khr_fp64
-  GemmShape s = GemmShapeOf(n);
+KernelSpec GenerateGemm(const GemmOperands& g, const std::string& kernel_name, const Target& target,
+                        const MatMulParams& p, const Chain& epilogue) {
+  const GemmShape& s = g.shape;
+  DType t = s.dtype;
   if (auto why = CheckMatMulParams(p, s, target))
     Fail(ErrorCode::kInvalidArgument, "matmul parameters '{}' for {}x{}x{}: {}", p.ToString(), s.m,
          s.n, s.k, *why);
-  const Shape& a = n.inputs[0]->type.shape;
-  const Shape& b = n.inputs[1]->type.shape;
-  const Shape& y = n.outputs[0]->type.shape;
-  Shape ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2), yb(y.begin(), y.end() - 2);
   bool direct = p.kind == MatMulParams::Kind::kDirect;
   KernelSource src(kernel_name, direct ? "matmul_direct" : "matmul");
   DefineStorage(src, t);
   src.Define("M", s.m).Define("N", s.n).Define("K", s.k).Define("BATCH", s.batch);
-  src.Define("A_OFFSET(b)", BatchOffset(ab, yb, s.m * s.k));
-  src.Define("B_OFFSET(b)", BatchOffset(bb, yb, s.k * s.n));
+  src.Define("A_OFFSET(b)", g.a_offset).Define("B_OFFSET(b)", g.b_offset);
   src.Define("ELEM(v, e)", fmt::format("(((T*)&(v))[e])"));
   src.Define("LX", p.LocalX()).Define("LY", p.LocalY());
   src.Define("VB", p.vec_b).Define("TVB", VecType(t, p.vec_b));
-  src.Define("GLOAD_B(p, i)", VecLoad(t, p.vec_b));
+  if (g.load_b.empty()) {
+    src.Define("GLOAD_B(p, i)", VecLoad(t, p.vec_b));
+    src.Define("LOAD_B(p, k, col)", "GLOAD_B(p, (long)(k) * N + (col))");
+  } else {
+    for (const auto& [key, value] : g.defines) src.Define(key, value);
+    src.Define("LOAD_B(p, k, col)", kernel_name + "_load_b(p, k, col)");
+    src.Prelude(
+        fmt::format("inline TVB {}_load_b(const __global T_STORE* restrict p, int k, "
+                    "int col) {{\n{}\n}}\n",
+                    kernel_name, g.load_b));
+  }
+  src.Define("BIAS_PARAM", g.bias.empty() ? "" : ", __global const T_STORE* restrict bias_p");
+  src.Define("BIAS(b, row)", g.bias.empty() ? "0" : "LOAD(bias_p, " + g.bias + ")");
   src.Define("EDGE_M", s.m % p.tile_m != 0).Define("EDGE_N", s.n % p.tile_n != 0);
+  src.Define("CLAMP_N", s.n % p.tile_n != 0 && !s.gather_b);
   if (direct) {
     src.Define("WM", p.wi_m).Define("TM", p.tile_m);
     src.Define("SPLIT_K", p.split_k).Define("PANEL_K", p.panel_k);
@@ -286,8 +297,8 @@ KernelSpec GenerateMatMulWith(const ir::Node& n, const std::string& kernel_name,
   }
   KernelSpec spec;
   spec.name = kernel_name;
-  spec.args = {n.inputs[0]->id, n.inputs[1]->id, n.outputs[0]->id};
-  ApplyEpilogue(src, kernel_name, n.outputs[0], epilogue, spec);
+  spec.args = g.args;
+  ApplyEpilogue(src, kernel_name, g.out, epilogue, spec);
   spec.source = src.Render();
   size_t lx = p.LocalX(), ly = p.LocalY();
   spec.global = {static_cast<size_t>(CeilDiv(s.n, p.tile_n)) * lx,
@@ -295,6 +306,22 @@ KernelSpec GenerateMatMulWith(const ir::Node& n, const std::string& kernel_name,
   spec.local = {lx, ly, 1};
   spec.flops = 2.0 * static_cast<double>(s.batch * s.m * s.n * s.k);
   return spec;
+}
+
+KernelSpec GenerateMatMulWith(const ir::Node& n, const std::string& kernel_name,
+                              const Target& target, const MatMulParams& p, const Chain& epilogue) {
+  RequireOneFloatType(n);  // f64 only reaches here with cl_khr_fp64
+  GemmOperands g;
+  g.shape = GemmShapeOf(n);
+  const Shape& a = n.inputs[0]->type.shape;
+  const Shape& b = n.inputs[1]->type.shape;
+  const Shape& y = n.outputs[0]->type.shape;
+  Shape ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2), yb(y.begin(), y.end() - 2);
+  g.a_offset = BatchOffset(ab, yb, g.shape.m * g.shape.k);
+  g.b_offset = BatchOffset(bb, yb, g.shape.k * g.shape.n);
+  g.args = {n.inputs[0]->id, n.inputs[1]->id, n.outputs[0]->id};
+  g.out = n.outputs[0];
+  return GenerateGemm(g, kernel_name, target, p, epilogue);
 }
 
 KernelSpec GenerateMatMul(const ir::Node& n, const std::string& kernel_name, const Target& target,

@@ -1,56 +1,19 @@
-// Window kernels: direct convolution (kernels/conv.cl), transposed convolution
-// (kernels/conv_transpose.cl) and pooling (kernels/pool.cl). The templates work over 3 spatial
-// dims; 1-D and 2-D nodes run with leading spatial dims of 1 (no stride, pad or dilation).
+// Window kernels: transposed convolution (kernels/conv_transpose.cl) and pooling
+// (kernels/pool.cl), over 3 spatial dims (window.h). Convolution runs as a GEMM
+// (generate_conv.cpp).
 #include "codegen/opencl/elementwise_chain.h"
 #include "codegen/opencl/generator.h"
+#include "codegen/opencl/window.h"
 #include "core/error.h"
 
 namespace texel::codegen {
 namespace {
 
-// The window geometry of one node over exactly 3 spatial dims (depth, height, width).
-struct Window3 {
-  int64_t in[3], out[3], k[3], s[3], pb[3], pe[3], d[3];
-};
-
-// Pads the node's 1 to 3 spatial dims to 3 with leading neutral dims.
-Window3 ToWindow3(const ir::Node& n, const Shape& kernel) {
-  const Shape& x = n.inputs[0]->type.shape;
-  const Shape& y = n.outputs[0]->type.shape;
-  if (x.size() < 3 || x.size() > 5)
-    Fail(ErrorCode::kUnsupported, "{} over a rank-{} input is not supported on the device",
-         OpName(n.op), x.size());
-  size_t nsp = x.size() - 2;
-  const auto& s = n.attrs.Ints("strides");
-  const auto& p = n.attrs.Ints("pads");
-  const auto& d = n.attrs.Ints("dilations");
-  Window3 w;
-  size_t lead = 3 - nsp;
-  for (size_t i = 0; i < 3; ++i) {
-    bool real = i >= lead;
-    size_t j = i - lead;
-    w.in[i] = real ? x[2 + j] : 1;
-    w.out[i] = real ? y[2 + j] : 1;
-    w.k[i] = real ? kernel[j] : 1;
-    w.s[i] = real ? s[j] : 1;
-    w.pb[i] = real ? p[j] : 0;
-    w.pe[i] = real ? p[nsp + j] : 0;
-    w.d[i] = real ? d[j] : 1;
-  }
-  return w;
-}
-
 // An integer macro value; negative ones in parentheses.
 std::string Int(int64_t v) { return v < 0 ? fmt::format("({})", v) : std::to_string(v); }
 
-// The parameters every window kernel shares.
 void DefineWindow(KernelSource& src, const Window3& w) {
-  static const char* const kAxis[3] = {"D", "H", "W"};
-  for (int i = 0; i < 3; ++i) {
-    std::string a = kAxis[i];
-    src.Define("I" + a, w.in[i]).Define("O" + a, w.out[i]).Define("K" + a, w.k[i]);
-    src.Define("S" + a, w.s[i]).Define("P" + a, Int(w.pb[i])).Define("D" + a, w.d[i]);
-  }
+  for (const auto& [key, value] : WindowDefines(w)) src.Define(key, value);
 }
 
 std::vector<size_t> WindowGlobal(const Window3& w, int64_t planes) {
@@ -58,7 +21,7 @@ std::vector<size_t> WindowGlobal(const Window3& w, int64_t planes) {
           static_cast<size_t>(planes)};
 }
 
-// Conv and ConvTranspose: x, w[, b] -> y, one template each.
+// ConvTranspose: x, w[, b] -> y.
 KernelSpec GenerateConvLike(const ir::Node& n, const std::string& kernel_name,
                             const char* template_name, int64_t oc_per_group,
                             const Chain& epilogue) {
@@ -89,14 +52,45 @@ KernelSpec GenerateConvLike(const ir::Node& n, const std::string& kernel_name,
 
 }  // namespace
 
-KernelSpec GenerateConv(const ir::Node& n, const std::string& kernel_name, const Chain& epilogue) {
-  const Shape& w = n.inputs[1]->type.shape;
+Window3 ToWindow3(const ir::Node& n, const Shape& kernel) {
+  const Shape& x = n.inputs[0]->type.shape;
   const Shape& y = n.outputs[0]->type.shape;
-  KernelSpec spec = GenerateConvLike(n, kernel_name, "conv", y[1] / n.attrs.Int("group"), epilogue);
-  // Multiply-adds per output element: the weights of one output channel.
-  spec.flops =
-      2.0 * static_cast<double>(NumElements(y)) * static_cast<double>(NumElements(w) / w[0]);
-  return spec;
+  if (x.size() < 3 || x.size() > 5)
+    Fail(ErrorCode::kUnsupported, "{} over a rank-{} input is not supported on the device",
+         OpName(n.op), x.size());
+  size_t nsp = x.size() - 2;
+  const auto& s = n.attrs.Ints("strides");
+  const auto& p = n.attrs.Ints("pads");
+  const auto& d = n.attrs.Ints("dilations");
+  Window3 w;
+  size_t lead = 3 - nsp;
+  for (size_t i = 0; i < 3; ++i) {
+    bool real = i >= lead;
+    size_t j = i - lead;
+    w.in[i] = real ? x[2 + j] : 1;
+    w.out[i] = real ? y[2 + j] : 1;
+    w.k[i] = real ? kernel[j] : 1;
+    w.s[i] = real ? s[j] : 1;
+    w.pb[i] = real ? p[j] : 0;
+    w.pe[i] = real ? p[nsp + j] : 0;
+    w.d[i] = real ? d[j] : 1;
+  }
+  return w;
+}
+
+std::vector<std::pair<std::string, std::string>> WindowDefines(const Window3& w) {
+  static const char* const kAxis[3] = {"D", "H", "W"};
+  std::vector<std::pair<std::string, std::string>> defs;
+  for (int i = 0; i < 3; ++i) {
+    std::string a = kAxis[i];
+    defs.insert(defs.end(), {{"I" + a, Int(w.in[i])},
+                             {"O" + a, Int(w.out[i])},
+                             {"K" + a, Int(w.k[i])},
+                             {"S" + a, Int(w.s[i])},
+                             {"P" + a, Int(w.pb[i])},
+                             {"D" + a, Int(w.d[i])}});
+  }
+  return defs;
 }
 
 KernelSpec GenerateConvTranspose(const ir::Node& n, const std::string& kernel_name,

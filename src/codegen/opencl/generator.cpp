@@ -66,7 +66,7 @@ KernelSpec GenerateGroup(const Chain& nodes, const std::string& kernel_name, con
     case ir::OpClass::kConv:
       if (node.op == ir::OpKind::kConvTranspose)
         return GenerateConvTranspose(node, kernel_name, epilogue);
-      return GenerateConv(node, kernel_name, epilogue);
+      return GenerateConv(node, kernel_name, target, epilogue);
     case ir::OpClass::kPool: return GeneratePool(node, kernel_name, epilogue);
     case ir::OpClass::kReduce: return GenerateReduce(node, kernel_name, epilogue);
     case ir::OpClass::kMatMul: return GenerateMatMul(node, kernel_name, target, epilogue);

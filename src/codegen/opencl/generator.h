@@ -38,7 +38,7 @@ KernelSpec GenerateElementwise(const std::vector<const ir::Node*>& ops,
                                const std::string& kernel_name);
 // Anchors take the elementwise chain fused after them (passes/fuse.cpp), applied to each result.
 using Chain = std::vector<const ir::Node*>;
-KernelSpec GenerateConv(const ir::Node& node, const std::string& kernel_name,
+KernelSpec GenerateConv(const ir::Node& node, const std::string& kernel_name, const Target& target,
                         const Chain& epilogue = {});
 KernelSpec GenerateConvTranspose(const ir::Node& node, const std::string& kernel_name,
                                  const Chain& epilogue = {});

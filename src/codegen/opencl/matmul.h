@@ -19,6 +19,9 @@ namespace texel::codegen {
 struct GemmShape {
   int64_t batch = 1, m = 1, n = 1, k = 1;
   DType dtype = DType::kFloat32;
+  // B is gathered element by element (convolution's im2col), zero beyond N: vec_b need not
+  // divide N.
+  bool gather_b = false;
 };
 
 struct MatMulParams {
@@ -52,6 +55,28 @@ MatMulParams ChooseMatMulParams(const GemmShape& s, const Target& t);
 // too much local memory, too many work-items), or nullopt when it can.
 std::optional<std::string> CheckMatMulParams(const MatMulParams& p, const GemmShape& s,
                                              const Target& t);
+
+// Where a GEMM's operands live when they are more than row-major matrices: convolution runs
+// as an implicit GEMM (generate_conv.cpp) with the filters as A and the image as B.
+struct GemmOperands {
+  GemmShape shape;
+  std::string a_offset = "0", b_offset = "0";  // element offsets of batch (b)'s A and B
+  // Body of `TVB load_b(const __global T_STORE* p, int k, int col)`, which returns VB elements
+  // of B's row k from column col (p points at batch b's B); empty: B is row-major [K, N].
+  // It may use the kernel's macros (T, TVB, VB, LOAD, ELEM) and its own defines.
+  std::string load_b;
+  std::vector<std::pair<std::string, std::string>> defines;  // macros for load_b
+  std::string bias;       // element index (an expression in b and row) of a bias per row, or ""
+  std::vector<int> args;  // value ids bound to a, b[, bias], out
+  const ir::Value* out = nullptr;
+};
+
+// The kernel for g with explicit parameters (CheckMatMulParams must pass: kInvalidArgument).
+KernelSpec GenerateGemm(const GemmOperands& g, const std::string& kernel_name, const Target& target,
+                        const MatMulParams& params, const Chain& epilogue = {});
+
+// The GEMM that computes Conv node n (generate_conv.cpp).
+GemmOperands ConvGemm(const ir::Node& n, const Target& t);
 
 // GenerateMatMul with explicit parameters (CheckMatMulParams must pass: kInvalidArgument).
 KernelSpec GenerateMatMulWith(const ir::Node& node, const std::string& kernel_name,

@@ -11,16 +11,20 @@
 // Parameters: KERNEL_NAME; T, T_STORE, LOAD, STORE (element storage); M, N, K, BATCH;
 // A_OFFSET(b), B_OFFSET(b) (element offsets of batch b's matrices); TM, TN, TK, WM, WN, LX, LY;
 // VA, VB (global load widths of A along K and B along N) with types TVA, TVB and loads
-// GLOAD_A(p, i), GLOAD_B(p, i); VM, VN with types TVM, TVN; STORE_VN(p, i, v) (a VN-wide store,
-// defined when N % VN == 0); ELEM(v, e) (component e of a vector or scalar lvalue);
+// GLOAD_A(p, i), LOAD_B(p, k, col) (VB elements of B's row k from column col: row-major, or
+// gathered from an image for convolution); BIAS_PARAM and BIAS(b, row) (added to each result
+// of a row before the epilogue: convolution bias); VM, VN with types TVM, TVN;
+// STORE_VN(p, i, v) (a VN-wide store, defined when N % VN == 0); ELEM(v, e) (component e of a vector or scalar lvalue);
 // LOADS_A, LOADS_B (vector loads per work-item and tile) and GUARD_A, GUARD_B (1 when the last
 // of them covers only part of the work-group); AS_STRIDE, BS_STRIDE (local row lengths),
-// LOCAL_ALIGN; EDGE_M, EDGE_N, EDGE_K (1 when the last tile overhangs M, N or K);
+// LOCAL_ALIGN; EDGE_M, EDGE_N, EDGE_K (1 when the last tile overhangs M, N or K); CLAMP_N (1
+// when overhanging columns must load from the last valid ones; a gathering LOAD_B returns zeros
+// beyond N instead, so N need not be a multiple of VB);
 // EPILOGUE(v, i) (applied to each result, i = flat output index), EPILOGUE_PARAMS.
 // Overhanging rows and columns are clamped on load (their results are never stored); K beyond
 // its end reads zeros.
 __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
-    __global const T_STORE* restrict a, __global const T_STORE* restrict b,
+    __global const T_STORE* restrict a, __global const T_STORE* restrict b BIAS_PARAM,
     __global T_STORE* restrict out EPILOGUE_PARAMS) {
   __local T as[2][TK][AS_STRIDE] __attribute__((aligned(LOCAL_ALIGN)));
   __local T bs[2][TK][BS_STRIDE] __attribute__((aligned(LOCAL_ALIGN)));
@@ -32,8 +36,8 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
   const __global T_STORE* restrict bp = b + B_OFFSET(batch);
 
   // Where this work-item's loads land in the tiles (constant over the K loop).
-  long a_src[LOADS_A], b_src[LOADS_B];
-  int a_row[LOADS_A], a_k[LOADS_A], b_k[LOADS_B], b_col[LOADS_B];
+  long a_src[LOADS_A];
+  int a_row[LOADS_A], a_k[LOADS_A], b_k[LOADS_B], b_col[LOADS_B], b_src_col[LOADS_B];
 #pragma unroll
   for (int l = 0; l < LOADS_A; ++l) {
     const int id = l * LX * LY + tid;
@@ -51,10 +55,10 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
     b_k[l] = id / (TN / VB);
     b_col[l] = id % (TN / VB) * VB;
     int col = col0 + b_col[l];
-#if EDGE_N
+#if CLAMP_N
     col = min(col, N - VB);
 #endif
-    b_src[l] = (long)b_k[l] * N + col;
+    b_src_col[l] = col;
   }
 
   TVA ra[LOADS_A];
@@ -90,7 +94,7 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
 #if EDGE_K
         if (k0 + b_k[l] >= K) continue;
 #endif
-        rb[l] = GLOAD_B(bp, b_src[l] + (long)k0 * N);
+        rb[l] = LOAD_B(bp, k0 + b_k[l], b_src_col[l]);
       }
     }
     if (t > 0) {  // multiply tile t - 1, staged in buffer buf ^ 1
@@ -142,6 +146,7 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
     if (row >= M) continue;
 #endif
     const long o_row = ((long)batch * M + row) * N;
+    const T bias = BIAS(batch, row);
 #pragma unroll
     for (int g = 0; g < WN / VN; ++g) {
       const int col = col0 + g * LX * VN + tx * VN;
@@ -152,7 +157,7 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
 #endif
       TVN v;
 #pragma unroll
-      for (int e = 0; e < VN; ++e) ELEM(v, e) = EPILOGUE(acc[i][g * VN + e], o + e);
+      for (int e = 0; e < VN; ++e) ELEM(v, e) = EPILOGUE(acc[i][g * VN + e] + bias, o + e);
       STORE_VN(out, o, v);
 #else
 #pragma unroll
@@ -160,7 +165,7 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
 #if EDGE_N
         if (col + e >= N) continue;
 #endif
-        STORE(out, o + e, EPILOGUE(acc[i][g * VN + e], o + e));
+        STORE(out, o + e, EPILOGUE(acc[i][g * VN + e] + bias, o + e));
       }
 #endif
     }

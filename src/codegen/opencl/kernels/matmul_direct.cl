@@ -11,11 +11,12 @@
 // turns the strided walk down B (whose rows often alias in the caches) into one copy per panel
 // per TM rows.
 // Parameters: KERNEL_NAME; T, T_STORE, LOAD, STORE; M, N, K, BATCH; A_OFFSET(b), B_OFFSET(b);
-// WM, TM, LX, LY, SPLIT_K (a power of two), PANEL_K; VB, TVB, GLOAD_B(p, i) (a VB-wide load
-// along N; N % VB == 0), ELEM(v, e); EDGE_M, EDGE_N (1 when the last group overhangs M or N);
+// WM, TM, LX, LY, SPLIT_K (a power of two), PANEL_K; VB, TVB, LOAD_B(p, k, col) (VB elements of
+// B's row k from column col), BIAS_PARAM, BIAS(b, row), ELEM(v, e), CLAMP_N (as in matmul.cl);
+// EDGE_M, EDGE_N (1 when the last group overhangs M or N);
 // EPILOGUE(v, i), EPILOGUE_PARAMS.
 __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
-    __global const T_STORE* restrict a, __global const T_STORE* restrict b,
+    __global const T_STORE* restrict a, __global const T_STORE* restrict b BIAS_PARAM,
     __global T_STORE* restrict out EPILOGUE_PARAMS) {
   const int tx = get_local_id(0), ty = get_local_id(1);
   const int col0 = (get_group_id(0) * LX + tx) * VB;
@@ -25,13 +26,13 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
   const int row0 = get_group_id(1) * TM + ty * WM;
 #endif
   const int batch = get_group_id(2);
-#if EDGE_N
+#if CLAMP_N
   const int col = min(col0, N - VB);  // overhanging columns load valid data, never store
 #else
   const int col = col0;
 #endif
   const __global T_STORE* restrict ap = a + A_OFFSET(batch);
-  const __global T_STORE* restrict bp = b + B_OFFSET(batch) + col;
+  const __global T_STORE* restrict bp = b + B_OFFSET(batch);
   long a_row[WM];
 #pragma unroll
   for (int r = 0; r < WM; ++r) {
@@ -49,7 +50,7 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
   for (int k0 = 0; k0 < K; k0 += PANEL_K) {
     barrier(CLK_LOCAL_MEM_FENCE);  // the previous panel is used up
     for (int kk = ty; kk < PANEL_K; kk += LY)
-      panel[kk][tx] = k0 + kk < K ? GLOAD_B(bp, (long)(k0 + kk) * N) : (TVB)0;
+      panel[kk][tx] = k0 + kk < K ? LOAD_B(bp, k0 + kk, col) : (TVB)0;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int kk = 0; kk < min(PANEL_K, K - k0); ++kk) {
       const TVB bv = panel[kk][tx];
@@ -60,7 +61,7 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
   }
 #else
   for (int k = SPLIT_K > 1 ? ty : 0; k < K; k += SPLIT_K) {
-    const TVB bv = GLOAD_B(bp, (long)k * N);
+    const TVB bv = LOAD_B(bp, k, col);
 #pragma unroll
     for (int r = 0; r < WM; ++r) acc[r] = mad((TVB)(LOAD(ap, a_row[r] + k)), bv, acc[r]);
   }
@@ -86,12 +87,13 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
     if (row0 + r >= M) continue;
 #endif
     const long o = ((long)batch * M + row0 + r) * N + col0;
+    const T bias = BIAS(batch, row0 + r);
 #pragma unroll
     for (int e = 0; e < VB; ++e) {
 #if EDGE_N
       if (col0 + e >= N) continue;
 #endif
-      STORE(out, o + e, EPILOGUE(ELEM(acc[r], e), o + e));
+      STORE(out, o + e, EPILOGUE(ELEM(acc[r], e) + bias, o + e));
     }
   }
 }

@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""texel and its peers on the same models and inputs, in one run: a latency table.
+
+Usage:
+  bench/compare.py --texel build/texel --models resnet18,mobilenet_v2 [--models-dir DIR]
+                   [--peers onnxruntime,tinygrad,torch] [--device cpu|gpu] [--runs 50]
+                   [--warmup 5] [--json FILE]
+
+Models come from scripts/export_models.py (model.onnx, input.npy and PyTorch's output.npy in
+DIR/NAME); missing ones are exported first with --export-python (it needs torch). Every system
+gets the same input and is checked against PyTorch's output (relative L2) before it is timed, so
+a fast wrong answer shows as wrong.
+
+Latency is the median wall-clock time of one inference over --runs runs after --warmup, with the
+input already where the system computes on (host memory for a CPU, device memory for a GPU) and
+waiting until the result is complete:
+  texel        `texel bench` (enqueue every kernel, clFinish)
+  onnxruntime  InferenceSession.run, CPU execution provider on all cores
+  tinygrad     its OpenCL device (CL) running the ONNX model through TinyJit, then synchronize
+  torch        eager PyTorch (CUDA when --device gpu, float32, TF32 off), then synchronize
+Peers that cannot be imported are reported as missing, not silently skipped.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+
+def rel_l2(ref, got):
+    ref = np.asarray(ref, dtype=np.float64).ravel()
+    got = np.asarray(got, dtype=np.float64).ravel()
+    if ref.shape != got.shape:
+        return float("inf")
+    return float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30))
+
+
+def timed(fn, runs, warmup):
+    for _ in range(warmup):
+        fn()
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        ts.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(ts)
+
+
+def run_texel(args, d, x):
+    device = ["--device", args.device]
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([args.texel, "run", f"{d}/model.onnx", "--input", f"input={d}/input.npy",
+                        "-o", tmp, "--repeat", "1", "--warmup", "0"] + device,
+                       check=True, stdout=subprocess.DEVNULL)
+        out = np.load(os.path.join(tmp, "output.npy"))
+        js = os.path.join(tmp, "bench.json")
+        subprocess.run([args.texel, "bench", f"{d}/model.onnx", "--input", f"input={d}/input.npy",
+                        "--repeat", str(args.runs), "--warmup", str(args.warmup), "--top", "1",
+                        "--json", js] + device, check=True, stdout=subprocess.DEVNULL)
+        with open(js) as f:
+            return json.load(f)["latency_ms"]["median"], out
+
+
+def run_onnxruntime(args, d, x):
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = os.cpu_count()
+    sess = ort.InferenceSession(f"{d}/model.onnx", opts, providers=["CPUExecutionProvider"])
+    feed = {"input": x}
+    out = sess.run(None, feed)[0]
+    return timed(lambda: sess.run(None, feed), args.runs, args.warmup), out
+
+
+def run_tinygrad(args, d, x):
+    os.environ["DEV"] = "CL"  # tinygrad's OpenCL backend, on the same OpenCL driver as texel
+    from tinygrad import Device, Tensor, TinyJit
+    from tinygrad.nn.onnx import OnnxRunner
+
+    runner = OnnxRunner(f"{d}/model.onnx")
+    inp = Tensor(x).realize()
+    step = TinyJit(lambda t: next(iter(runner({"input": t}).values())).realize())
+
+    def once():
+        y = step(inp)
+        Device["CL"].synchronize()
+        return y
+
+    out = once().numpy()
+    return timed(once, args.runs, args.warmup), out
+
+
+def run_torch(args, d, x):
+    import torch
+    import export_models
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    dev = "cuda" if args.device == "gpu" else "cpu"
+    model = export_models.build_model(os.path.basename(d)).to(dev).eval()
+    inp = torch.from_numpy(x).to(dev)
+    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+
+    def once():
+        with torch.no_grad():
+            y = model(inp)
+        sync()
+        return y
+
+    out = once().cpu().numpy()
+    return timed(once, args.runs, args.warmup), out
+
+
+PEERS = {"onnxruntime": run_onnxruntime, "tinygrad": run_tinygrad, "torch": run_torch}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--texel", required=True, help="the texel binary")
+    ap.add_argument("--models", required=True, help="comma-separated names (export_models.py)")
+    ap.add_argument("--models-dir", default=os.path.join(ROOT, "build", "models"))
+    ap.add_argument("--export-python", default="/usr/bin/python3")
+    ap.add_argument("--peers", default="onnxruntime,tinygrad")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
+    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--json", help="also write the table as JSON")
+    args = ap.parse_args()
+    models = [m for m in args.models.split(",") if m]
+    peers = [p for p in args.peers.split(",") if p]
+    for p in peers:
+        if p not in PEERS:
+            ap.error(f"unknown peer '{p}' (known: {', '.join(PEERS)})")
+
+    missing = [m for m in models if not os.path.exists(f"{args.models_dir}/{m}/output.npy")]
+    if missing:
+        subprocess.run([args.export_python, os.path.join(ROOT, "scripts", "export_models.py"),
+                        "--out", args.models_dir, "--models", ",".join(missing)], check=True)
+
+    systems = ["texel"] + peers
+    results = {}
+    for m in models:
+        d = f"{args.models_dir}/{m}"
+        x = np.load(f"{d}/input.npy")
+        ref = np.load(f"{d}/output.npy")
+        for s in systems:
+            fn = run_texel if s == "texel" else PEERS[s]
+            try:
+                ms, out = fn(args, d, x)
+                results[(m, s)] = {"ms": ms, "rel_l2": rel_l2(ref, out)}
+            except Exception as e:  # a peer that cannot run a model is a result too
+                msg = str(e).strip().splitlines()
+                results[(m, s)] = {"error": f"{type(e).__name__}: {msg[-1] if msg else ''}"[:120]}
+            print(f"{m:24s} {s:12s} {results[(m, s)]}", file=sys.stderr, flush=True)
+
+    print(f"\nmedian latency in ms ({args.device}, {args.runs} runs after {args.warmup} warm-up); "
+          "x = peer time / texel time; rel L2 vs PyTorch's output in brackets")
+    header = f"| model | texel | " + " | ".join(peers) + " |"
+    print(header)
+    print("|" + "---|" * (2 + len(peers)))
+    for m in models:
+        t = results[(m, "texel")]
+        cells = [f"{t['ms']:.3f} [{t['rel_l2']:.1e}]" if "ms" in t else t["error"]]
+        for p in peers:
+            r = results[(m, p)]
+            if "ms" not in r:
+                cells.append(r["error"])
+                continue
+            ratio = f", {r['ms'] / t['ms']:.2f}x" if "ms" in t else ""
+            cells.append(f"{r['ms']:.3f}{ratio} [{r['rel_l2']:.1e}]")
+        print(f"| {m} | " + " | ".join(cells) + " |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({f"{m}/{s}": r for (m, s), r in results.items()}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+// Convolution as an implicit GEMM on the MatMul kernels (matmul.h): per image n and group g,
+// y[n, g] (OCg x P, P = output pixels) = W[g] (OCg x K, the OIDHW filters as they are, K =
+// ICg * KD * KH * KW) x im2col(x[n, g]) (K x P). The im2col matrix is never stored: the kernel
+// gathers its elements from x while loading B (GemmOperands::load_b), so tiling, vector widths,
+// the bias and the fused epilogue all come from the GEMM path. A 1x1 convolution without
+// stride or padding is a plain GEMM on x. Depthwise convolutions (OCg = 1) take the direct
+// kernel, M = 1 row with K = the window.
+#include <fmt/format.h>
+
+#include "codegen/opencl/generator.h"
+#include "codegen/opencl/matmul.h"
+#include "codegen/opencl/window.h"
+
+namespace texel::codegen {
+namespace {
+
+// B's row k (ic, kd, kh, kw) from column col (od, oh, ow): VB gathered elements, zero in the
+// padding and beyond N.
+constexpr const char* kIm2ColLoad =
+    R"(  const int kw = k % KW, kr = k / KW, kh = kr % KH, kc = kr / KH;
+  const int kd = kc % KD, ic = kc / KD;
+  TVB v;
+#pragma unroll
+  for (int e = 0; e < VB; ++e) {
+    const int c = col + e, ow = c % OW, cr = c / OW, oh = cr % OH, od = cr / OH;
+    const int id = od * SD - PD + kd * DD, ih = oh * SH - PH + kh * DH, iw = ow * SW - PW + kw * DW;
+    ELEM(v, e) = c < N && id >= 0 && id < ID && ih >= 0 && ih < IH && iw >= 0 && iw < IW
+                     ? LOAD(p, ((long)(ic * ID + id) * IH + ih) * IW + iw)
+                     : 0;
+  }
+  return v;)";
+
+bool IsPlainGemm(const Window3& w) {
+  for (int i = 0; i < 3; ++i)
+    if (w.k[i] != 1 || w.s[i] != 1 || w.pb[i] != 0 || w.pe[i] != 0) return false;
+  return true;
+}
+
+}  // namespace
+
+GemmOperands ConvGemm(const ir::Node& n, const Target& target) {
+  DType t = RequireOneFloatType(n);
+  const Shape& x = n.inputs[0]->type.shape;
+  const Shape& wt = n.inputs[1]->type.shape;
+  const Shape& y = n.outputs[0]->type.shape;
+  Window3 win = ToWindow3(n, Shape(wt.begin() + 2, wt.end()));
+  int64_t groups = n.attrs.Int("group");
+  int64_t ic_g = x[1] / groups, oc_g = y[1] / groups;
+  int64_t in_pixels = win.in[0] * win.in[1] * win.in[2];
+  GemmOperands g;
+  g.shape.batch = x[0] * groups;
+  g.shape.m = oc_g;
+  g.shape.n = win.out[0] * win.out[1] * win.out[2];
+  g.shape.k = ic_g * win.k[0] * win.k[1] * win.k[2];
+  g.shape.dtype = t;
+  bool grouped = groups > 1;
+  g.a_offset = grouped ? fmt::format("((b) % {} * {})", groups, oc_g * g.shape.k) : "0";
+  g.b_offset = grouped ? fmt::format("(((long)(b) / {} * {} + (b) % {} * {}) * {})", groups, x[1],
+                                     groups, ic_g, in_pixels)
+                       : fmt::format("((long)(b) * {})", x[1] * in_pixels);
+  // A 1x1 convolution reads x as B directly where full vectors of columns fit (4 floats on a
+  // GPU, 16 on a CPU); otherwise gathering pays for the wider vectors.
+  if (!IsPlainGemm(win) || g.shape.n % (target.gpu ? 4 : 16) != 0) {
+    g.shape.gather_b = true;
+    g.load_b = kIm2ColLoad;
+    g.defines = WindowDefines(win);
+  }
+  bool bias = n.inputs.size() > 2;
+  if (bias) g.bias = grouped ? fmt::format("(b) % {} * {} + (row)", groups, oc_g) : "(row)";
+  g.args = {n.inputs[1]->id, n.inputs[0]->id};
+  if (bias) g.args.push_back(n.inputs[2]->id);
+  g.args.push_back(n.outputs[0]->id);
+  g.out = n.outputs[0];
+  return g;
+}
+
+KernelSpec GenerateConv(const ir::Node& n, const std::string& kernel_name, const Target& target,
+                        const Chain& epilogue) {
+  GemmOperands g = ConvGemm(n, target);
+  return GenerateGemm(g, kernel_name, target, ChooseMatMulParams(g.shape, target), epilogue);
+}
+
+}  // namespace texel::codegen

@@ -1,0 +1,26 @@
+// The geometry of a sliding-window op (Conv, ConvTranspose, pooling) over exactly 3 spatial
+// dims: 1-D and 2-D nodes get leading neutral dims of size 1 (no stride, pad or dilation), so
+// one template serves all three. Shared by generate_window.cpp and generate_conv.cpp.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/shape.h"
+#include "ir/graph.h"
+
+namespace texel::codegen {
+
+struct Window3 {
+  int64_t in[3], out[3], k[3], s[3], pb[3], pe[3], d[3];  // depth, height, width
+};
+
+// The node's window; `kernel` holds its 1 to 3 kernel extents.
+Window3 ToWindow3(const ir::Node& n, const Shape& kernel);
+
+// The template parameters every window kernel shares: ID, IH, IW (input extents), OD, OH, OW,
+// KD, KH, KW, SD, SH, SW (strides), PD, PH, PW (begin pads), DD, DH, DW (dilations).
+std::vector<std::pair<std::string, std::string>> WindowDefines(const Window3& w);
+
+}  // namespace texel::codegen
