@@ -123,22 +123,31 @@ HostTensor RefSoftmax(const HostTensor& x, int64_t axis, bool log) {
   return y;
 }
 
-HostTensor RefReduceMean(const HostTensor& x, const Ints& axes, bool keepdims) {
+// A reduction over `axes` in double precision: kind is 's'um, 'm'ean, 'x' (max), 'n' (min) or
+// 'p'roduct.
+HostTensor RefReduce(const HostTensor& x, const Ints& axes, bool keepdims, char kind) {
   Shape kept = x.shape, out;
   for (int64_t a : axes) kept[a] = 1;
   for (size_t d = 0; d < x.shape.size(); ++d)
     if (keepdims || std::find(axes.begin(), axes.end(), int64_t(d)) == axes.end())
       out.push_back(kept[d]);
-  std::vector<double> acc(NumElements(kept), 0.0);
+  double init = kind == 'x' ? -INFINITY : kind == 'n' ? INFINITY : kind == 'p' ? 1.0 : 0.0;
+  std::vector<double> acc(NumElements(kept), init);
   for (int64_t i = 0; i < x.size(); ++i) {
     std::vector<int64_t> c = Unravel(i, x.shape);
     for (int64_t a : axes) c[a] = 0;
-    acc[Ravel(c, kept)] += F(x, i);
+    double& a = acc[Ravel(c, kept)];
+    double v = F(x, i);
+    a = kind == 'x' ? std::max(a, v) : kind == 'n' ? std::min(a, v) : kind == 'p' ? a * v : a + v;
   }
   HostTensor y(DType::kFloat32, out);
-  double count = static_cast<double>(x.size() / NumElements(kept));
+  double count = kind == 'm' ? static_cast<double>(x.size() / NumElements(kept)) : 1.0;
   for (int64_t i = 0; i < y.size(); ++i) y.data<float>()[i] = static_cast<float>(acc[i] / count);
   return y;
+}
+
+HostTensor RefReduceMean(const HostTensor& x, const Ints& axes, bool keepdims) {
+  return RefReduce(x, axes, keepdims, 'm');
 }
 
 HostTensor RefTranspose(const HostTensor& x, const Ints& perm) {
@@ -306,6 +315,37 @@ TEST(KernelTest, MatMulSoftmaxReduce) {
   ExpectClose(out[3], RefSoftmax(sx, 2, true), "logsoftmax axis 2");
   ExpectClose(out[4], RefReduceMean(rx, {1, 3}, true), "reducemean keepdims=1");
   ExpectClose(out[5], RefReduceMean(rx, {1, 3}, false), "reducemean keepdims=0");
+}
+
+// Few outputs over long rows: on a GPU target (the unit_kernels_as_gpu test) a work-group
+// shares each row of reductions and softmax; here one work-item takes a row.
+TEST(KernelTest, LongRowReductionsAndSoftmax) {
+  HostTensor x = RandomF32({3, 2, 700}, 221);
+  HostTensor p = RandomF32({2, 300}, 222);
+  for (int64_t i = 0; i < x.size(); ++i) x.data<float>()[i] *= 6.0f;
+  for (int64_t i = 0; i < p.size(); ++i) p.data<float>()[i] = 1.0f + 0.002f * F(p, i);
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value* xv = g->AddInput("x", F32Type(x.shape));
+  ir::Value* pv = g->AddInput("p", F32Type(p.shape));
+  auto reduce = [&](ir::OpKind op, ir::Value* v, const Ints& axes, const char* name) {
+    Output(*g, op, {v}, {{"axes", axes}, {"keepdims", int64_t{0}}}, name);
+  };
+  reduce(ir::OpKind::kReduceSum, xv, {2}, "sum");
+  reduce(ir::OpKind::kReduceMax, xv, {2}, "max");
+  reduce(ir::OpKind::kReduceMin, xv, {0, 2}, "min");
+  reduce(ir::OpKind::kReduceMean, xv, {1, 2}, "mean");
+  reduce(ir::OpKind::kReduceProd, pv, {1}, "prod");
+  Output(*g, ir::OpKind::kSoftmax, {xv}, {{"axis", int64_t{2}}}, "softmax");
+  Output(*g, ir::OpKind::kLogSoftmax, {xv}, {{"axis", int64_t{2}}}, "logsoftmax");
+  std::vector<HostTensor> out = CompileAndRun(std::move(g), {{"x", x}, {"p", p}});
+  ASSERT_EQ(out.size(), 7u);
+  ExpectClose(out[0], RefReduce(x, {2}, false, 's'), "sum over 700");
+  ExpectClose(out[1], RefReduce(x, {2}, false, 'x'), "max over 700");
+  ExpectClose(out[2], RefReduce(x, {0, 2}, false, 'n'), "min over axes 0, 2");
+  ExpectClose(out[3], RefReduce(x, {1, 2}, false, 'm'), "mean over axes 1, 2");
+  ExpectClose(out[4], RefReduce(p, {1}, false, 'p'), "prod over 300");
+  ExpectClose(out[5], RefSoftmax(x, 2, false), "softmax over 700");
+  ExpectClose(out[6], RefSoftmax(x, 2, true), "logsoftmax over 700");
 }
 
 // f16 tensors (storage only): the same kernels load halves into float and round the results

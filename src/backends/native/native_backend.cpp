@@ -1,6 +1,8 @@
 #include "backends/native/native_backend.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "codegen/opencl/generator.h"
 #include "core/error.h"
@@ -15,6 +17,16 @@ codegen::Target NativeBackend::TargetOf(const cl::DeviceInfo& device) {
   if (device.local_mem_bytes > 0) t.local_mem_bytes = device.local_mem_bytes;
   if (device.max_work_group_size > 0) t.max_work_group_size = device.max_work_group_size;
   t.warp_size = device.nv_warp_size;
+  // TEXEL_TARGET=gpu:CU generates the kernels a GPU with CU compute units would get, so that
+  // tests check the GPU's choices on a CPU device (docs/decisions.md).
+  if (const char* env = std::getenv("TEXEL_TARGET")) {
+    std::string s = env;
+    if (s.rfind("gpu:", 0) != 0 || s.size() < 5 ||
+        s.find_first_not_of("0123456789", 4) != std::string::npos)
+      Fail(ErrorCode::kInvalidArgument, "TEXEL_TARGET='{}': expected gpu:COMPUTE_UNITS", s);
+    t.gpu = true;
+    t.compute_units = static_cast<uint32_t>(std::max(1, std::atoi(s.c_str() + 4)));
+  }
   return t;
 }
 

@@ -18,9 +18,19 @@ std::string FlatToOffset(const char* var, const char* acc, const std::vector<int
   return s;
 }
 
+// Work-items that share one row of `r` elements: 1 (a row each) unless the device is a GPU
+// that one row per work-item would leave mostly idle (fewer rows than 32 per compute unit) and
+// rows are long enough to split: then a power of two up to 256, about 4 elements each.
+int RowWorkers(int64_t rows, int64_t r, const Target& t) {
+  if (!t.gpu || r < 64 || rows >= 32 * static_cast<int64_t>(t.compute_units)) return 1;
+  int lw = 32;
+  while (lw < 256 && lw * 8 <= r && lw * 2 <= static_cast<int>(t.max_work_group_size)) lw *= 2;
+  return lw;
+}
+
 }  // namespace
 
-KernelSpec GenerateReduce(const ir::Node& n, const std::string& kernel_name,
+KernelSpec GenerateReduce(const ir::Node& n, const std::string& kernel_name, const Target& target,
                           const Chain& epilogue) {
   const ir::Value* x = n.inputs[0];
   DType t = x->type.dtype;
@@ -44,6 +54,8 @@ KernelSpec GenerateReduce(const ir::Node& n, const std::string& kernel_name,
   std::string acc_t = t == DType::kFloat64 ? "double" : is_float ? "float" : "long";
   KernelSource src(kernel_name, "reduce");
   bool arg = n.op == ir::OpKind::kArgMax || n.op == ir::OpKind::kArgMin;
+  int lw = arg ? 1 : RowWorkers(outputs, r, target);
+  src.Define("LW", lw);
   DefineStorage(src, t);
   src.Define("T_ACC", acc_t).Define("N", fmt::format("{}L", outputs));
   src.Define("T_OUT", arg ? "long" : "T_STORE");
@@ -58,11 +70,13 @@ KernelSpec GenerateReduce(const ir::Node& n, const std::string& kernel_name,
   switch (n.op) {
     case ir::OpKind::kReduceMax:
       src.Define("INIT", lowest)
-          .Define("ACC(a, i, v, r)", "a = (isnan((float)(v)) || v > a) ? v : a");
+          .Define("ACC(a, i, v, r)", "a = (isnan((float)(v)) || v > a) ? v : a")
+          .Define("COMBINE(a, b)", "((isnan((float)(b)) || (b) > (a)) ? (b) : (a))");
       break;
     case ir::OpKind::kReduceMin:
       src.Define("INIT", highest)
-          .Define("ACC(a, i, v, r)", "a = (isnan((float)(v)) || v < a) ? v : a");
+          .Define("ACC(a, i, v, r)", "a = (isnan((float)(v)) || v < a) ? v : a")
+          .Define("COMBINE(a, b)", "((isnan((float)(b)) || (b) < (a)) ? (b) : (a))");
       break;
     case ir::OpKind::kArgMax:
       src.Define("INIT", lowest)
@@ -76,8 +90,12 @@ KernelSpec GenerateReduce(const ir::Node& n, const std::string& kernel_name,
       break;
     case ir::OpKind::kReduceProd:
       src.Define("INIT", "1").Define("ACC(a, i, v, r)", "a *= v");
+      src.Define("COMBINE(a, b)", "((a) * (b))");
       break;
-    default: src.Define("INIT", "0").Define("ACC(a, i, v, r)", "a += v"); break;
+    default:
+      src.Define("INIT", "0").Define("ACC(a, i, v, r)", "a += v");
+      src.Define("COMBINE(a, b)", "((a) + (b))");
+      break;
   }
   src.Define("FINISH(a, i)", arg                               ? "i"
                              : n.op == ir::OpKind::kReduceMean ? fmt::format("(a / {}.0f)", r)
@@ -87,13 +105,19 @@ KernelSpec GenerateReduce(const ir::Node& n, const std::string& kernel_name,
   spec.args = {x->id, n.outputs[0]->id};
   ApplyEpilogue(src, kernel_name, n.outputs[0], epilogue, spec);
   spec.source = src.Render();
-  spec.global = {RoundUp(static_cast<size_t>(std::max<int64_t>(outputs, 1)), 64)};
-  spec.local = {64};
+  if (lw > 1) {
+    spec.global = {static_cast<size_t>(outputs) * lw};
+    spec.local = {static_cast<size_t>(lw)};
+  } else {
+    spec.global = {RoundUp(static_cast<size_t>(std::max<int64_t>(outputs, 1)), 64)};
+    spec.local = {64};
+  }
   spec.flops = static_cast<double>(NumElements(xs));
   return spec;
 }
 
-KernelSpec GenerateSoftmax(const ir::Node& n, const std::string& kernel_name) {
+KernelSpec GenerateSoftmax(const ir::Node& n, const std::string& kernel_name,
+                           const Target& target) {
   const Shape& xs = n.inputs[0]->type.shape;
   int64_t axis = n.attrs.Int("axis");
   int64_t outer = 1, inner = 1;
@@ -103,12 +127,35 @@ KernelSpec GenerateSoftmax(const ir::Node& n, const std::string& kernel_name) {
   DefineStorage(src, RequireOneFloatType(n));
   src.Define("OUTER", outer).Define("AXIS", xs[axis]).Define("INNER", inner);
   src.Define("LOG", n.op == ir::OpKind::kLogSoftmax ? 1 : 0);
+  int lw = inner == 1 ? RowWorkers(outer, xs[axis], target) : 1;
+  src.Define("LW", lw);
+  if (lw == 1) {
+    src.Define("ROW_MAX(v)", "(v)").Define("ROW_SUM(v)", "(v)");
+  } else {
+    // Every work-item gets the result; the second barrier lets `part` be reused.
+    for (const char* op : {"max", "sum"}) {
+      std::string fn = fmt::format("{}_row_{}", kernel_name, op);
+      src.Define(fmt::format("ROW_{}(v)", op[0] == 'm' ? "MAX" : "SUM"), fn + "(v, part, l)");
+      src.Prelude(
+          fmt::format("inline T {}(T v, __local T* part, int l) {{\n"
+                      "  part[l] = v;\n  barrier(CLK_LOCAL_MEM_FENCE);\n"
+                      "  for (int h = LW / 2; h > 0; h /= 2) {{\n"
+                      "    if (l < h) part[l] = {};\n    barrier(CLK_LOCAL_MEM_FENCE);\n  }}\n"
+                      "  const T r = part[0];\n  barrier(CLK_LOCAL_MEM_FENCE);\n  return r;\n}}\n",
+                      fn, op[0] == 'm' ? "fmax(part[l], part[l + h])" : "part[l] + part[l + h]"));
+    }
+  }
   KernelSpec spec;
   spec.name = kernel_name;
   spec.source = src.Render();
   spec.args = {n.inputs[0]->id, n.outputs[0]->id};
-  spec.global = {RoundUp(static_cast<size_t>(std::max<int64_t>(outer * inner, 1)), 64)};
-  spec.local = {64};
+  if (lw > 1) {
+    spec.global = {static_cast<size_t>(outer) * lw};
+    spec.local = {static_cast<size_t>(lw)};
+  } else {
+    spec.global = {RoundUp(static_cast<size_t>(std::max<int64_t>(outer * inner, 1)), 64)};
+    spec.local = {64};
+  }
   spec.flops = 4.0 * static_cast<double>(NumElements(xs));
   return spec;
 }

@@ -68,14 +68,14 @@ KernelSpec GenerateGroup(const Chain& nodes, const std::string& kernel_name, con
         return GenerateConvTranspose(node, kernel_name, epilogue);
       return GenerateConv(node, kernel_name, target, epilogue);
     case ir::OpClass::kPool: return GeneratePool(node, kernel_name, epilogue);
-    case ir::OpClass::kReduce: return GenerateReduce(node, kernel_name, epilogue);
+    case ir::OpClass::kReduce: return GenerateReduce(node, kernel_name, target, epilogue);
     case ir::OpClass::kMatMul: return GenerateMatMul(node, kernel_name, target, epilogue);
     default: break;
   }
   TEXEL_CHECK(epilogue.empty(), "{} takes no fused epilogue", OpName(node.op));
   switch (node.info().cls) {
     case ir::OpClass::kMovement: return GeneratePointwise(node, kernel_name);
-    case ir::OpClass::kNormalize: return GenerateSoftmax(node, kernel_name);
+    case ir::OpClass::kNormalize: return GenerateSoftmax(node, kernel_name, target);
     case ir::OpClass::kSelect: return GenerateNonMaxSuppression(node, kernel_name);
     default: break;
   }

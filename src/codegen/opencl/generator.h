@@ -47,8 +47,9 @@ KernelSpec GeneratePool(const ir::Node& node, const std::string& kernel_name,
 KernelSpec GenerateMatMul(const ir::Node& node, const std::string& kernel_name,
                           const Target& target, const Chain& epilogue = {});
 KernelSpec GenerateReduce(const ir::Node& node, const std::string& kernel_name,
-                          const Chain& epilogue = {});
-KernelSpec GenerateSoftmax(const ir::Node& node, const std::string& kernel_name);
+                          const Target& target, const Chain& epilogue = {});
+KernelSpec GenerateSoftmax(const ir::Node& node, const std::string& kernel_name,
+                           const Target& target);
 KernelSpec GenerateNonMaxSuppression(const ir::Node& node, const std::string& kernel_name);
 
 // The pointwise body of a Resize node (generate_resize.cpp).
