@@ -119,16 +119,31 @@ double RunTexel(const cl::Context& ctx, Problem& p, const codegen::MatMulParams*
     chosen = q;
   }
   *label = chosen.ToString();
-  codegen::KernelSpec spec = codegen::GenerateMatMulWith(*node, "gemm", target, chosen);
-  cl::Program program(ctx, spec.source, "", nullptr);
-  cl::Kernel kernel(program.get(), spec.name);
-  kernel.SetArg(0, p.da);
-  kernel.SetArg(1, p.db);
-  kernel.SetArg(2, p.dc);
+  std::vector<codegen::KernelSpec> specs =
+      codegen::GenerateMatMulWith(*node, "gemm", target, chosen);
+  std::string source;
+  for (const auto& spec : specs) source += spec.source;
+  cl::Program program(ctx, source, "", nullptr);
+  std::vector<cl::Buffer> scratch;  // split-K partial sums (argument id -1)
+  for (int64_t bytes : specs[0].scratch_bytes) scratch.emplace_back(ctx, bytes);
+  std::vector<cl::Kernel> kernels;
+  for (const auto& spec : specs) {
+    kernels.emplace_back(program.get(), spec.name);
+    for (size_t i = 0; i < spec.args.size(); ++i) {
+      int id = spec.args[i];
+      kernels.back().SetArg(static_cast<unsigned>(i), id < 0        ? scratch.at(-1 - id)
+                                                      : id == a->id ? p.da
+                                                      : id == b->id ? p.db
+                                                                    : p.dc);
+    }
+  }
   // C still holds the previous result: clear it so that a kernel that writes nothing shows.
   std::vector<float> nan(static_cast<size_t>(p.m * p.n), std::nanf(""));
   p.dc.Write(ctx, nan.data(), nan.size() * sizeof(float));
-  return TimeRuns(ctx, [&] { cl::Launch(ctx, kernel, spec.global, spec.local); });
+  return TimeRuns(ctx, [&] {
+    for (size_t i = 0; i < specs.size(); ++i)
+      cl::Launch(ctx, kernels[i], specs[i].global, specs[i].local);
+  });
 }
 
 double RunClblast(const cl::Context& ctx, Problem& p) {

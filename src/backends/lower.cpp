@@ -75,6 +75,16 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
       e.AddContext(fmt::format("node '{}' ({})", first.name, ops));
       throw;
     }
+    std::vector<int> scratch;  // scratch index -> buffer index, shared by this node's kernels
+    for (const auto& k : kernels)
+      for (size_t s = 0; s < k.scratch_bytes.size(); ++s) {
+        if (s == scratch.size()) {
+          scratch.push_back(static_cast<int>(plan.buffers.size()));
+          plan.buffers.push_back({0, nullptr});
+        }
+        int64_t& bytes = plan.buffers[scratch[s]].bytes;
+        bytes = std::max(bytes, k.scratch_bytes[s]);
+      }
     for (auto& k : kernels) {
       runtime::KernelStep step;
       std::string body;  // the source with its own name blanked out
@@ -87,7 +97,7 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
       }
       auto [it, fresh] = kernel_of_body.try_emplace(std::move(body), k.name);
       step.kernel = it->second;
-      for (int id : k.args) step.buffers.push_back(buffer_of.at(id));
+      for (int id : k.args) step.buffers.push_back(id < 0 ? scratch.at(-1 - id) : buffer_of.at(id));
       step.global = k.global;
       step.local = k.local;
       step.node = first.name;

@@ -33,6 +33,8 @@ HostTensor Random(DType t, const Shape& s, uint32_t seed) {
 
 codegen::Target CpuTarget() { return backends::NativeBackend::TargetOf(SharedContext()->info()); }
 
+int split_runs = 0;  // RunKernel calls that ran a split-K pair
+
 // Runs the kernel GenerateMatMulWith makes for `params` (the heuristic's when null) on PoCL.
 HostTensor RunKernel(const HostTensor& a, const HostTensor& b, const MatMulParams* params,
                      const codegen::Target& target) {
@@ -43,20 +45,33 @@ HostTensor RunKernel(const HostTensor& a, const HostTensor& b, const MatMulParam
   const ir::TensorType& yt = node->outputs[0]->type;
   MatMulParams p =
       params ? *params : codegen::ChooseMatMulParams(codegen::GemmShapeOf(*node), target);
-  codegen::KernelSpec spec = codegen::GenerateMatMulWith(*node, "mm", target, p);
-  std::string source = a.dtype == DType::kFloat64
-                           ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" + spec.source
-                           : spec.source;
+  std::vector<codegen::KernelSpec> specs = codegen::GenerateMatMulWith(*node, "mm", target, p);
+  // Split-K is two kernels, unless K is too short to split.
+  EXPECT_EQ(
+      specs.size(),
+      p.kind == MatMulParams::Kind::kTiled && p.split_k > 1 && a.shape.back() > p.tile_k ? 2u : 1u);
+  split_runs += specs.size() == 2;
+  std::string source =
+      a.dtype == DType::kFloat64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "";
+  for (const auto& spec : specs) source += spec.source;
   const cl::Context& ctx = *SharedContext();
   cl::Program program(ctx, source, "", nullptr);
-  cl::Kernel kernel(program.get(), spec.name);
   cl::Buffer da(ctx, a.bytes.size()), db(ctx, b.bytes.size()), dy(ctx, yt.bytes());
   da.Write(ctx, a.bytes.data(), a.bytes.size());
   db.Write(ctx, b.bytes.data(), b.bytes.size());
-  kernel.SetArg(0, da);
-  kernel.SetArg(1, db);
-  kernel.SetArg(2, dy);
-  cl::Launch(ctx, kernel, spec.global, spec.local);
+  std::vector<cl::Buffer> scratch;  // split-K partial sums (argument id -1)
+  for (int64_t bytes : specs[0].scratch_bytes) scratch.emplace_back(ctx, bytes);
+  for (const auto& spec : specs) {
+    cl::Kernel kernel(program.get(), spec.name);
+    for (size_t i = 0; i < spec.args.size(); ++i) {
+      int id = spec.args[i];
+      kernel.SetArg(static_cast<unsigned>(i), id < 0         ? scratch.at(-1 - id)
+                                              : id == av->id ? da
+                                              : id == bv->id ? db
+                                                             : dy);
+    }
+    cl::Launch(ctx, kernel, spec.global, spec.local);
+  }
   HostTensor y(yt.dtype, yt.shape);
   dy.Read(ctx, y.bytes.data(), y.bytes.size());
   return y;
@@ -98,6 +113,12 @@ MatMulParams Tiled(int tm, int tn, int tk, int wm, int wn) {
   return p;
 }
 
+// Split-K over `splits` work-groups per tile.
+MatMulParams Split(MatMulParams p, int splits) {
+  p.split_k = splits;
+  return p;
+}
+
 // The direct kernel with ly row blocks sharing panels of pk rows of B.
 MatMulParams Panel(int wm, int wn, int lx, int ly, int pk) {
   MatMulParams p;
@@ -115,10 +136,20 @@ MatMulParams Direct(int wm, int wn, int lx, int split) {
 
 TEST(MatMulTest, ExplicitParamsAllShapes) {
   const std::vector<MatMulParams> params = {
-      Tiled(128, 128, 16, 16, 8), Tiled(128, 128, 16, 8, 8), Tiled(64, 128, 16, 8, 8),
-      Tiled(64, 128, 8, 4, 8),    Tiled(64, 64, 16, 4, 4),   Tiled(32, 64, 16, 2, 4),
-      Tiled(16, 16, 16, 1, 1),    Tiled(32, 32, 8, 4, 4),    Direct(8, 4, 8, 8),
-      Direct(1, 1, 32, 4),        Direct(3, 2, 16, 1),       Panel(4, 4, 8, 4, 16),
+      Tiled(128, 128, 16, 16, 8),
+      Tiled(128, 128, 16, 8, 8),
+      Tiled(64, 128, 16, 8, 8),
+      Tiled(64, 128, 8, 4, 8),
+      Tiled(64, 64, 16, 4, 4),
+      Tiled(32, 64, 16, 2, 4),
+      Tiled(16, 16, 16, 1, 1),
+      Tiled(32, 32, 8, 4, 4),
+      Split(Tiled(32, 32, 8, 4, 4), 3),
+      Split(Tiled(16, 16, 16, 1, 1), 2),
+      Direct(8, 4, 8, 8),
+      Direct(1, 1, 32, 4),
+      Direct(3, 2, 16, 1),
+      Panel(4, 4, 8, 4, 16),
       Panel(2, 1, 4, 8, 5),
   };
   codegen::Target target = CpuTarget();
@@ -142,6 +173,7 @@ TEST(MatMulTest, ExplicitParamsAllShapes) {
       ExpectMatches(RunKernel(a, b, &p, target), a, b, what);
     }
   }
+  EXPECT_GE(split_runs, 3);
 }
 
 // f16 storage and f64 through both kernels, with vector loads and edge tiles.

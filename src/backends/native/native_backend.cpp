@@ -42,14 +42,15 @@ bool NativeBackend::Supports(const ir::Node& node, const cl::DeviceInfo& device)
 
 double NativeBackend::Estimate(const ir::Node& node, const cl::DeviceInfo& device) const {
   // Roofline guess until measurements exist: flops at 1 GFLOP/s per compute unit plus launch.
-  codegen::KernelSpec k = codegen::GenerateKernel(node, "probe", TargetOf(device));
-  return 5e-6 + k.flops / (1e9 * std::max<uint32_t>(device.compute_units, 1));
+  double flops = 0;
+  for (const auto& k : codegen::GenerateKernel(node, "probe", TargetOf(device))) flops += k.flops;
+  return 5e-6 + flops / (1e9 * std::max<uint32_t>(device.compute_units, 1));
 }
 
 std::vector<codegen::KernelSpec> NativeBackend::Lower(const std::vector<const ir::Node*>& nodes,
                                                       const std::string& name_prefix,
                                                       const cl::DeviceInfo& device) const {
-  return {codegen::GenerateGroup(nodes, name_prefix, TargetOf(device))};
+  return codegen::GenerateGroup(nodes, name_prefix, TargetOf(device));
 }
 
 }  // namespace texel::backends

@@ -74,8 +74,8 @@ GemmOperands ConvGemm(const ir::Node& n, const Target& target) {
   return g;
 }
 
-KernelSpec GenerateConv(const ir::Node& n, const std::string& kernel_name, const Target& target,
-                        const Chain& epilogue) {
+std::vector<KernelSpec> GenerateConv(const ir::Node& n, const std::string& kernel_name,
+                                     const Target& target, const Chain& epilogue) {
   GemmOperands g = ConvGemm(n, target);
   return GenerateGemm(g, kernel_name, target, ChooseMatMulParams(g.shape, target), epilogue);
 }

@@ -82,6 +82,11 @@ std::string VecStore(DType t, int n) {
   return fmt::format("(*(__global {}*)((p) + (i)) = (v))", VecType(t, n));
 }
 
+// The length of each of `splits` K ranges: a multiple of tile_k (the last may be shorter).
+int64_t SplitLength(int64_t k, int splits, int tile_k) {
+  return CeilDiv(CeilDiv(k, splits), tile_k) * tile_k;
+}
+
 int64_t TiledLocalBytes(const MatMulParams& p, DType t) {
   return 2 * p.tile_k * ((p.tile_m + 4) + p.tile_n) * ElemBytes(t);
 }
@@ -163,8 +168,8 @@ std::string MatMulParams::ToString() const {
   if (kind == Kind::kDirect)
     return fmt::format("direct {}x{} wi {}x{} split {} panel {}", tile_m, tile_n, wi_m, wi_n,
                        split_k, panel_k);
-  return fmt::format("tiled {}x{}x{} wi {}x{} vec {}/{}", tile_m, tile_n, tile_k, wi_m, wi_n, vec_a,
-                     vec_b);
+  return fmt::format("tiled {}x{}x{} wi {}x{} vec {}/{}{}", tile_m, tile_n, tile_k, wi_m, wi_n,
+                     vec_a, vec_b, split_k > 1 ? fmt::format(" split {}", split_k) : "");
 }
 
 GemmShape GemmShapeOf(const ir::Node& n) {
@@ -211,6 +216,8 @@ std::optional<std::string> CheckMatMulParams(const MatMulParams& p, const GemmSh
   if (p.tile_m % p.wi_m != 0) return "tile_m must be a multiple of wi_m";
   if (p.tile_k % p.vec_a != 0 || p.tile_n % p.vec_b != 0)
     return "tile_k and tile_n must be multiples of the load vector widths";
+  if (p.split_k > 1 && s.dtype == DType::kFloat16)
+    return "split-K keeps its partial sums in f32 or f64 storage only";
   if (TiledLocalBytes(p, s.dtype) > static_cast<int64_t>(t.local_mem_bytes))
     return fmt::format("{} bytes of local memory exceed the device's {}",
                        TiledLocalBytes(p, s.dtype), t.local_mem_bytes);
@@ -234,23 +241,37 @@ MatMulParams ChooseMatMulParams(const GemmShape& s, const Target& t) {
     p.tile_m = c.tm, p.tile_n = c.tn, p.tile_k = c.tk, p.wi_m = c.wm, p.wi_n = c.wn;
     if (CheckMatMulParams(p, s, t)) continue;
     int64_t groups = CeilDiv(s.m, c.tm) * CeilDiv(s.n, c.tn) * s.batch;
-    int64_t waves = CeilDiv(groups, t.compute_units);
+    // Too few tiles to fill the device: split K over more work-groups, each range at least 256
+    // long (the partial sums then cost one extra pass, counted as 10%).
+    p.split_k = 1;
+    if (s.dtype != DType::kFloat16 && groups < t.compute_units)
+      p.split_k = static_cast<int>(
+          std::max<int64_t>(1, std::min<int64_t>(t.compute_units / groups, s.k / 256)));
+    int64_t ks = SplitLength(s.k, p.split_k, c.tk);
+    int64_t waves = CeilDiv(groups * CeilDiv(s.k, ks), t.compute_units);
     double items = static_cast<double>(waves * p.LocalX() * p.LocalY());
     double occupancy = std::sqrt(std::min(1.0, items / 128));
-    double cost = static_cast<double>(waves) * c.tm * c.tn / (c.efficiency * occupancy);
+    double cost = static_cast<double>(waves) * c.tm * c.tn * static_cast<double>(ks) /
+                  (c.efficiency * occupancy) * (p.split_k > 1 ? 1.1 : 1.0);
     if (!found || cost < best_cost * 0.999) best = p, best_cost = cost, found = true;
   }
   return found ? best : ChooseDirect(s, t);
 }
 
-KernelSpec GenerateGemm(const GemmOperands& g, const std::string& kernel_name, const Target& target,
-                        const MatMulParams& p, const Chain& epilogue) {
+std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& kernel_name,
+                                     const Target& target, const MatMulParams& p,
+                                     const Chain& epilogue) {
   const GemmShape& s = g.shape;
   DType t = s.dtype;
   if (auto why = CheckMatMulParams(p, s, target))
     Fail(ErrorCode::kInvalidArgument, "matmul parameters '{}' for {}x{}x{}: {}", p.ToString(), s.m,
          s.n, s.k, *why);
   bool direct = p.kind == MatMulParams::Kind::kDirect;
+  // Split-K: the product goes to scratch 0 (arg -1) as partial sums; bias and epilogue follow.
+  int64_t ks = direct ? s.k : SplitLength(s.k, p.split_k, p.tile_k);
+  int64_t splits = direct ? 1 : CeilDiv(s.k, ks);
+  bool split = splits > 1;
+  bool bias = !g.bias.empty();
   KernelSource src(kernel_name, direct ? "matmul_direct" : "matmul");
   DefineStorage(src, t);
   src.Define("M", s.m).Define("N", s.n).Define("K", s.k).Define("BATCH", s.batch);
@@ -269,8 +290,11 @@ KernelSpec GenerateGemm(const GemmOperands& g, const std::string& kernel_name, c
                     "int col) {{\n{}\n}}\n",
                     kernel_name, g.load_b));
   }
-  src.Define("BIAS_PARAM", g.bias.empty() ? "" : ", __global const T_STORE* restrict bias_p");
-  src.Define("BIAS(b, row)", g.bias.empty() ? "0" : "LOAD(bias_p, " + g.bias + ")");
+  auto define_bias = [&](KernelSource& k, bool with) {
+    k.Define("BIAS_PARAM", with ? ", __global const T_STORE* restrict bias_p" : "");
+    k.Define("BIAS(b, row)", with ? "LOAD(bias_p, " + g.bias + ")" : "0");
+  };
+  define_bias(src, bias && !split);
   src.Define("EDGE_M", s.m % p.tile_m != 0).Define("EDGE_N", s.n % p.tile_n != 0);
   src.Define("CLAMP_N", s.n % p.tile_n != 0 && !s.gather_b);
   if (direct) {
@@ -294,22 +318,45 @@ KernelSpec GenerateGemm(const GemmOperands& g, const std::string& kernel_name, c
     src.Define("AS_STRIDE", p.tile_m + 4).Define("BS_STRIDE", p.tile_n);
     src.Define("LOCAL_ALIGN", ElemBytes(t) * std::max({vm, vn, p.vec_b}));
     src.Define("EDGE_K", s.k % p.tile_k != 0);
+    src.Define("SPLITS", splits).Define("KS", ks);
   }
+  int64_t outputs = s.batch * s.m * s.n;
   KernelSpec spec;
   spec.name = kernel_name;
-  spec.args = g.args;
-  ApplyEpilogue(src, kernel_name, g.out, epilogue, spec);
+  spec.args = split ? std::vector<int>{g.args[0], g.args[1], -1} : g.args;
+  ApplyEpilogue(src, kernel_name, g.out, split ? Chain{} : epilogue, spec);
   spec.source = src.Render();
   size_t lx = p.LocalX(), ly = p.LocalY();
   spec.global = {static_cast<size_t>(CeilDiv(s.n, p.tile_n)) * lx,
-                 static_cast<size_t>(CeilDiv(s.m, p.tile_m)) * ly, static_cast<size_t>(s.batch)};
+                 static_cast<size_t>(CeilDiv(s.m, p.tile_m)) * ly,
+                 static_cast<size_t>(s.batch * splits)};
   spec.local = {lx, ly, 1};
-  spec.flops = 2.0 * static_cast<double>(s.batch * s.m * s.n * s.k);
-  return spec;
+  spec.flops = 2.0 * static_cast<double>(outputs * s.k);
+  if (!split) return {spec};
+
+  spec.scratch_bytes = {splits * outputs * ElemBytes(t)};
+  std::string sum_name = kernel_name + "_sum";
+  KernelSource sum(sum_name, "matmul_splitk");
+  DefineStorage(sum, t);
+  sum.Define("M", s.m).Define("N", s.n).Define("BATCH", s.batch).Define("SPLITS", splits);
+  define_bias(sum, bias);
+  KernelSpec add;
+  add.name = sum_name;
+  add.args = {-1};
+  if (bias) add.args.push_back(g.args[2]);
+  add.args.push_back(g.args.back());
+  ApplyEpilogue(sum, sum_name, g.out, epilogue, add);
+  add.source = sum.Render();
+  add.global = {RoundUp(static_cast<size_t>(outputs), 256)};
+  add.local = {256};
+  add.flops = static_cast<double>(outputs * splits);
+  add.scratch_bytes = spec.scratch_bytes;
+  return {spec, add};
 }
 
-KernelSpec GenerateMatMulWith(const ir::Node& n, const std::string& kernel_name,
-                              const Target& target, const MatMulParams& p, const Chain& epilogue) {
+std::vector<KernelSpec> GenerateMatMulWith(const ir::Node& n, const std::string& kernel_name,
+                                           const Target& target, const MatMulParams& p,
+                                           const Chain& epilogue) {
   RequireOneFloatType(n);  // f64 only reaches here with cl_khr_fp64
   GemmOperands g;
   g.shape = GemmShapeOf(n);
@@ -324,8 +371,8 @@ KernelSpec GenerateMatMulWith(const ir::Node& n, const std::string& kernel_name,
   return GenerateGemm(g, kernel_name, target, p, epilogue);
 }
 
-KernelSpec GenerateMatMul(const ir::Node& n, const std::string& kernel_name, const Target& target,
-                          const Chain& epilogue) {
+std::vector<KernelSpec> GenerateMatMul(const ir::Node& n, const std::string& kernel_name,
+                                       const Target& target, const Chain& epilogue) {
   return GenerateMatMulWith(n, kernel_name, target, ChooseMatMulParams(GemmShapeOf(n), target),
                             epilogue);
 }

@@ -46,12 +46,13 @@ void DefineStorage(KernelSource& src, DType t) {
       .Define("STORE(p, i, v)", half ? "vstore_half_rte((v), (i), (p))" : "(p)[i] = (v)");
 }
 
-KernelSpec GenerateKernel(const ir::Node& node, const std::string& kernel_name,
-                          const Target& target) {
+std::vector<KernelSpec> GenerateKernel(const ir::Node& node, const std::string& kernel_name,
+                                       const Target& target) {
   return GenerateGroup({&node}, kernel_name, target);
 }
 
-KernelSpec GenerateGroup(const Chain& nodes, const std::string& kernel_name, const Target& target) {
+std::vector<KernelSpec> GenerateGroup(const Chain& nodes, const std::string& kernel_name,
+                                      const Target& target) {
   for (const ir::Node* n : nodes)
     for (const auto* values : {&n->inputs, &n->outputs})
       for (const ir::Value* v : *values)
@@ -62,21 +63,21 @@ KernelSpec GenerateGroup(const Chain& nodes, const std::string& kernel_name, con
   switch (node.info().cls) {
     case ir::OpClass::kUnary:
     case ir::OpClass::kBinary:
-    case ir::OpClass::kTernary: return GenerateElementwise(nodes, kernel_name);
+    case ir::OpClass::kTernary: return {GenerateElementwise(nodes, kernel_name)};
     case ir::OpClass::kConv:
       if (node.op == ir::OpKind::kConvTranspose)
-        return GenerateConvTranspose(node, kernel_name, epilogue);
+        return {GenerateConvTranspose(node, kernel_name, epilogue)};
       return GenerateConv(node, kernel_name, target, epilogue);
-    case ir::OpClass::kPool: return GeneratePool(node, kernel_name, epilogue);
-    case ir::OpClass::kReduce: return GenerateReduce(node, kernel_name, target, epilogue);
+    case ir::OpClass::kPool: return {GeneratePool(node, kernel_name, epilogue)};
+    case ir::OpClass::kReduce: return {GenerateReduce(node, kernel_name, target, epilogue)};
     case ir::OpClass::kMatMul: return GenerateMatMul(node, kernel_name, target, epilogue);
     default: break;
   }
   TEXEL_CHECK(epilogue.empty(), "{} takes no fused epilogue", OpName(node.op));
   switch (node.info().cls) {
-    case ir::OpClass::kMovement: return GeneratePointwise(node, kernel_name);
-    case ir::OpClass::kNormalize: return GenerateSoftmax(node, kernel_name, target);
-    case ir::OpClass::kSelect: return GenerateNonMaxSuppression(node, kernel_name);
+    case ir::OpClass::kMovement: return {GeneratePointwise(node, kernel_name)};
+    case ir::OpClass::kNormalize: return {GenerateSoftmax(node, kernel_name, target)};
+    case ir::OpClass::kSelect: return {GenerateNonMaxSuppression(node, kernel_name)};
     default: break;
   }
   Fail(ErrorCode::kInternal, "no generator for {}", OpName(node.op));

@@ -24,12 +24,14 @@ struct Target {
   uint32_t warp_size = 0;  // NVIDIA's warp (cl_nv_device_attribute_query); 0 when unknown
 };
 
-KernelSpec GenerateKernel(const ir::Node& node, const std::string& kernel_name,
-                          const Target& target);
+// The kernels of one node or group, run in order (most are one kernel; GEMMs split along K are
+// two). Each kernel's name starts with kernel_name.
+std::vector<KernelSpec> GenerateKernel(const ir::Node& node, const std::string& kernel_name,
+                                       const Target& target);
 // A fusion group (passes/fuse.cpp): an anchor or elementwise node followed by the elementwise
 // chain that consumes its result, as one kernel.
-KernelSpec GenerateGroup(const std::vector<const ir::Node*>& nodes, const std::string& kernel_name,
-                         const Target& target);
+std::vector<KernelSpec> GenerateGroup(const std::vector<const ir::Node*>& nodes,
+                                      const std::string& kernel_name, const Target& target);
 
 // Family generators, dispatched by op class.
 KernelSpec GeneratePointwise(const ir::Node& node, const std::string& kernel_name);
@@ -38,14 +40,14 @@ KernelSpec GenerateElementwise(const std::vector<const ir::Node*>& ops,
                                const std::string& kernel_name);
 // Anchors take the elementwise chain fused after them (passes/fuse.cpp), applied to each result.
 using Chain = std::vector<const ir::Node*>;
-KernelSpec GenerateConv(const ir::Node& node, const std::string& kernel_name, const Target& target,
-                        const Chain& epilogue = {});
+std::vector<KernelSpec> GenerateConv(const ir::Node& node, const std::string& kernel_name,
+                                     const Target& target, const Chain& epilogue = {});
 KernelSpec GenerateConvTranspose(const ir::Node& node, const std::string& kernel_name,
                                  const Chain& epilogue = {});
 KernelSpec GeneratePool(const ir::Node& node, const std::string& kernel_name,
                         const Chain& epilogue = {});
-KernelSpec GenerateMatMul(const ir::Node& node, const std::string& kernel_name,
-                          const Target& target, const Chain& epilogue = {});
+std::vector<KernelSpec> GenerateMatMul(const ir::Node& node, const std::string& kernel_name,
+                                       const Target& target, const Chain& epilogue = {});
 KernelSpec GenerateReduce(const ir::Node& node, const std::string& kernel_name,
                           const Target& target, const Chain& epilogue = {});
 KernelSpec GenerateSoftmax(const ir::Node& node, const std::string& kernel_name,

@@ -13,7 +13,10 @@ namespace texel::codegen {
 struct KernelSpec {
   std::string name;
   std::string source;
-  std::vector<int> args;  // IR value ids in parameter order (inputs..., output)
+  std::vector<int> args;  // IR value ids in parameter order (inputs..., output); -1 - s: scratch s
+  // Bytes of each scratch buffer: device memory private to the kernels generated together for
+  // one node (split-K partial sums), which they pass on in order.
+  std::vector<int64_t> scratch_bytes;
   std::vector<size_t> global;
   std::vector<size_t> local;  // empty: the driver chooses
   double flops = 0;           // useful arithmetic, for profiles

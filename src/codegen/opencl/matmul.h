@@ -36,6 +36,10 @@ struct MatMulParams {
   // column share K, adding up through local memory (tile_m == wi_m); or it is
   // (tile_n / wi_n) x (tile_m / wi_m) and, with panel_k > 0, stages panel_k rows of B at a time
   // in local memory for all its rows. tile_k and vec_a are unused.
+  // kTiled with split_k > 1: K is cut into split_k ranges (multiples of tile_k) computed by
+  // separate work-groups into a scratch buffer, and a second kernel adds them up and applies the
+  // bias and the epilogue: for products with too few output tiles to fill the device
+  // (transformer layers, late convolution stages). f32 and f64 only.
   int tile_m = 64, tile_n = 64, tile_k = 8;
   int wi_m = 4, wi_n = 4;
   int vec_a = 1, vec_b = 1;
@@ -71,17 +75,19 @@ struct GemmOperands {
   const ir::Value* out = nullptr;
 };
 
-// The kernel for g with explicit parameters (CheckMatMulParams must pass: kInvalidArgument).
-KernelSpec GenerateGemm(const GemmOperands& g, const std::string& kernel_name, const Target& target,
-                        const MatMulParams& params, const Chain& epilogue = {});
+// The kernels for g with explicit parameters (CheckMatMulParams must pass: kInvalidArgument):
+// one, or two with split-K.
+std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& kernel_name,
+                                     const Target& target, const MatMulParams& params,
+                                     const Chain& epilogue = {});
 
 // The GEMM that computes Conv node n (generate_conv.cpp).
 GemmOperands ConvGemm(const ir::Node& n, const Target& t);
 
 // GenerateMatMul with explicit parameters (CheckMatMulParams must pass: kInvalidArgument).
-KernelSpec GenerateMatMulWith(const ir::Node& node, const std::string& kernel_name,
-                              const Target& target, const MatMulParams& params,
-                              const Chain& epilogue = {});
+std::vector<KernelSpec> GenerateMatMulWith(const ir::Node& node, const std::string& kernel_name,
+                                           const Target& target, const MatMulParams& params,
+                                           const Chain& epilogue = {});
 
 // The shape of MatMul node n (batch dims broadcast).
 GemmShape GemmShapeOf(const ir::Node& n);

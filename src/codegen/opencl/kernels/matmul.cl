@@ -20,7 +20,10 @@
 // LOCAL_ALIGN; EDGE_M, EDGE_N, EDGE_K (1 when the last tile overhangs M, N or K); CLAMP_N (1
 // when overhanging columns must load from the last valid ones; a gathering LOAD_B returns zeros
 // beyond N instead, so N need not be a multiple of VB);
-// EPILOGUE(v, i) (applied to each result, i = flat output index), EPILOGUE_PARAMS.
+// EPILOGUE(v, i) (applied to each result, i = flat output index), EPILOGUE_PARAMS; SPLITS, KS
+// (split-K: work-group z = batch * SPLITS + s sums k in [s * KS, s * KS + KS) into slice s of
+// `out`, a scratch buffer of SPLITS x BATCH x M x N, with no bias or epilogue; kernels/
+// matmul_splitk.cl adds the slices up. SPLITS == 1, KS == K otherwise).
 // Overhanging rows and columns are clamped on load (their results are never stored); K beyond
 // its end reads zeros.
 __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
@@ -31,7 +34,8 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
   const int tx = get_local_id(0), ty = get_local_id(1);
   const int tid = ty * LX + tx;
   const int col0 = get_group_id(0) * TN, row0 = get_group_id(1) * TM;
-  const int batch = get_group_id(2);
+  const int batch = get_group_id(2) / SPLITS, split = get_group_id(2) % SPLITS;
+  const int k_begin = split * KS;
   const __global T_STORE* restrict ap = a + A_OFFSET(batch);
   const __global T_STORE* restrict bp = b + B_OFFSET(batch);
 
@@ -69,11 +73,11 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
 #pragma unroll
     for (int j = 0; j < WN; ++j) acc[i][j] = 0;
 
-  const int tiles = (K + TK - 1) / TK;
+  const int tiles = (min(KS, K - k_begin) + TK - 1) / TK;
   for (int t = 0; t <= tiles; ++t) {
     const int buf = t & 1;
     if (t < tiles) {  // global -> registers: tile t
-      const int k0 = t * TK;
+      const int k0 = k_begin + t * TK;
 #pragma unroll
       for (int l = 0; l < LOADS_A; ++l) {
         ra[l] = (TVA)0;
@@ -145,7 +149,7 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
 #if EDGE_M
     if (row >= M) continue;
 #endif
-    const long o_row = ((long)batch * M + row) * N;
+    const long o_row = (((long)split * BATCH + batch) * M + row) * N;
     const T bias = BIAS(batch, row);
 #pragma unroll
     for (int g = 0; g < WN / VN; ++g) {
