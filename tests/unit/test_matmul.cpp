@@ -234,6 +234,12 @@ TEST(MatMulTest, GpuHeuristicChoices) {
   // Large square products take the largest tile; a 128-row transformer layer a smaller one.
   EXPECT_EQ(codegen::ChooseMatMulParams({1, 4096, 4096, 4096, DType::kFloat32}, gpu).tile_m, 128);
   EXPECT_LT(codegen::ChooseMatMulParams({1, 128, 3072, 768, DType::kFloat32}, gpu).tile_m, 128);
+  // Split-K where few tiles meet a long K (a transformer's second FFN product, a late ResNet
+  // stage's 3x3 convolution), not where the tiles alone fill the device.
+  EXPECT_GT(codegen::ChooseMatMulParams({1, 128, 768, 3072, DType::kFloat32}, gpu).split_k, 1);
+  EXPECT_GT(codegen::ChooseMatMulParams({1, 512, 49, 4608, DType::kFloat32}, gpu).split_k, 1);
+  EXPECT_EQ(codegen::ChooseMatMulParams({1, 1024, 1024, 1024, DType::kFloat32}, gpu).split_k, 1);
+  EXPECT_EQ(codegen::ChooseMatMulParams({1, 4096, 4096, 4096, DType::kFloat32}, gpu).split_k, 1);
 }
 
 // The full compile path with this device's heuristic: batch broadcast, M = 1, odd sizes, and a

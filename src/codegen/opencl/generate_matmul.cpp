@@ -181,6 +181,14 @@ GemmShape GemmShapeOf(const ir::Node& n) {
   s.n = y.back();
   s.batch = NumElements(Shape(y.begin(), y.end() - 2));
   s.dtype = n.outputs[0]->type.dtype;
+  // One B for every batch ([..., m, k] x [k, n]): the batches of A are rows of one product,
+  // which fills a GPU where m alone is small (a [seq, 1, d] activation times a weight).
+  const Shape& b = n.inputs[1]->type.shape;
+  if (NumElements(Shape(b.begin(), b.end() - 2)) == 1 &&
+      NumElements(Shape(a.begin(), a.end() - 2)) == s.batch) {
+    s.m *= s.batch;
+    s.batch = 1;
+  }
   return s;
 }
 
@@ -242,7 +250,9 @@ MatMulParams ChooseMatMulParams(const GemmShape& s, const Target& t) {
     if (CheckMatMulParams(p, s, t)) continue;
     int64_t groups = CeilDiv(s.m, c.tm) * CeilDiv(s.n, c.tn) * s.batch;
     // Too few tiles to fill the device: split K over more work-groups, each range at least 256
-    // long (the partial sums then cost one extra pass, counted as 10%).
+    // long. Costs are in multiply-adds per compute unit; the partial sums add a launch (about
+    // 5 us, 2.4M multiply-adds of an H100 compute unit) and (splits + 1) passes over the output
+    // spread over the device at about 20 multiply-adds per byte (fp32 peak over bandwidth).
     p.split_k = 1;
     if (s.dtype != DType::kFloat16 && groups < t.compute_units)
       p.split_k = static_cast<int>(
@@ -252,7 +262,10 @@ MatMulParams ChooseMatMulParams(const GemmShape& s, const Target& t) {
     double items = static_cast<double>(waves * p.LocalX() * p.LocalY());
     double occupancy = std::sqrt(std::min(1.0, items / 128));
     double cost = static_cast<double>(waves) * c.tm * c.tn * static_cast<double>(ks) /
-                  (c.efficiency * occupancy) * (p.split_k > 1 ? 1.1 : 1.0);
+                  (c.efficiency * occupancy);
+    if (p.split_k > 1)
+      cost += 2.4e6 + static_cast<double>((p.split_k + 1) * s.batch * s.m * s.n) *
+                          ElemBytes(s.dtype) * 20.0 / t.compute_units;
     if (!found || cost < best_cost * 0.999) best = p, best_cost = cost, found = true;
   }
   return found ? best : ChooseDirect(s, t);
