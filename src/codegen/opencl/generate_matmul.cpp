@@ -251,8 +251,8 @@ MatMulParams ChooseMatMulParams(const GemmShape& s, const Target& t) {
     int64_t groups = CeilDiv(s.m, c.tm) * CeilDiv(s.n, c.tn) * s.batch;
     // Too few tiles to fill the device: split K over more work-groups, each range at least 256
     // long. Costs are in multiply-adds per compute unit; the partial sums add a launch (about
-    // 5 us, 2.4M multiply-adds of an H100 compute unit) and (splits + 1) passes over the output
-    // spread over the device at about 20 multiply-adds per byte (fp32 peak over bandwidth).
+    // 5 us, 1.2M multiply-adds of an H100 compute unit) and (splits + 1) passes over the output
+    // spread over the device at about 10 multiply-adds per byte (fp32 peak over bandwidth).
     p.split_k = 1;
     if (s.dtype != DType::kFloat16 && groups < t.compute_units)
       p.split_k = static_cast<int>(
@@ -264,7 +264,7 @@ MatMulParams ChooseMatMulParams(const GemmShape& s, const Target& t) {
     double cost = static_cast<double>(waves) * c.tm * c.tn * static_cast<double>(ks) /
                   (c.efficiency * occupancy);
     if (p.split_k > 1)
-      cost += 2.4e6 + static_cast<double>((p.split_k + 1) * s.batch * s.m * s.n) *
+      cost += 1.2e6 + static_cast<double>((p.split_k + 1) * s.batch * s.m * s.n) *
                           ElemBytes(s.dtype) * 20.0 / t.compute_units;
     if (!found || cost < best_cost * 0.999) best = p, best_cost = cost, found = true;
   }
