@@ -18,7 +18,9 @@ waiting until the result is complete:
   onnxruntime  InferenceSession.run, CPU execution provider on all cores
   tinygrad     its OpenCL device (CL) running the ONNX model through TinyJit, then synchronize
   torch        eager PyTorch (CUDA when --device gpu, float32, TF32 off), then synchronize
-Peers that cannot be imported are reported as missing, not silently skipped.
+Each (model, system) pair is measured in its own process, so that no system's threads, caches
+or device contexts linger into another's timing. Peers that cannot run are reported with
+their error, not silently skipped.
 """
 
 import argparse
@@ -123,6 +125,34 @@ def run_torch(args, d, x):
 PEERS = {"onnxruntime": run_onnxruntime, "tinygrad": run_tinygrad, "torch": run_torch}
 
 
+def measure_one(args, model, system):
+    """Runs inside a child process: prints {"ms", "rel_l2"} or {"error"} as JSON."""
+    d = f"{args.models_dir}/{model}"
+    x = np.load(f"{d}/input.npy")
+    ref = np.load(f"{d}/output.npy")
+    fn = run_texel if system == "texel" else PEERS[system]
+    try:
+        ms, out = fn(args, d, x)
+        result = {"ms": ms, "rel_l2": rel_l2(ref, out)}
+    except Exception as e:  # a peer that cannot run a model is a result too
+        msg = str(e).strip().splitlines()
+        result = {"error": f"{type(e).__name__}: {msg[-1] if msg else ''}"[:120]}
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+def measure(args, model, system):
+    cmd = [sys.executable, os.path.abspath(__file__), "--one", f"{model}:{system}"]
+    for flag in ("texel", "models_dir", "device", "runs", "warmup"):
+        cmd += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
+    cmd += ["--models", model]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    for line in p.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
+    return {"error": f"exit {p.returncode}: {tail}"[:120]}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--texel", required=True, help="the texel binary")
@@ -134,7 +164,11 @@ def main():
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--json", help="also write the table as JSON")
+    ap.add_argument("--one", help=argparse.SUPPRESS)  # MODEL:SYSTEM, in a child process
     args = ap.parse_args()
+    if args.one:
+        measure_one(args, *args.one.split(":"))
+        return
     models = [m for m in args.models.split(",") if m]
     peers = [p for p in args.peers.split(",") if p]
     for p in peers:
@@ -149,17 +183,8 @@ def main():
     systems = ["texel"] + peers
     results = {}
     for m in models:
-        d = f"{args.models_dir}/{m}"
-        x = np.load(f"{d}/input.npy")
-        ref = np.load(f"{d}/output.npy")
         for s in systems:
-            fn = run_texel if s == "texel" else PEERS[s]
-            try:
-                ms, out = fn(args, d, x)
-                results[(m, s)] = {"ms": ms, "rel_l2": rel_l2(ref, out)}
-            except Exception as e:  # a peer that cannot run a model is a result too
-                msg = str(e).strip().splitlines()
-                results[(m, s)] = {"error": f"{type(e).__name__}: {msg[-1] if msg else ''}"[:120]}
+            results[(m, s)] = measure(args, m, s)
             print(f"{m:24s} {s:12s} {results[(m, s)]}", file=sys.stderr, flush=True)
 
     print(f"\nmedian latency in ms ({args.device}, {args.runs} runs after {args.warmup} warm-up); "

@@ -10,6 +10,8 @@ const std::vector<Pass>& Pipeline() {
       {"fold-constants", "evaluate nodes whose inputs are all constants on the host",
        FoldConstants},
       {"simplify", "drop identities and merge chains of views", Simplify},
+      {"fold-conv-affine", "move per-channel constant scales and shifts into Conv filters and bias",
+       FoldConvAffine},
       {"partition", "assign each node to a backend", Partition},
       {"fuse", "run elementwise chains inside the kernel of the node they consume", Fuse},
   };

@@ -36,6 +36,7 @@ void RunPipeline(
 // The passes (one file each).
 Stats FoldConstants(ir::Graph& g, const PassContext& ctx);
 Stats Simplify(ir::Graph& g, const PassContext& ctx);
+Stats FoldConvAffine(ir::Graph& g, const PassContext& ctx);
 Stats Partition(ir::Graph& g, const PassContext& ctx);
 Stats Fuse(ir::Graph& g, const PassContext& ctx);
 

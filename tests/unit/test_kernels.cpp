@@ -241,13 +241,14 @@ TEST(KernelTest, ConvAndPooling) {
   HostTensor w = RandomF32({6, 2, 3, 3}, 102);
   HostTensor b = RandomF32({6}, 103);
   HostTensor dw = RandomF32({4, 1, 3, 3}, 104);
+  HostTensor db = RandomF32({4}, 105);
   auto g = std::make_unique<ir::Graph>();
   ir::Value* xv = g->AddInput("x", F32Type(x.shape));
   // Grouped conv: groups=2, stride 2, dilation 2, pads top 1, left 2, bottom 0, right 1.
   Output(*g, ir::OpKind::kConv, {xv, Const(*g, "w", w), Const(*g, "b", b)},
          ConvAttrs({2, 2}, {1, 2, 0, 1}, {2, 2}, 2), "conv");
-  // Depthwise: group = channels, stride (1, 2), asymmetric pads.
-  Output(*g, ir::OpKind::kConv, {xv, Const(*g, "dw", dw)},
+  // Depthwise with a bias: group = channels, stride (1, 2), asymmetric pads.
+  Output(*g, ir::OpKind::kConv, {xv, Const(*g, "dw", dw), Const(*g, "db", db)},
          ConvAttrs({1, 2}, {1, 1, 1, 0}, {1, 1}, 4), "depthwise");
   // ceil_mode windows: rows start at -1, 2, 5, 8 (the last one half outside), columns at
   // -1, 1, ..., 9 (the last one reaching past the input).
@@ -271,7 +272,7 @@ TEST(KernelTest, ConvAndPooling) {
   std::vector<HostTensor> out = CompileAndRun(std::move(g), {{"x", x}});
   ASSERT_EQ(out.size(), 7u);
   ExpectClose(out[0], RefConv(x, w, &b, {2, 2}, {1, 2, 0, 1}, {2, 2}, 2), "grouped conv");
-  ExpectClose(out[1], RefConv(x, dw, nullptr, {1, 2}, {1, 1, 1, 0}, {1, 1}, 4), "depthwise conv");
+  ExpectClose(out[1], RefConv(x, dw, &db, {1, 2}, {1, 1, 1, 0}, {1, 1}, 4), "depthwise conv");
   ExpectClose(out[2], RefPool(x, true, k, s, p, true, false), "maxpool");
   ExpectClose(out[3], RefPool(x, false, k, s, p, true, false), "avgpool count_include_pad=0");
   ExpectClose(out[4], RefPool(x, false, k, s, p, true, true), "avgpool count_include_pad=1");

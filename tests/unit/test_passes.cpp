@@ -168,5 +168,48 @@ TEST(PassGoldenTest, FuseGroupsEpiloguesAndChains) {
   EXPECT_EQ(stats["nodes-fused"], 6);
 }
 
+// BatchNormalization's Mul + Add after a Conv move into its filters and bias (conv1, which
+// has a bias, and conv2, which gets one); a scale along W (conv3) and a Conv whose result is
+// also a graph output (conv4) stay as they are.
+TEST(PassGoldenTest, FoldConvAffineIntoFiltersAndBias) {
+  ir::Graph g;
+  ir::Value* x = g.AddInput("x", F32({1, 3, 5, 5}));
+  ConstTensorPtr w = RandomF32({4, 3, 3, 3}, 11), b = RandomF32({4}, 12);
+  ConstTensorPtr s = RandomF32({4, 1, 1}, 13), t = RandomF32({1, 4, 1, 1}, 14);
+  ir::Attrs conv = {{"strides", Ints{1, 1}},
+                    {"pads", Ints{1, 1, 1, 1}},
+                    {"dilations", Ints{1, 1}},
+                    {"group", int64_t{1}}};
+  ir::Value* wv = g.AddConstant("w", w);
+  ir::Value* c1 = Op(g, ir::OpKind::kConv, {x, wv, g.AddConstant("b", b)}, "conv1", conv);
+  ir::Value* y1 = Op(g, ir::OpKind::kMul, {g.AddConstant("s", s), c1}, "scale");
+  y1 = Op(g, ir::OpKind::kAdd, {y1, g.AddConstant("t", t)}, "shift");
+  g.AddOutput(Op(g, ir::OpKind::kRelu, {y1}, "relu"));
+  ir::Value* c2 = Op(g, ir::OpKind::kConv, {x, wv}, "conv2", conv);
+  g.AddOutput(Op(g, ir::OpKind::kAdd, {c2, g.AddConstant("t2", t)}, "shift2"));
+  ir::Value* c3 = Op(g, ir::OpKind::kConv, {x, wv}, "conv3", conv);
+  g.AddOutput(Op(g, ir::OpKind::kMul, {c3, g.AddConstant("along_w", RandomF32({5}, 15))}, "mul3"));
+  ir::Value* c4 = Op(g, ir::OpKind::kConv, {x, wv}, "conv4", conv);
+  g.AddOutput(c4);
+  g.AddOutput(Op(g, ir::OpKind::kMul, {c4, g.AddConstant("s4", s)}, "mul4"));
+  Stats stats = FoldConvAffine(g, PassContext{});
+  ASSERT_NO_THROW(ir::Verify(g));
+  ExpectGolden(g, "fold_conv_affine");
+  EXPECT_EQ(stats["scales-folded"], 1);
+  EXPECT_EQ(stats["shifts-folded"], 2);
+  // conv1's filters and bias now hold w * s and b * s + t.
+  const ir::Node* conv1 = FindValue(g, "relu")->producer->inputs[0]->producer;
+  ASSERT_EQ(conv1->op, ir::OpKind::kConv);
+  const HostTensor& w1 = *conv1->inputs[1]->constant;
+  const HostTensor& b1 = *conv1->inputs[2]->constant;
+  for (int64_t i : {0, 29, 57, 107}) {
+    int64_t oc = i / 27;
+    EXPECT_FLOAT_EQ(w1.data<float>()[i], w->data<float>()[i] * s->data<float>()[oc]) << i;
+  }
+  for (int64_t oc = 0; oc < 4; ++oc)
+    EXPECT_NEAR(b1.data<float>()[oc],
+                b->data<float>()[oc] * s->data<float>()[oc] + t->data<float>()[oc], 1e-6);
+}
+
 }  // namespace
 }  // namespace texel::passes

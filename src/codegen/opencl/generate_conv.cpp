@@ -3,10 +3,11 @@
 // ICg * KD * KH * KW) x im2col(x[n, g]) (K x P). The im2col matrix is never stored: the kernel
 // gathers its elements from x while loading B (GemmOperands::load_b), so tiling, vector widths,
 // the bias and the fused epilogue all come from the GEMM path. A 1x1 convolution without
-// stride or padding is a plain GEMM on x. Depthwise convolutions (OCg = 1) take the direct
-// kernel, M = 1 row with K = the window.
+// stride or padding is a plain GEMM on x. Depthwise convolutions (one filter per channel) take
+// the direct GEMM kernel on GPUs (M = 1 row, K = the window) and kernels/depthwise.cl on CPUs.
 #include <fmt/format.h>
 
+#include "codegen/opencl/elementwise_chain.h"
 #include "codegen/opencl/generator.h"
 #include "codegen/opencl/matmul.h"
 #include "codegen/opencl/window.h"
@@ -29,6 +30,40 @@ constexpr const char* kIm2ColLoad =
                      : 0;
   }
   return v;)";
+
+// One filter per channel.
+bool IsDepthwise(const ir::Node& n) {
+  int64_t groups = n.attrs.Int("group");
+  return groups > 1 && n.inputs[0]->type.shape[1] == groups &&
+         n.outputs[0]->type.shape[1] == groups;
+}
+
+std::vector<KernelSpec> GenerateDepthwise(const ir::Node& n, const std::string& kernel_name,
+                                          const Chain& epilogue) {
+  DType t = RequireOneFloatType(n);
+  const Shape& x = n.inputs[0]->type.shape;
+  const Shape& wt = n.inputs[1]->type.shape;
+  Window3 win = ToWindow3(n, Shape(wt.begin() + 2, wt.end()));
+  bool bias = n.inputs.size() > 2;
+  KernelSource src(kernel_name, "depthwise");
+  DefineStorage(src, t);
+  for (const auto& [key, value] : WindowDefines(win)) src.Define(key, value);
+  src.Define("C", x[1]);
+  src.Define("BIAS_PARAM", bias ? ", __global const T_STORE* restrict bias_p" : "");
+  src.Define("BIAS(c)", bias ? "LOAD(bias_p, c)" : "0");
+  KernelSpec spec;
+  spec.name = kernel_name;
+  for (const ir::Value* v : n.inputs) spec.args.push_back(v->id);
+  spec.args.push_back(n.outputs[0]->id);
+  ApplyEpilogue(src, kernel_name, n.outputs[0], epilogue, spec);
+  spec.source = src.Render();
+  spec.local = {16, 1, 1};
+  spec.global = {RoundUp(static_cast<size_t>(win.out[2]), 16),
+                 static_cast<size_t>(win.out[0] * win.out[1]), static_cast<size_t>(x[0] * x[1])};
+  spec.flops = 2.0 * static_cast<double>(NumElements(n.outputs[0]->type.shape) * win.k[0] *
+                                         win.k[1] * win.k[2]);
+  return {spec};
+}
 
 bool IsPlainGemm(const Window3& w) {
   for (int i = 0; i < 3; ++i)
@@ -76,6 +111,7 @@ GemmOperands ConvGemm(const ir::Node& n, const Target& target) {
 
 std::vector<KernelSpec> GenerateConv(const ir::Node& n, const std::string& kernel_name,
                                      const Target& target, const Chain& epilogue) {
+  if (!target.gpu && IsDepthwise(n)) return GenerateDepthwise(n, kernel_name, epilogue);
   GemmOperands g = ConvGemm(n, target);
   return GenerateGemm(g, kernel_name, target, ChooseMatMulParams(g.shape, target), epilogue);
 }
