@@ -125,7 +125,10 @@ MatMulParams DirectFor(const GemmShape& s, const Target& t) {
     // accumulator registers per work-item (fewer rows when that wastes less of the last block).
     // Beyond 8 rows, 8 row blocks x 8 column vectors share 64-row panels of B in local memory
     // (32 KiB, L1-sized): walking down a column strip of B directly thrashes the caches once
-    // its row stride is a multiple of 4 KiB (measured 4-5x slower at n = 1024 on PoCL).
+    // its row stride is a multiple of 4 KiB (measured 4-5x slower at n = 1024 on PoCL). A
+    // strip of K <= 64 rows is read straight (copying it cost more than it saved: MobileNetV2's
+    // 1x1 convolutions ran 1.6x faster without), unless B is gathered (a convolution's im2col),
+    // where the panel gathers once for all the group's rows.
     int64_t wm = std::min<int64_t>(s.m, 8);
     for (int64_t w : {8, 6, 4})
       if (s.m > 8 && s.m % w == 0) {
@@ -135,7 +138,7 @@ MatMulParams DirectFor(const GemmShape& s, const Target& t) {
     p.wi_m = static_cast<int>(wm);
     p.tile_m = static_cast<int>(wm * std::min<int64_t>(8, CeilDiv(s.m, wm)));
     p.tile_n = static_cast<int>(std::min<int64_t>(8, CeilPow2(col_items))) * p.wi_n;
-    if (p.tile_m > p.wi_m) p.panel_k = static_cast<int>(std::min<int64_t>(64, s.k));
+    if (p.tile_m > p.wi_m && (s.k > 64 || s.gather_b)) p.panel_k = 64;
     return p;
   }
   p.wi_m = p.tile_m = static_cast<int>(std::min<int64_t>(s.m, 8));
