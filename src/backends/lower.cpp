@@ -96,7 +96,9 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
         p = q + k.name.size();
       }
       auto [it, fresh] = kernel_of_body.try_emplace(std::move(body), k.name);
-      step.kernel = it->second;
+      step.kernel = k.call.empty() ? it->second : "";
+      step.call = k.call;
+      step.call_args = k.call_args;
       for (int id : k.args) step.buffers.push_back(id < 0 ? scratch.at(-1 - id) : buffer_of.at(id));
       step.global = k.global;
       step.local = k.local;
@@ -106,7 +108,7 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
       step.flops = k.flops;
       for (const ir::Value* v : reads) step.bytes += static_cast<double>(v->type.bytes());
       for (const ir::Value* v : n.outputs) step.bytes += static_cast<double>(v->type.bytes());
-      if (fresh) plan.source += k.source + "\n";
+      if (fresh && k.call.empty()) plan.source += k.source + "\n";
       plan.steps.push_back(std::move(step));
     }
   }

@@ -2,6 +2,7 @@
 #include <mutex>
 
 #include "backends/backend.h"
+#include "backends/clblast/clblast_backend.h"
 #include "backends/native/native_backend.h"
 
 namespace texel::backends {
@@ -17,6 +18,7 @@ Registry& GetRegistry() {
   static Registry* r = [] {
     auto* reg = new Registry;
     reg->backends.push_back(std::make_unique<NativeBackend>());
+    reg->backends.push_back(std::make_unique<ClblastBackend>());
     return reg;
   }();
   return *r;

@@ -1,5 +1,6 @@
 #include "runtime/executable.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 
@@ -10,7 +11,8 @@ namespace texel::runtime {
 
 Executable::Executable(std::shared_ptr<cl::Context> ctx, Plan plan, cl::ProgramCache* cache)
     : ctx_(std::move(ctx)), plan_(std::move(plan)) {
-  if (!plan_.steps.empty())
+  if (std::any_of(plan_.steps.begin(), plan_.steps.end(),
+                  [](const KernelStep& s) { return s.call.empty(); }))
     program_ = std::make_unique<cl::Program>(*ctx_, plan_.source, plan_.build_options, cache);
   for (size_t i = 0; i < plan_.buffers.size(); ++i) {
     const BufferDesc& b = plan_.buffers[i];
@@ -56,7 +58,19 @@ Session::Session(const Executable& exe) : exe_(exe) {
       buffers_[i] = cl::Buffer(arena_, static_cast<size_t>(offset), static_cast<size_t>(b.bytes));
     slot_[i] = it->second;
   }
-  for (const KernelStep& s : plan.steps) {
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const KernelStep& s = plan.steps[i];
+    calls_.push_back(nullptr);
+    call_buffers_.emplace_back();
+    if (!s.call.empty()) {
+      calls_.back() = FindLibraryCall(s.call);
+      if (!calls_.back())
+        Fail(ErrorCode::kUnsupported, "step {} ({} '{}') calls '{}', which is not available", i,
+             s.op, s.node, s.call);
+      for (int b : s.buffers) call_buffers_.back().push_back(BufferAt(b).mem());
+      kernels_.emplace_back();
+      continue;
+    }
     cl::Kernel k(exe.program()->get(), s.kernel);
     for (size_t a = 0; a < s.buffers.size(); ++a)
       k.SetArg(static_cast<unsigned>(a), BufferAt(s.buffers[a]));
@@ -89,7 +103,14 @@ void Session::Execute(std::vector<StepTiming>* timings) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const KernelStep& s = plan.steps[i];
     try {
-      cl::Launch(exe_.context(), kernels_[i], s.global, s.local, timings ? &events[i] : nullptr);
+      if (calls_[i]) {
+        cl_event ev = nullptr;
+        (*calls_[i])(exe_.context().queue(), call_buffers_[i], s.call_args,
+                     timings ? &ev : nullptr);
+        if (timings) events[i] = cl::Event(ev);
+      } else {
+        cl::Launch(exe_.context(), kernels_[i], s.global, s.local, timings ? &events[i] : nullptr);
+      }
     } catch (Error& e) {
       e.AddContext(fmt::format("step {} ({} '{}')", i, s.op, s.node));
       throw;

@@ -3,8 +3,9 @@
 // kernel argument set once; the planned buffers are sub-buffers of one arena (plan.memory),
 // allocated when the Session is made, so running allocates no device memory; Run() binds inputs,
 // enqueues every step on the context's in-order queue without host synchronisation in between, and
-// reads outputs. Lifetime: the Context outlives Executables; an Executable outlives its Sessions.
-// Thread safety: an Executable may be shared between threads; a Session is used by one thread.
+// reads outputs. Library-call steps enqueue their routine on the same queue and buffers. Lifetime:
+// the Context outlives Executables; an Executable outlives its Sessions. Thread safety: an
+// Executable may be shared between threads; a Session is used by one thread.
 #pragma once
 
 #include <map>
@@ -14,6 +15,7 @@
 
 #include "runtime/cl/context.h"
 #include "runtime/cl/program_cache.h"
+#include "runtime/library_call.h"
 #include "runtime/plan.h"
 
 namespace texel::runtime {
@@ -55,7 +57,9 @@ class Session {
   const Executable& exe_;
   std::vector<cl::Buffer> buffers_;  // index -> buffer (empty for constants and shared regions)
   std::vector<int> slot_;            // index -> the buffers_ entry that holds its memory
-  std::vector<cl::Kernel> kernels_;
+  std::vector<cl::Kernel> kernels_;  // per step (empty for library calls)
+  std::vector<const LibraryCall*> calls_;          // per step (null for kernels)
+  std::vector<std::vector<cl_mem>> call_buffers_;  // per step: a library call's buffers
   cl::Buffer arena_;  // the planned buffers' memory (sub-buffers keep it alive, per the spec)
   const cl::Buffer& BufferAt(int index) const;
 };

@@ -24,9 +24,12 @@ struct TensorBinding {
   int rows_buffer = -1;  // when >= 0: an i64 count of the valid leading rows of an output
 };
 
+// One step: a kernel launch, or (call not empty) a library routine (runtime/library_call.h).
 struct KernelStep {
-  std::string kernel;        // kernel function name in the program
-  std::vector<int> buffers;  // buffer index per kernel parameter
+  std::string kernel;              // kernel function name in the program
+  std::vector<int> buffers;        // buffer index per kernel parameter (or routine buffer argument)
+  std::string call;                // a registered library routine ("clblast.sgemm"), or empty
+  std::vector<int64_t> call_args;  // its integer arguments
   std::vector<size_t> global, local;
   std::string node;     // IR node name, for profiles and errors
   std::string op;       // core op name

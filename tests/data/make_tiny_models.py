@@ -9,6 +9,8 @@
   tiny_pools.onnx      x f32[1x4x8x8] -> MaxPool -> AveragePool -> MaxPool -> AveragePool (all
                        3x3, pad 1, stride 1) -> y f32[1x4x8x8]: four kernels that no fusion
                        merges, whose intermediates share memory (for `texel bench`)
+  tiny_matmul.onnx     x f32[4x6] -> MatMul(const f32[6x5]) -> Relu -> y f32[4x5]: a node the
+                       clblast backend takes (for --backends and its fallback)
   tiny_x.npy           f32[1x3x8x8], a valid input for tiny_conv.onnx
   tiny_y.npy           f32[1x8x8x8], tiny_conv.onnx's output on tiny_x.npy, computed by numpy
   tiny_x_shape.npy     f32[1x3x4x4], the wrong shape
@@ -101,6 +103,18 @@ def tiny_pools():
                              opset_imports=[helper.make_opsetid("", OPSET)])
 
 
+def tiny_matmul():
+    w = np.random.default_rng(1).standard_normal((6, 5)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["mm"], name="matmul"),
+         helper.make_node("Relu", ["mm"], ["y"], name="relu")], "tiny_matmul",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 5])],
+        initializer=[numpy_helper.from_array(w, "w")])
+    return helper.make_model(graph, producer_name="texel-tests",
+                             opset_imports=[helper.make_opsetid("", OPSET)])
+
+
 def main():
     rng = np.random.default_rng(0)
     w, b, c = tiny_conv_weights(rng)
@@ -108,6 +122,7 @@ def main():
     save(tiny_det(), "tiny_det.onnx")
     save(tiny_reshape(), "tiny_reshape.onnx")
     save(tiny_pools(), "tiny_pools.onnx")
+    save(tiny_matmul(), "tiny_matmul.onnx")
     x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
     np.save(os.path.join(HERE, "tiny_x.npy"), x)
     np.save(os.path.join(HERE, "tiny_y.npy"), tiny_conv_reference(x, w, b, c))

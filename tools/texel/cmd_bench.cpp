@@ -11,6 +11,11 @@
 namespace texel::cli {
 namespace {
 
+// A kernel's name, or the library routine a step calls ("clblast.sgemm").
+const std::string& StepName(const runtime::KernelStep& s) {
+  return s.call.empty() ? s.kernel : s.call;
+}
+
 struct BenchArgs {
   ModelArgs model;
   int repeat = 50, warmup = 5, top = 20;
@@ -73,7 +78,7 @@ void WriteJson(const BenchArgs& a, const ModelSession& ms, const std::vector<dou
     j += fmt::format(
         "{}\n    {{\"index\": {}, \"kernel\": {}, \"node\": {}, \"op\": {}, \"backend\": {}, "
         "\"ms\": {}, \"flops\": {}, \"bytes\": {}, \"gflops\": {}, \"gbps\": {}, \"share\": {}}}",
-        i ? "," : "", p.index, JsonString(p.step->kernel), JsonString(p.step->node),
+        i ? "," : "", p.index, JsonString(StepName(*p.step)), JsonString(p.step->node),
         JsonString(p.step->op), JsonString(p.step->backend), p.ms, p.step->flops, p.step->bytes,
         PerNs(p.step->flops, p.ms), PerNs(p.step->bytes, p.ms), total_ms > 0 ? p.ms / total_ms : 0);
   }
@@ -124,7 +129,7 @@ int Bench(const BenchArgs& a) {
     // Columns as wide as the rows shown need, within limits; longer names keep their end.
     size_t wk = 6, wo = 2, wn = 4;
     for (size_t i = 0; i < shown; ++i) {
-      wk = std::max(wk, std::min<size_t>(profile[i].step->kernel.size(), 28));
+      wk = std::max(wk, std::min<size_t>(StepName(*profile[i].step).size(), 28));
       wo = std::max(wo, std::min<size_t>(profile[i].step->op.size(), 28));
       wn = std::max(wn, std::min<size_t>(profile[i].step->node.size(), 36));
     }
@@ -135,7 +140,7 @@ int Bench(const BenchArgs& a) {
     for (size_t i = 0; i < shown; ++i) {
       const StepProfile& p = profile[i];
       out += fmt::format("  {:>4}  {:<{}} {:<{}} {:<{}} {:>9.4f} {:>9.2f} {:>8.2f} {:>5.1f}%\n",
-                         p.index, Tail(p.step->kernel, wk), wk, Tail(p.step->op, wo), wo,
+                         p.index, Tail(StepName(*p.step), wk), wk, Tail(p.step->op, wo), wo,
                          Tail(p.step->node, wn), wn, p.ms, PerNs(p.step->flops, p.ms),
                          PerNs(p.step->bytes, p.ms), share(p.ms));
     }

@@ -84,7 +84,8 @@ Runner AddCompileCommand(CLI::App& app) {
   cmd->add_option("--emit-cl", a->emit_cl, "write the generated OpenCL C to FILE");
   cmd->add_option("--input-shape", a->shapes, "NAME=DIMS (repeatable)");
   cmd->add_option("--freeze", a->freeze, "NAME=FILE.npy: bind an input at compile time");
-  cmd->add_option("--backends", a->backends, "allowed backends, in order (default: native)")
+  cmd->add_option("--backends", a->backends,
+                  "allowed backends in order of preference, e.g. clblast,native (default: native)")
       ->delimiter(',');
   cmd->add_option("--device,-d", a->device, "gpu, cpu, P:D or a name substring");
   return [a] { return RunCompile(*a); };

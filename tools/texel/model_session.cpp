@@ -54,6 +54,9 @@ void AddModelOptions(CLI::App* cmd, ModelArgs* a) {
   cmd->add_option("--input,-i", a->inputs, "NAME=FILE.npy (repeatable); others are random");
   cmd->add_option("--input-shape", a->shapes, "NAME=DIMS, e.g. input=1x3x224x224 (repeatable)");
   cmd->add_option("--freeze", a->freeze, "NAME=FILE.npy: bind an input at compile time");
+  cmd->add_option("--backends", a->backends,
+                  "allowed backends in order of preference, e.g. clblast,native (default: native)")
+      ->delimiter(',');
   cmd->add_option("--device,-d", a->device, "gpu, cpu, P:D or a name substring (env TEXEL_DEVICE)");
   cmd->add_option("--seed", a->seed, "seed of the random inputs (default 0)");
 }
@@ -65,6 +68,7 @@ ModelSession OpenModelSession(const ModelArgs& a) {
   CompileOptions opts;
   opts.import.input_shapes = ParseInputShapes(a.shapes);
   opts.import.frozen_inputs = ReadNpyAssignments(a.freeze, "--freeze");
+  opts.backends = a.backends;
   std::map<std::string, HostTensor> given = ReadNpyAssignments(a.inputs, "--input");
   ms.model = Compile(a.model, ctx, opts);
   const runtime::Plan& plan = ms.plan();

@@ -16,11 +16,11 @@ namespace texel::cli {
 
 struct ModelArgs {
   std::string model, device;
-  std::vector<std::string> inputs, shapes, freeze;
+  std::vector<std::string> inputs, shapes, freeze, backends;
   uint64_t seed = 0;
 };
 
-// Adds the model argument and --input, --input-shape, --freeze, --device and --seed.
+// Adds the model argument and --input, --input-shape, --freeze, --backends, --device and --seed.
 void AddModelOptions(CLI::App* cmd, ModelArgs* a);
 
 struct ModelSession {

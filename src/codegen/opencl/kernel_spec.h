@@ -20,6 +20,10 @@ struct KernelSpec {
   std::vector<size_t> global;
   std::vector<size_t> local;  // empty: the driver chooses
   double flops = 0;           // useful arithmetic, for profiles
+  // A library routine instead of a kernel (runtime/library_call.h): name, source and sizes are
+  // unused; args are the routine's buffers.
+  std::string call;
+  std::vector<int64_t> call_args;
 };
 
 // Fills a kernel template (src/codegen/opencl/kernels/NAME.cl) with parameters.

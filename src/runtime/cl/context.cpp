@@ -198,7 +198,10 @@ Context::~Context() {
   if (context_ != nullptr) clReleaseContext(context_);
 }
 
-void Context::Finish() const { CheckCL(clFinish(queue_), "clFinish"); }
+void Context::Finish() const {
+  ++counters_.syncs;
+  CheckCL(clFinish(queue_), "clFinish");
+}
 
 // ---- Buffer ----
 
@@ -240,6 +243,7 @@ void Buffer::Write(const Context& ctx, const void* src, size_t bytes, size_t off
   TEXEL_CHECK(offset <= bytes_ && bytes <= bytes_ - offset, "write of {} bytes at {} into {}",
               bytes, offset, bytes_);
   if (bytes == 0) return;
+  ++ctx.counters().transfers;
   CheckCL(clEnqueueWriteBuffer(ctx.queue(), mem_, CL_TRUE, offset, bytes, src, 0, nullptr, nullptr),
           "clEnqueueWriteBuffer");
 }
@@ -248,6 +252,7 @@ void Buffer::Read(const Context& ctx, void* dst, size_t bytes, size_t offset) co
   TEXEL_CHECK(offset <= bytes_ && bytes <= bytes_ - offset, "read of {} bytes at {} from {}", bytes,
               offset, bytes_);
   if (bytes == 0) return;
+  ++ctx.counters().transfers;
   CheckCL(clEnqueueReadBuffer(ctx.queue(), mem_, CL_TRUE, offset, bytes, dst, 0, nullptr, nullptr),
           "clEnqueueReadBuffer");
 }

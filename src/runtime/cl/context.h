@@ -6,6 +6,7 @@
 
 #include <CL/cl.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,7 +31,16 @@ class Context {
   cl_command_queue queue() const { return queue_; }
   void Finish() const;
 
+  // What texel's own calls made the host wait for: transfers between host and device memory
+  // (Buffer::Read/Write) and queue synchronisations (Finish). Tests read them to
+  // prove that a run has no host round trip between its first and its last step.
+  struct HostCounters {
+    std::atomic<int64_t> transfers{0}, syncs{0};
+  };
+  HostCounters& counters() const { return counters_; }
+
  private:
+  mutable HostCounters counters_;
   DeviceInfo info_;
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;

@@ -1,0 +1,108 @@
+#include "backends/clblast/clblast_backend.h"
+
+#include <cstdio>
+#include <mutex>
+#include <optional>
+
+#include "backends/clblast/clblast_library.h"
+#include "core/error.h"
+#include "runtime/library_call.h"
+
+namespace texel::backends {
+namespace {
+
+// A MatMul as one strided-batched GEMM: batch x [m, k] x [k, n], row-major, with each operand's
+// batch stride (0 for one shared matrix is not used: a shared B folds A's batches into rows).
+struct Gemm {
+  int64_t batch, m, n, k, a_stride, b_stride;
+};
+
+std::optional<Gemm> GemmOf(const ir::Node& n) {
+  if (n.op != ir::OpKind::kMatMul) return std::nullopt;
+  for (const ir::Value* v : {n.inputs[0], n.inputs[1], n.outputs[0]})
+    if (v->type.dtype != DType::kFloat32) return std::nullopt;
+  const Shape& a = n.inputs[0]->type.shape;
+  const Shape& b = n.inputs[1]->type.shape;
+  const Shape& y = n.outputs[0]->type.shape;
+  if (a.size() < 2 || b.size() < 2) return std::nullopt;  // vectors stay native
+  Gemm g{NumElements(Shape(y.begin(), y.end() - 2)), a[a.size() - 2], y.back(), a.back(), 0, 0};
+  int64_t a_batch = NumElements(Shape(a.begin(), a.end() - 2));
+  int64_t b_batch = NumElements(Shape(b.begin(), b.end() - 2));
+  if (b_batch == 1) {  // one B for all: A's batches are rows of one product
+    g.m *= g.batch;
+    g.batch = 1;
+  } else if (a_batch != g.batch || b_batch != g.batch) {
+    return std::nullopt;  // a broadcast that is not one stride per operand
+  }
+  g.a_stride = g.m * g.k;
+  g.b_stride = b_batch == 1 ? 0 : g.k * g.n;
+  if (g.batch * g.m * g.n * g.k == 0) return std::nullopt;
+  return g;
+}
+
+void CheckStatus(CLBlastStatusCode status, const char* routine) {
+  if (status != CLBlastSuccess)
+    Fail(ErrorCode::kDevice, "CLBlast {} failed with status {}", routine, static_cast<int>(status));
+}
+
+// args: batch, m, n, k, a_stride, b_stride; buffers: a, b, out.
+void EnqueueSgemm(cl_command_queue queue, const std::vector<cl_mem>& buf,
+                  const std::vector<int64_t>& args, cl_event* event) {
+  std::string why;
+  const ClblastApi* api = LoadClblast(&why);
+  if (!api) Fail(ErrorCode::kUnsupported, "CLBlast is not available: {}", why);
+  TEXEL_CHECK(buf.size() == 3 && args.size() == 6, "clblast.sgemm: bad step");
+  auto u = [&](size_t i) { return static_cast<size_t>(args[i]); };
+  size_t batch = u(0), m = u(1), n = u(2), k = u(3);
+  CheckStatus(
+      api->sgemm_strided_batched(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, m,
+                                 n, k, 1.0f, buf[0], 0, k, u(4), buf[1], 0, n, u(5), 0.0f, buf[2],
+                                 0, n, m * n, batch, &queue, event),
+      "SgemmStridedBatched");
+}
+
+// Whether CLBlast loaded; the first time it did not, says why on stderr.
+bool Available() {
+  static std::once_flag told;
+  std::string why;
+  if (LoadClblast(&why)) return true;
+  std::call_once(told, [&] {
+    std::fprintf(stderr, "texel: CLBlast is not available (%s); running natively\n", why.c_str());
+  });
+  return false;
+}
+
+}  // namespace
+
+ClblastBackend::ClblastBackend() { runtime::RegisterLibraryCall("clblast.sgemm", EnqueueSgemm); }
+
+bool ClblastBackend::Supports(const ir::Node& node, const cl::DeviceInfo&) const {
+  return GemmOf(node).has_value() && Available();
+}
+
+double ClblastBackend::Estimate(const ir::Node& node, const cl::DeviceInfo& device) const {
+  // Roofline guess until measured: CLBlast's GEMM at 2 GFLOP/s per compute unit, plus a
+  // larger fixed cost per call than a kernel launch (its host-side argument checks).
+  std::optional<Gemm> g = GemmOf(node);
+  if (!g) return 1e30;
+  double flops = 2.0 * static_cast<double>(g->batch * g->m * g->n * g->k);
+  return 2e-5 + flops / (2e9 * std::max<uint32_t>(device.compute_units, 1));
+}
+
+std::vector<codegen::KernelSpec> ClblastBackend::Lower(const std::vector<const ir::Node*>& nodes,
+                                                       const std::string& name_prefix,
+                                                       const cl::DeviceInfo&) const {
+  TEXEL_CHECK(nodes.size() == 1, "the clblast backend fuses no epilogues");
+  const ir::Node& n = *nodes[0];
+  std::optional<Gemm> g = GemmOf(n);
+  if (!g) Fail(ErrorCode::kUnsupported, "CLBlast does not take {} here", OpName(n.op));
+  codegen::KernelSpec spec;
+  spec.name = name_prefix;
+  spec.call = "clblast.sgemm";
+  spec.call_args = {g->batch, g->m, g->n, g->k, g->a_stride, g->b_stride};
+  spec.args = {n.inputs[0]->id, n.inputs[1]->id, n.outputs[0]->id};
+  spec.flops = 2.0 * static_cast<double>(g->batch * g->m * g->n * g->k);
+  return {spec};
+}
+
+}  // namespace texel::backends

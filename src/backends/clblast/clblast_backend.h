@@ -1,0 +1,23 @@
+// The `clblast` backend: MatMul on CLBlast's tuned GEMM (CLBlastSgemmStridedBatched), enqueued
+// on texel's queue over the plan's buffers as a library-call step (runtime/library_call.h). It
+// supports nothing when CLBlast cannot be loaded (clblast_library.h) and says so once on
+// stderr; its nodes then run natively. docs/backends.md walks through it as the example of
+// adding a backend.
+#pragma once
+
+#include "backends/backend.h"
+
+namespace texel::backends {
+
+class ClblastBackend : public Backend {
+ public:
+  ClblastBackend();  // registers the library calls its steps use
+  std::string_view name() const override { return "clblast"; }
+  bool Supports(const ir::Node& node, const cl::DeviceInfo& device) const override;
+  double Estimate(const ir::Node& node, const cl::DeviceInfo& device) const override;
+  std::vector<codegen::KernelSpec> Lower(const std::vector<const ir::Node*>& nodes,
+                                         const std::string& name_prefix,
+                                         const cl::DeviceInfo& device) const override;
+};
+
+}  // namespace texel::backends
