@@ -3,7 +3,8 @@
 # Usage: run_model_test.sh TEXEL_BINARY MODEL_DIR OUT_DIR
 #   MODEL_DIR holds model.onnx, input.npy and output.npy (scripts/export_models.py);
 #   OUT_DIR is scratch space, emptied first so that a stale output cannot pass.
-# The interpreter for compare_npy.py is $TEXEL_PYTHON (default /usr/bin/python3).
+# The interpreter for compare_npy.py is $TEXEL_PYTHON (default /usr/bin/python3); TEXEL_MODEL_ARGS
+# adds texel options (e.g. "--backends clblast,native").
 set -euo pipefail
 
 if [[ $# -ne 3 ]]; then
@@ -21,6 +22,7 @@ mkdir -p "$out_dir"
 
 set -x
 # One run, no warmup: these tests check the output, not the latency.
+# shellcheck disable=SC2086  # TEXEL_MODEL_ARGS: extra texel options, split on spaces
 "$texel" run "$model_dir/model.onnx" --input "input=$model_dir/input.npy" --output-dir "$out_dir" \
-  --repeat 1 --warmup 0
+  --repeat 1 --warmup 0 ${TEXEL_MODEL_ARGS:-}
 "$python" "$scripts/compare_npy.py" "$model_dir/output.npy" "$out_dir/output.npy" --rel-l2 1e-4

@@ -17,6 +17,7 @@ namespace texel {
 namespace {
 
 using namespace texel::testing;
+using Ints = std::vector<int64_t>;
 
 // Compiles the graph `build` makes with `backends` on the shared PoCL context.
 CompiledModel CompileWith(const std::function<std::unique_ptr<ir::Graph>()>& build,
@@ -26,9 +27,9 @@ CompiledModel CompileWith(const std::function<std::unique_ptr<ir::Graph>()>& bui
   return CompileGraph(build(), SharedContext(), opts);
 }
 
-int CountCalls(const runtime::Plan& plan) {
+int CountCalls(const runtime::Plan& plan, const std::string& routine = "clblast.sgemm") {
   int calls = 0;
-  for (const auto& s : plan.steps) calls += s.call == "clblast.sgemm";
+  for (const auto& s : plan.steps) calls += s.call == routine;
   return calls;
 }
 
@@ -73,6 +74,43 @@ TEST(ClblastBackendTest, MatchesNativeOnOddAndBatchedShapes) {
   for (size_t i = 0; i < cases.size(); ++i)
     ExpectClose(got[i], want[i],
                 fmt::format("MatMul {} x {}", ShapeStr(cases[i].a), ShapeStr(cases[i].b)));
+}
+
+// Convolutions CLBlast takes (one group, symmetric pads; with and without a bias, strided and
+// dilated, 1x1) and two it does not (asymmetric pads, groups), against the native backend.
+TEST(ClblastBackendTest, ConvolutionsMatchNative) {
+  HostTensor x = RandomF32({2, 3, 9, 11}, 960);
+  HostTensor w3 = RandomF32({5, 3, 3, 3}, 961), b3 = RandomF32({5}, 962);
+  HostTensor w1 = RandomF32({4, 3, 1, 1}, 963), wg = RandomF32({6, 1, 3, 3}, 964);
+  auto conv_attrs = [](Ints strides, Ints pads, Ints dilations, int64_t group) {
+    return ir::Attrs{
+        {"strides", strides}, {"pads", pads}, {"dilations", dilations}, {"group", group}};
+  };
+  auto build = [&] {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* xv = g->AddInput("x", {DType::kFloat32, x.shape});
+    auto c = [&](const char* name, const HostTensor& t) {
+      return g->AddConstant(name, std::make_shared<HostTensor>(t));
+    };
+    auto conv = [&](std::vector<ir::Value*> in, ir::Attrs attrs, const char* name) {
+      g->AddOutput(
+          g->AddNode(ir::OpKind::kConv, std::move(in), std::move(attrs), name)->outputs[0]);
+    };
+    conv({xv, c("w3", w3), c("b3", b3)}, conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), "bias");
+    conv({xv, c("w3b", w3)}, conv_attrs({2, 2}, {2, 1, 2, 1}, {2, 2}, 1), "strided_dilated");
+    conv({xv, c("w1", w1)}, conv_attrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1), "pointwise");
+    conv({xv, c("w3c", w3)}, conv_attrs({1, 1}, {1, 0, 0, 1}, {1, 1}, 1), "asymmetric");
+    conv({xv, c("wg", wg)}, conv_attrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 3), "grouped");
+    return g;
+  };
+  CompiledModel mixed = CompileWith(build, {"clblast", "native"});
+  EXPECT_EQ(CountCalls(mixed.executable->plan(), "clblast.sconvgemm"), 3);
+  std::vector<HostTensor> got = runtime::Session(*mixed.executable).Run({{"x", x}});
+  std::vector<HostTensor> want =
+      runtime::Session(*CompileWith(build, {"native"}).executable).Run({{"x", x}});
+  const char* names[] = {"bias", "strided_dilated", "pointwise", "asymmetric", "grouped"};
+  ASSERT_EQ(got.size(), 5u);
+  for (size_t i = 0; i < got.size(); ++i) ExpectClose(got[i], want[i], names[i]);
 }
 
 TEST(ClblastBackendTest, MixedPartitionStaysOnTheDevice) {

@@ -1,5 +1,7 @@
 #include "backends/clblast/clblast_backend.h"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <mutex>
 #include <optional>
@@ -40,6 +42,26 @@ std::optional<Gemm> GemmOf(const ir::Node& n) {
   return g;
 }
 
+// A 2-D Conv as CLBlast's convolution-as-GEMM: one group, symmetric padding, f32.
+struct ConvGemm {
+  int64_t channels, height, width, kh, kw, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, kernels,
+      batch;
+};
+
+std::optional<ConvGemm> ConvGemmOf(const ir::Node& n) {
+  if (n.op != ir::OpKind::kConv || n.attrs.Int("group") != 1) return std::nullopt;
+  for (const ir::Value* v : n.inputs)
+    if (v->type.dtype != DType::kFloat32) return std::nullopt;
+  const Shape& x = n.inputs[0]->type.shape;
+  const Shape& w = n.inputs[1]->type.shape;
+  if (x.size() != 4 || n.outputs[0]->type.dtype != DType::kFloat32) return std::nullopt;
+  const auto& p = n.attrs.Ints("pads");
+  const auto& s = n.attrs.Ints("strides");
+  const auto& d = n.attrs.Ints("dilations");
+  if (p[0] != p[2] || p[1] != p[3]) return std::nullopt;
+  return ConvGemm{x[1], x[2], x[3], w[2], w[3], p[0], p[1], s[0], s[1], d[0], d[1], w[0], x[0]};
+}
+
 void CheckStatus(CLBlastStatusCode status, const char* routine) {
   if (status != CLBlastSuccess)
     Fail(ErrorCode::kDevice, "CLBlast {} failed with status {}", routine, static_cast<int>(status));
@@ -61,6 +83,20 @@ void EnqueueSgemm(cl_command_queue queue, const std::vector<cl_mem>& buf,
       "SgemmStridedBatched");
 }
 
+// args: the ConvGemm fields in order; buffers: x, w, y.
+void EnqueueSconvgemm(cl_command_queue queue, const std::vector<cl_mem>& buf,
+                      const std::vector<int64_t>& args, cl_event* event) {
+  std::string why;
+  const ClblastApi* api = LoadClblast(&why);
+  if (!api) Fail(ErrorCode::kUnsupported, "CLBlast is not available: {}", why);
+  TEXEL_CHECK(buf.size() == 3 && args.size() == 13, "clblast.sconvgemm: bad step");
+  auto u = [&](size_t i) { return static_cast<size_t>(args[i]); };
+  CheckStatus(api->sconvgemm(CLBlastKernelModeCrossCorrelation, u(0), u(1), u(2), u(3), u(4), u(5),
+                             u(6), u(7), u(8), u(9), u(10), u(11), u(12), buf[0], 0, buf[1], 0,
+                             buf[2], 0, &queue, event),
+              "Sconvgemm");
+}
+
 // Whether CLBlast loaded; the first time it did not, says why on stderr.
 bool Available() {
   static std::once_flag told;
@@ -72,20 +108,57 @@ bool Available() {
   return false;
 }
 
+// The convolution call, then (with a bias) a small generated kernel that adds it in place:
+// CLBlast's convolution has no bias.
+std::vector<codegen::KernelSpec> LowerConv(const ir::Node& n, const ConvGemm& c,
+                                           const std::string& name) {
+  const Shape& y = n.outputs[0]->type.shape;
+  codegen::KernelSpec conv;
+  conv.name = name;
+  conv.call = "clblast.sconvgemm";
+  conv.call_args = {c.channels, c.height,   c.width, c.kh,    c.kw,      c.pad_h, c.pad_w,
+                    c.stride_h, c.stride_w, c.dil_h, c.dil_w, c.kernels, c.batch};
+  conv.args = {n.inputs[0]->id, n.inputs[1]->id, n.outputs[0]->id};
+  conv.flops = 2.0 * static_cast<double>(NumElements(y) * c.channels * c.kh * c.kw);
+  if (n.inputs.size() < 3) return {conv};
+  codegen::KernelSpec bias;
+  bias.name = name + "_bias";
+  int64_t total = NumElements(y), plane = y[2] * y[3];
+  bias.source = fmt::format(
+      "__kernel void {}(__global float* y, __global const float* b) {{\n"
+      "  const long i = get_global_id(0);\n"
+      "  if (i < {}L) y[i] += b[i / {} % {}];\n}}\n",
+      bias.name, total, plane, y[1]);
+  bias.args = {n.outputs[0]->id, n.inputs[2]->id};
+  bias.global = {static_cast<size_t>((total + 255) / 256 * 256)};
+  bias.local = {256};
+  bias.flops = static_cast<double>(total);
+  return {conv, bias};
+}
+
 }  // namespace
 
-ClblastBackend::ClblastBackend() { runtime::RegisterLibraryCall("clblast.sgemm", EnqueueSgemm); }
+ClblastBackend::ClblastBackend() {
+  runtime::RegisterLibraryCall("clblast.sgemm", EnqueueSgemm);
+  runtime::RegisterLibraryCall("clblast.sconvgemm", EnqueueSconvgemm);
+}
 
 bool ClblastBackend::Supports(const ir::Node& node, const cl::DeviceInfo&) const {
-  return GemmOf(node).has_value() && Available();
+  return (GemmOf(node) || ConvGemmOf(node)) && Available();
 }
 
 double ClblastBackend::Estimate(const ir::Node& node, const cl::DeviceInfo& device) const {
   // Roofline guess until measured: CLBlast's GEMM at 2 GFLOP/s per compute unit, plus a
   // larger fixed cost per call than a kernel launch (its host-side argument checks).
-  std::optional<Gemm> g = GemmOf(node);
-  if (!g) return 1e30;
-  double flops = 2.0 * static_cast<double>(g->batch * g->m * g->n * g->k);
+  double flops = 0;
+  if (std::optional<Gemm> g = GemmOf(node))
+    flops = 2.0 * static_cast<double>(g->batch * g->m * g->n * g->k);
+  else if (ConvGemmOf(node))
+    flops = 2.0 * static_cast<double>(NumElements(node.outputs[0]->type.shape)) *
+            static_cast<double>(NumElements(node.inputs[1]->type.shape) /
+                                node.inputs[1]->type.shape[0]);
+  else
+    return 1e30;
   return 2e-5 + flops / (2e9 * std::max<uint32_t>(device.compute_units, 1));
 }
 
@@ -94,6 +167,7 @@ std::vector<codegen::KernelSpec> ClblastBackend::Lower(const std::vector<const i
                                                        const cl::DeviceInfo&) const {
   TEXEL_CHECK(nodes.size() == 1, "the clblast backend fuses no epilogues");
   const ir::Node& n = *nodes[0];
+  if (std::optional<ConvGemm> c = ConvGemmOf(n)) return LowerConv(n, *c, name_prefix);
   std::optional<Gemm> g = GemmOf(n);
   if (!g) Fail(ErrorCode::kUnsupported, "CLBlast does not take {} here", OpName(n.op));
   codegen::KernelSpec spec;

@@ -1,5 +1,7 @@
-// The `clblast` backend: MatMul on CLBlast's tuned GEMM (CLBlastSgemmStridedBatched), enqueued
-// on texel's queue over the plan's buffers as a library-call step (runtime/library_call.h). It
+// The `clblast` backend: MatMul on CLBlast's tuned GEMM (CLBlastSgemmStridedBatched) and 2-D
+// Conv (one group, symmetric padding) on its convolution-as-GEMM (CLBlastSconvgemm, plus a
+// small generated kernel for the bias), enqueued on texel's queue over the plan's buffers as
+// library-call steps (runtime/library_call.h). It
 // supports nothing when CLBlast cannot be loaded (clblast_library.h) and says so once on
 // stderr; its nodes then run natively. docs/backends.md walks through it as the example of
 // adding a backend.
