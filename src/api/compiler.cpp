@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "api/measure.h"
 #include "backends/lower.h"
 #include "runtime/memory_plan.h"
 
@@ -20,6 +21,10 @@ CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl:
   passes::PassContext pc;
   pc.device = &ctx->info();
   pc.backends = options.backends;
+  if (options.measure)
+    pc.measure = [&ctx](const ir::Node& n, const backends::Backend& b) {
+      return MeasureNode(n, b, ctx);
+    };
   passes::RunPipeline(*graph, pc, options.after_pass);
   runtime::Plan plan = backends::LowerToPlan(*graph, ctx->info());
   plan.memory = runtime::PlanMemory(plan, runtime::ArenaAlignment(ctx->info()));

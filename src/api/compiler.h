@@ -16,7 +16,8 @@ namespace texel {
 
 struct CompileOptions {
   onnx_frontend::ImportOptions import;
-  std::vector<std::string> backends;  // empty: all registered, native first
+  std::vector<std::string> backends;  // allowed, in order of preference; empty: native only
+  bool measure = false;  // choose among the allowed backends by measured time (api/measure.h)
   // Called after each pass (for --print-ir-after / --stats).
   std::function<void(const passes::Pass&, const passes::Stats&, const ir::Graph&)> after_pass;
 };

@@ -1,5 +1,7 @@
-// partition: assigns each node to the first allowed backend that supports it (the native
-// backend supports everything it can generate). Cost-driven choice comes with more backends.
+// partition: assigns each node to a backend among the allowed ones (--backends, in order of
+// preference) that support it: the first, or with PassContext::measure (--measure) the fastest
+// by measured device time, where any backend other than native must win by more than a kernel
+// launch (5 us) to pay for leaving the native kernels (a lone tiny layer stays native).
 #include "backends/backend.h"
 #include "core/error.h"
 #include "passes/pipeline.h"
@@ -19,11 +21,17 @@ Stats Partition(ir::Graph& g, const PassContext& ctx) {
   for (const auto& node : g.nodes()) {
     ir::Node& n = *node;
     n.backend.clear();
-    for (const backends::Backend* b : allowed) {
-      if (b->Supports(n, *ctx.device)) {
-        n.backend = std::string(b->name());
-        break;
+    std::vector<const backends::Backend*> able;
+    for (const backends::Backend* b : allowed)
+      if (b->Supports(n, *ctx.device)) able.push_back(b);
+    if (!able.empty()) n.backend = std::string(able.front()->name());
+    if (able.size() > 1 && ctx.measure) {
+      double best = 0;
+      for (const backends::Backend* b : able) {
+        double t = ctx.measure(n, *b) + (b->name() == "native" ? 0.0 : 5e-6);
+        if (b == able.front() || t < best) best = t, n.backend = std::string(b->name());
       }
+      ++stats["nodes-measured"];
     }
     if (n.backend.empty()) {
       // Say why in the native backend's own words (which op, which dtype).

@@ -10,6 +10,10 @@
 #include "ir/graph.h"
 #include "runtime/cl/device.h"
 
+namespace texel::backends {
+class Backend;
+}
+
 namespace texel::passes {
 
 using Stats = std::map<std::string, int64_t>;
@@ -17,6 +21,9 @@ using Stats = std::map<std::string, int64_t>;
 struct PassContext {
   const cl::DeviceInfo* device = nullptr;  // null: device-independent passes only
   std::vector<std::string> backends;       // allowed backends, in preference order
+  // When set (--measure), partition times each node on every allowed backend that supports it
+  // and takes the fastest: device seconds of `node` lowered by `backend` alone.
+  std::function<double(const ir::Node& node, const backends::Backend& backend)> measure;
 };
 
 struct Pass {

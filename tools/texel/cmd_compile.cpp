@@ -17,7 +17,7 @@ namespace {
 struct CompileArgs {
   std::string model, device, print_after, emit_cl;
   std::vector<std::string> shapes, freeze, backends;
-  bool print_ir = false, stats = false;
+  bool print_ir = false, stats = false, measure = false;
 };
 
 int RunCompile(const CompileArgs& a) {
@@ -25,6 +25,7 @@ int RunCompile(const CompileArgs& a) {
   opts.import.input_shapes = ParseInputShapes(a.shapes);
   opts.import.frozen_inputs = ReadNpyAssignments(a.freeze, "--freeze");
   opts.backends = a.backends;
+  opts.measure = a.measure;
   if (!a.print_after.empty()) {
     bool known = false;
     for (const auto& p : passes::Pipeline()) known = known || a.print_after == p.name;
@@ -87,6 +88,8 @@ Runner AddCompileCommand(CLI::App& app) {
   cmd->add_option("--backends", a->backends,
                   "allowed backends in order of preference, e.g. clblast,native (default: native)")
       ->delimiter(',');
+  cmd->add_flag("--measure", a->measure,
+                "give each node the allowed backend measured fastest on the device (cached)");
   cmd->add_option("--device,-d", a->device, "gpu, cpu, P:D or a name substring");
   return [a] { return RunCompile(*a); };
 }

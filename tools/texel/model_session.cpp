@@ -57,6 +57,8 @@ void AddModelOptions(CLI::App* cmd, ModelArgs* a) {
   cmd->add_option("--backends", a->backends,
                   "allowed backends in order of preference, e.g. clblast,native (default: native)")
       ->delimiter(',');
+  cmd->add_flag("--measure", a->measure,
+                "give each node the allowed backend measured fastest on the device (cached)");
   cmd->add_option("--device,-d", a->device, "gpu, cpu, P:D or a name substring (env TEXEL_DEVICE)");
   cmd->add_option("--seed", a->seed, "seed of the random inputs (default 0)");
 }
@@ -69,6 +71,7 @@ ModelSession OpenModelSession(const ModelArgs& a) {
   opts.import.input_shapes = ParseInputShapes(a.shapes);
   opts.import.frozen_inputs = ReadNpyAssignments(a.freeze, "--freeze");
   opts.backends = a.backends;
+  opts.measure = a.measure;
   std::map<std::string, HostTensor> given = ReadNpyAssignments(a.inputs, "--input");
   ms.model = Compile(a.model, ctx, opts);
   const runtime::Plan& plan = ms.plan();

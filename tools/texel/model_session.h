@@ -18,9 +18,11 @@ struct ModelArgs {
   std::string model, device;
   std::vector<std::string> inputs, shapes, freeze, backends;
   uint64_t seed = 0;
+  bool measure = false;
 };
 
-// Adds the model argument and --input, --input-shape, --freeze, --backends, --device and --seed.
+// Adds the model argument and --input, --input-shape, --freeze, --backends, --measure, --device
+// and --seed.
 void AddModelOptions(CLI::App* cmd, ModelArgs* a);
 
 struct ModelSession {
