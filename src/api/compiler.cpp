@@ -21,6 +21,7 @@ CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl:
   passes::PassContext pc;
   pc.device = &ctx->info();
   pc.backends = options.backends;
+  pc.deny = options.deny;
   if (options.measure)
     pc.measure = [&ctx](const ir::Node& n, const backends::Backend& b) {
       return MeasureNode(n, b, ctx);

@@ -17,6 +17,7 @@ namespace texel {
 struct CompileOptions {
   onnx_frontend::ImportOptions import;
   std::vector<std::string> backends;  // allowed, in order of preference; empty: native only
+  std::vector<std::string> deny;      // "BACKEND:Op" rules (--deny clblast:Conv)
   bool measure = false;  // choose among the allowed backends by measured time (api/measure.h)
   // Called after each pass (for --print-ir-after / --stats).
   std::function<void(const passes::Pass&, const passes::Stats&, const ir::Graph&)> after_pass;

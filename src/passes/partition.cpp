@@ -2,11 +2,36 @@
 // preference) that support it: the first, or with PassContext::measure (--measure) the fastest
 // by measured device time, where any backend other than native must win by more than a kernel
 // launch (5 us) to pay for leaving the native kernels (a lone tiny layer stays native).
+// PassContext::deny rules ("clblast:Conv") keep an op away from a backend.
+#include <set>
+#include <utility>
+
 #include "backends/backend.h"
 #include "core/error.h"
 #include "passes/pipeline.h"
 
 namespace texel::passes {
+namespace {
+
+// The (backend, op) pairs of "BACKEND:Op" rules; errors name the rule and what is unknown.
+std::set<std::pair<std::string, ir::OpKind>> ParseDeny(const std::vector<std::string>& rules) {
+  std::set<std::pair<std::string, ir::OpKind>> out;
+  for (const std::string& r : rules) {
+    size_t colon = r.find(':');
+    if (colon == std::string::npos)
+      Fail(ErrorCode::kInvalidArgument, "deny rule '{}': expected BACKEND:Op", r);
+    std::string backend = r.substr(0, colon), op = r.substr(colon + 1);
+    if (!backends::FindBackend(backend))
+      Fail(ErrorCode::kInvalidArgument, "deny rule '{}': unknown backend '{}'", r, backend);
+    ir::OpKind kind;
+    if (!ir::ParseOpKind(op, &kind))
+      Fail(ErrorCode::kInvalidArgument, "deny rule '{}': unknown op '{}'", r, op);
+    out.insert({backend, kind});
+  }
+  return out;
+}
+
+}  // namespace
 
 Stats Partition(ir::Graph& g, const PassContext& ctx) {
   std::vector<std::string> names =
@@ -17,13 +42,15 @@ Stats Partition(ir::Graph& g, const PassContext& ctx) {
     if (!b) Fail(ErrorCode::kInvalidArgument, "unknown backend '{}'", name);
     allowed.push_back(b);
   }
+  auto deny = ParseDeny(ctx.deny);
   Stats stats;
   for (const auto& node : g.nodes()) {
     ir::Node& n = *node;
     n.backend.clear();
     std::vector<const backends::Backend*> able;
     for (const backends::Backend* b : allowed)
-      if (b->Supports(n, *ctx.device)) able.push_back(b);
+      if (!deny.count({std::string(b->name()), n.op}) && b->Supports(n, *ctx.device))
+        able.push_back(b);
     if (!able.empty()) n.backend = std::string(able.front()->name());
     if (able.size() > 1 && ctx.measure) {
       double best = 0;

@@ -21,6 +21,7 @@ using Stats = std::map<std::string, int64_t>;
 struct PassContext {
   const cl::DeviceInfo* device = nullptr;  // null: device-independent passes only
   std::vector<std::string> backends;       // allowed backends, in preference order
+  std::vector<std::string> deny;           // "BACKEND:Op": keep Op away from BACKEND (--deny)
   // When set (--measure), partition times each node on every allowed backend that supports it
   // and takes the fastest: device seconds of `node` lowered by `backend` alone.
   std::function<double(const ir::Node& node, const backends::Backend& backend)> measure;

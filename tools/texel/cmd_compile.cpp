@@ -16,7 +16,7 @@ namespace {
 
 struct CompileArgs {
   std::string model, device, print_after, emit_cl;
-  std::vector<std::string> shapes, freeze, backends;
+  std::vector<std::string> shapes, freeze, backends, deny;
   bool print_ir = false, stats = false, measure = false;
 };
 
@@ -26,6 +26,7 @@ int RunCompile(const CompileArgs& a) {
   opts.import.frozen_inputs = ReadNpyAssignments(a.freeze, "--freeze");
   opts.backends = a.backends;
   opts.measure = a.measure;
+  opts.deny = a.deny;
   if (!a.print_after.empty()) {
     bool known = false;
     for (const auto& p : passes::Pipeline()) known = known || a.print_after == p.name;
@@ -88,6 +89,7 @@ Runner AddCompileCommand(CLI::App& app) {
   cmd->add_option("--backends", a->backends,
                   "allowed backends in order of preference, e.g. clblast,native (default: native)")
       ->delimiter(',');
+  cmd->add_option("--deny", a->deny, "BACKEND:Op: keep Op away from BACKEND (repeatable)");
   cmd->add_flag("--measure", a->measure,
                 "give each node the allowed backend measured fastest on the device (cached)");
   cmd->add_option("--device,-d", a->device, "gpu, cpu, P:D or a name substring");

@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   add(texel::cli::AddRunCommand);
   add(texel::cli::AddCompileCommand);
   add(texel::cli::AddBenchCommand);
+  add(texel::cli::AddPartitionCommand);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -57,6 +57,7 @@ void AddModelOptions(CLI::App* cmd, ModelArgs* a) {
   cmd->add_option("--backends", a->backends,
                   "allowed backends in order of preference, e.g. clblast,native (default: native)")
       ->delimiter(',');
+  cmd->add_option("--deny", a->deny, "BACKEND:Op: keep Op away from BACKEND (repeatable)");
   cmd->add_flag("--measure", a->measure,
                 "give each node the allowed backend measured fastest on the device (cached)");
   cmd->add_option("--device,-d", a->device, "gpu, cpu, P:D or a name substring (env TEXEL_DEVICE)");
@@ -72,6 +73,7 @@ ModelSession OpenModelSession(const ModelArgs& a) {
   opts.import.frozen_inputs = ReadNpyAssignments(a.freeze, "--freeze");
   opts.backends = a.backends;
   opts.measure = a.measure;
+  opts.deny = a.deny;
   std::map<std::string, HostTensor> given = ReadNpyAssignments(a.inputs, "--input");
   ms.model = Compile(a.model, ctx, opts);
   const runtime::Plan& plan = ms.plan();

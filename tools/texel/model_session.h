@@ -16,7 +16,7 @@ namespace texel::cli {
 
 struct ModelArgs {
   std::string model, device;
-  std::vector<std::string> inputs, shapes, freeze, backends;
+  std::vector<std::string> inputs, shapes, freeze, backends, deny;
   uint64_t seed = 0;
   bool measure = false;
 };
