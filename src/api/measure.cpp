@@ -29,9 +29,13 @@ std::unique_ptr<ir::Graph> Alone(const ir::Node& n, std::string_view backend) {
   return g;
 }
 
-double Run(const ir::Graph& g, const std::shared_ptr<cl::Context>& ctx) {
+cl::ProgramCache& Cache() {
   static cl::ProgramCache cache = cl::ProgramCache::Default();
-  runtime::Executable exe(ctx, backends::LowerToPlan(g, ctx->info()), &cache);
+  return cache;
+}
+
+double Run(const ir::Graph& g, const std::shared_ptr<cl::Context>& ctx) {
+  runtime::Executable exe(ctx, backends::LowerToPlan(g, ctx->info()), &Cache());
   runtime::Session session(exe);
   for (const ir::Value* v : g.inputs())
     session.SetInput(v->name, HostTensor(v->type.dtype, v->type.shape));
@@ -60,8 +64,7 @@ double MeasureNode(const ir::Node& node, const backends::Backend& backend,
   static std::map<std::string, double> memo;
   if (auto it = memo.find(key); it != memo.end()) return it->second;
   namespace fs = std::filesystem;
-  cl::ProgramCache cache = cl::ProgramCache::Default();
-  fs::path file = cache.enabled() ? fs::path(cache.dir()) / "measure" / key : fs::path();
+  fs::path file = Cache().enabled() ? fs::path(Cache().dir()) / "measure" / key : fs::path();
   double seconds = -1;
   if (!file.empty()) {
     std::ifstream in(file);

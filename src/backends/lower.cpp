@@ -87,16 +87,19 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
       }
     for (auto& k : kernels) {
       runtime::KernelStep step;
-      std::string body;  // the source with its own name blanked out
-      for (size_t p = 0;;) {
-        size_t q = k.source.find(k.name, p);
-        body.append(k.source, p, q == std::string::npos ? q : q - p);
-        if (q == std::string::npos) break;
-        body += '\x01';
-        p = q + k.name.size();
+      if (k.call.empty()) {
+        std::string body;  // the source with its own name blanked out
+        for (size_t p = 0;;) {
+          size_t q = k.source.find(k.name, p);
+          body.append(k.source, p, q == std::string::npos ? q : q - p);
+          if (q == std::string::npos) break;
+          body += '\x01';
+          p = q + k.name.size();
+        }
+        auto [it, fresh] = kernel_of_body.try_emplace(std::move(body), k.name);
+        step.kernel = it->second;
+        if (fresh) plan.source += k.source + "\n";
       }
-      auto [it, fresh] = kernel_of_body.try_emplace(std::move(body), k.name);
-      step.kernel = k.call.empty() ? it->second : "";
       step.call = k.call;
       step.call_args = k.call_args;
       for (int id : k.args) step.buffers.push_back(id < 0 ? scratch.at(-1 - id) : buffer_of.at(id));
@@ -108,7 +111,6 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
       step.flops = k.flops;
       for (const ir::Value* v : reads) step.bytes += static_cast<double>(v->type.bytes());
       for (const ir::Value* v : n.outputs) step.bytes += static_cast<double>(v->type.bytes());
-      if (fresh && k.call.empty()) plan.source += k.source + "\n";
       plan.steps.push_back(std::move(step));
     }
   }

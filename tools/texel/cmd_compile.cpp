@@ -16,17 +16,12 @@ namespace {
 
 struct CompileArgs {
   std::string model, device, print_after, emit_cl;
-  std::vector<std::string> shapes, freeze, backends, deny;
-  bool print_ir = false, stats = false, measure = false;
+  CompilerFlags compile;
+  bool print_ir = false, stats = false;
 };
 
 int RunCompile(const CompileArgs& a) {
-  CompileOptions opts;
-  opts.import.input_shapes = ParseInputShapes(a.shapes);
-  opts.import.frozen_inputs = ReadNpyAssignments(a.freeze, "--freeze");
-  opts.backends = a.backends;
-  opts.measure = a.measure;
-  opts.deny = a.deny;
+  CompileOptions opts = ToCompileOptions(a.compile);
   if (!a.print_after.empty()) {
     bool known = false;
     for (const auto& p : passes::Pipeline()) known = known || a.print_after == p.name;
@@ -84,14 +79,7 @@ Runner AddCompileCommand(CLI::App& app) {
   cmd->add_option("--print-ir-after", a->print_after, "print the IR after pass NAME");
   cmd->add_flag("--stats", a->stats, "print each pass's statistics");
   cmd->add_option("--emit-cl", a->emit_cl, "write the generated OpenCL C to FILE");
-  cmd->add_option("--input-shape", a->shapes, "NAME=DIMS (repeatable)");
-  cmd->add_option("--freeze", a->freeze, "NAME=FILE.npy: bind an input at compile time");
-  cmd->add_option("--backends", a->backends,
-                  "allowed backends in order of preference, e.g. clblast,native (default: native)")
-      ->delimiter(',');
-  cmd->add_option("--deny", a->deny, "BACKEND:Op: keep Op away from BACKEND (repeatable)");
-  cmd->add_flag("--measure", a->measure,
-                "give each node the allowed backend measured fastest on the device (cached)");
+  AddCompilerFlags(cmd, &a->compile);
   cmd->add_option("--device,-d", a->device, "gpu, cpu, P:D or a name substring");
   return [a] { return RunCompile(*a); };
 }

@@ -18,8 +18,7 @@ namespace {
 
 struct PartitionArgs {
   std::string model, device, dot;
-  std::vector<std::string> shapes, freeze, backends, deny;
-  bool measure = false;
+  CompilerFlags compile;
 };
 
 const char* Colour(const std::string& backend) {
@@ -44,19 +43,15 @@ void WriteDot(const ir::Graph& g, const std::string& path) {
 }
 
 int RunPartition(const PartitionArgs& a) {
-  CompileOptions opts;
-  opts.import.input_shapes = ParseInputShapes(a.shapes);
-  opts.import.frozen_inputs = ReadNpyAssignments(a.freeze, "--freeze");
-  opts.backends = a.backends.empty() ? std::vector<std::string>{"native"} : a.backends;
-  opts.deny = a.deny;
-  opts.measure = a.measure;
+  CompileOptions opts = ToCompileOptions(a.compile);
+  if (opts.backends.empty()) opts.backends = {"native"};  // a column for the default
   cl::DeviceInfo dev = cl::SelectDevice(a.device);
   auto ctx = std::make_shared<cl::Context>(dev);
   CompiledModel m = Compile(a.model, ctx, opts);
   std::printf("device   %s\n", dev.Label().c_str());
   std::printf("%-4s %-40s %-20s %-8s", "#", "node", "op", "backend");
   for (const auto& b : opts.backends)
-    std::printf(" %16s", fmt::format("{} {}", b, a.measure ? "meas us" : "est us").c_str());
+    std::printf(" %16s", fmt::format("{} {}", b, opts.measure ? "meas us" : "est us").c_str());
   std::printf("\n");
   std::map<std::string, int> count;
   int row = 0;
@@ -70,7 +65,7 @@ int RunPartition(const PartitionArgs& a) {
       const backends::Backend* b = backends::FindBackend(bn);
       std::string cell = "-";
       if (b && b->Supports(n, dev)) {
-        double s = a.measure ? MeasureNode(n, *b, ctx) : b->Estimate(n, dev);
+        double s = opts.measure ? MeasureNode(n, *b, ctx) : b->Estimate(n, dev);
         cell = fmt::format("{:.1f}", s * 1e6);
       }
       std::printf(" %16s", cell.c_str());
@@ -88,14 +83,8 @@ Runner AddPartitionCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("partition", "Show which backend runs each node, and why");
   auto a = std::make_shared<PartitionArgs>();
   cmd->add_option("model", a->model, "ONNX model file")->required();
-  cmd->add_option("--backends", a->backends,
-                  "allowed backends in order of preference, e.g. clblast,native (default: native)")
-      ->delimiter(',');
-  cmd->add_option("--deny", a->deny, "BACKEND:Op: keep Op away from BACKEND (repeatable)");
-  cmd->add_flag("--measure", a->measure, "choose and show by measured time (cached)");
   cmd->add_option("--dot", a->dot, "write the graph coloured by backend to FILE (Graphviz)");
-  cmd->add_option("--input-shape", a->shapes, "NAME=DIMS (repeatable)");
-  cmd->add_option("--freeze", a->freeze, "NAME=FILE.npy: bind an input at compile time");
+  AddCompilerFlags(cmd, &a->compile);
   cmd->add_option("--device,-d", a->device, "gpu, cpu, P:D or a name substring");
   return [a] { return RunPartition(*a); };
 }

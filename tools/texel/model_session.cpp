@@ -49,17 +49,31 @@ HostTensor RandomTensor(DType dtype, const Shape& shape, std::mt19937_64& rng) {
 
 }  // namespace
 
+void AddCompilerFlags(CLI::App* cmd, CompilerFlags* f) {
+  cmd->add_option("--input-shape", f->shapes, "NAME=DIMS, e.g. input=1x3x224x224 (repeatable)");
+  cmd->add_option("--freeze", f->freeze, "NAME=FILE.npy: bind an input at compile time");
+  cmd->add_option("--backends", f->backends,
+                  "allowed backends in order of preference, e.g. clblast,native (default: native)")
+      ->delimiter(',');
+  cmd->add_option("--deny", f->deny, "BACKEND:Op: keep Op away from BACKEND (repeatable)");
+  cmd->add_flag("--measure", f->measure,
+                "give each node the allowed backend measured fastest on the device (cached)");
+}
+
+CompileOptions ToCompileOptions(const CompilerFlags& f) {
+  CompileOptions opts;
+  opts.import.input_shapes = ParseInputShapes(f.shapes);
+  opts.import.frozen_inputs = ReadNpyAssignments(f.freeze, "--freeze");
+  opts.backends = f.backends;
+  opts.deny = f.deny;
+  opts.measure = f.measure;
+  return opts;
+}
+
 void AddModelOptions(CLI::App* cmd, ModelArgs* a) {
   cmd->add_option("model", a->model, "ONNX model file")->required();
   cmd->add_option("--input,-i", a->inputs, "NAME=FILE.npy (repeatable); others are random");
-  cmd->add_option("--input-shape", a->shapes, "NAME=DIMS, e.g. input=1x3x224x224 (repeatable)");
-  cmd->add_option("--freeze", a->freeze, "NAME=FILE.npy: bind an input at compile time");
-  cmd->add_option("--backends", a->backends,
-                  "allowed backends in order of preference, e.g. clblast,native (default: native)")
-      ->delimiter(',');
-  cmd->add_option("--deny", a->deny, "BACKEND:Op: keep Op away from BACKEND (repeatable)");
-  cmd->add_flag("--measure", a->measure,
-                "give each node the allowed backend measured fastest on the device (cached)");
+  AddCompilerFlags(cmd, &a->compile);
   cmd->add_option("--device,-d", a->device, "gpu, cpu, P:D or a name substring (env TEXEL_DEVICE)");
   cmd->add_option("--seed", a->seed, "seed of the random inputs (default 0)");
 }
@@ -68,12 +82,7 @@ ModelSession OpenModelSession(const ModelArgs& a) {
   ModelSession ms;
   ms.device = cl::SelectDevice(a.device);
   auto ctx = std::make_shared<cl::Context>(ms.device);
-  CompileOptions opts;
-  opts.import.input_shapes = ParseInputShapes(a.shapes);
-  opts.import.frozen_inputs = ReadNpyAssignments(a.freeze, "--freeze");
-  opts.backends = a.backends;
-  opts.measure = a.measure;
-  opts.deny = a.deny;
+  CompileOptions opts = ToCompileOptions(a.compile);
   std::map<std::string, HostTensor> given = ReadNpyAssignments(a.inputs, "--input");
   ms.model = Compile(a.model, ctx, opts);
   const runtime::Plan& plan = ms.plan();

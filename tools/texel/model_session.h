@@ -14,15 +14,24 @@
 
 namespace texel::cli {
 
-struct ModelArgs {
-  std::string model, device;
-  std::vector<std::string> inputs, shapes, freeze, backends, deny;
-  uint64_t seed = 0;
+// The compile options every compiling command (run, bench, compile, partition) takes.
+struct CompilerFlags {
+  std::vector<std::string> shapes, freeze, backends, deny;
   bool measure = false;
 };
 
-// Adds the model argument and --input, --input-shape, --freeze, --backends, --measure, --device
-// and --seed.
+// Adds --input-shape, --freeze, --backends, --deny and --measure.
+void AddCompilerFlags(CLI::App* cmd, CompilerFlags* f);
+CompileOptions ToCompileOptions(const CompilerFlags& f);
+
+struct ModelArgs {
+  std::string model, device;
+  std::vector<std::string> inputs;
+  CompilerFlags compile;
+  uint64_t seed = 0;
+};
+
+// Adds the model argument, --input, the compiler flags, --device and --seed.
 void AddModelOptions(CLI::App* cmd, ModelArgs* a);
 
 struct ModelSession {

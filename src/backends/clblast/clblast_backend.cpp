@@ -62,6 +62,14 @@ std::optional<ConvGemm> ConvGemmOf(const ir::Node& n) {
   return ConvGemm{x[1], x[2], x[3], w[2], w[3], p[0], p[1], s[0], s[1], d[0], d[1], w[0], x[0]};
 }
 
+// The loaded API; an error saying why when CLBlast is missing (a plan made where it was).
+const ClblastApi* RequireClblast() {
+  std::string why;
+  const ClblastApi* api = LoadClblast(&why);
+  if (!api) Fail(ErrorCode::kUnsupported, "CLBlast is not available: {}", why);
+  return api;
+}
+
 void CheckStatus(CLBlastStatusCode status, const char* routine) {
   if (status != CLBlastSuccess)
     Fail(ErrorCode::kDevice, "CLBlast {} failed with status {}", routine, static_cast<int>(status));
@@ -70,9 +78,7 @@ void CheckStatus(CLBlastStatusCode status, const char* routine) {
 // args: batch, m, n, k, a_stride, b_stride; buffers: a, b, out.
 void EnqueueSgemm(cl_command_queue queue, const std::vector<cl_mem>& buf,
                   const std::vector<int64_t>& args, cl_event* event) {
-  std::string why;
-  const ClblastApi* api = LoadClblast(&why);
-  if (!api) Fail(ErrorCode::kUnsupported, "CLBlast is not available: {}", why);
+  const ClblastApi* api = RequireClblast();
   TEXEL_CHECK(buf.size() == 3 && args.size() == 6, "clblast.sgemm: bad step");
   auto u = [&](size_t i) { return static_cast<size_t>(args[i]); };
   size_t batch = u(0), m = u(1), n = u(2), k = u(3);
@@ -86,9 +92,7 @@ void EnqueueSgemm(cl_command_queue queue, const std::vector<cl_mem>& buf,
 // args: the ConvGemm fields in order; buffers: x, w, y.
 void EnqueueSconvgemm(cl_command_queue queue, const std::vector<cl_mem>& buf,
                       const std::vector<int64_t>& args, cl_event* event) {
-  std::string why;
-  const ClblastApi* api = LoadClblast(&why);
-  if (!api) Fail(ErrorCode::kUnsupported, "CLBlast is not available: {}", why);
+  const ClblastApi* api = RequireClblast();
   TEXEL_CHECK(buf.size() == 3 && args.size() == 13, "clblast.sconvgemm: bad step");
   auto u = [&](size_t i) { return static_cast<size_t>(args[i]); };
   CheckStatus(api->sconvgemm(CLBlastKernelModeCrossCorrelation, u(0), u(1), u(2), u(3), u(4), u(5),

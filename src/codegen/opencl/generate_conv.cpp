@@ -44,19 +44,11 @@ std::vector<KernelSpec> GenerateDepthwise(const ir::Node& n, const std::string& 
   const Shape& x = n.inputs[0]->type.shape;
   const Shape& wt = n.inputs[1]->type.shape;
   Window3 win = ToWindow3(n, Shape(wt.begin() + 2, wt.end()));
-  bool bias = n.inputs.size() > 2;
   KernelSource src(kernel_name, "depthwise");
   DefineStorage(src, t);
   for (const auto& [key, value] : WindowDefines(win)) src.Define(key, value);
   src.Define("C", x[1]);
-  src.Define("BIAS_PARAM", bias ? ", __global const T_STORE* restrict bias_p" : "");
-  src.Define("BIAS(c)", bias ? "LOAD(bias_p, c)" : "0");
-  KernelSpec spec;
-  spec.name = kernel_name;
-  for (const ir::Value* v : n.inputs) spec.args.push_back(v->id);
-  spec.args.push_back(n.outputs[0]->id);
-  ApplyEpilogue(src, kernel_name, n.outputs[0], epilogue, spec);
-  spec.source = src.Render();
+  KernelSpec spec = FinishConvKernel(n, src, kernel_name, epilogue);
   spec.local = {16, 1, 1};
   spec.global = {RoundUp(static_cast<size_t>(win.out[2]), 16),
                  static_cast<size_t>(win.out[0] * win.out[1]), static_cast<size_t>(x[0] * x[1])};
@@ -71,8 +63,7 @@ bool IsPlainGemm(const Window3& w) {
   return true;
 }
 
-}  // namespace
-
+// The GEMM that computes Conv node n.
 GemmOperands ConvGemm(const ir::Node& n, const Target& target) {
   DType t = RequireOneFloatType(n);
   const Shape& x = n.inputs[0]->type.shape;
@@ -108,6 +99,8 @@ GemmOperands ConvGemm(const ir::Node& n, const Target& target) {
   g.out = n.outputs[0];
   return g;
 }
+
+}  // namespace
 
 std::vector<KernelSpec> GenerateConv(const ir::Node& n, const std::string& kernel_name,
                                      const Target& target, const Chain& epilogue) {

@@ -21,35 +21,6 @@ std::vector<size_t> WindowGlobal(const Window3& w, int64_t planes) {
           static_cast<size_t>(planes)};
 }
 
-// ConvTranspose: x, w[, b] -> y.
-KernelSpec GenerateConvLike(const ir::Node& n, const std::string& kernel_name,
-                            const char* template_name, int64_t oc_per_group,
-                            const Chain& epilogue) {
-  DType t = RequireOneFloatType(n);
-  const Shape& x = n.inputs[0]->type.shape;
-  const Shape& wt = n.inputs[1]->type.shape;
-  const Shape& y = n.outputs[0]->type.shape;
-  Window3 win = ToWindow3(n, Shape(wt.begin() + 2, wt.end()));
-  int64_t group = n.attrs.Int("group");
-  bool bias = n.inputs.size() > 2;
-  KernelSource src(kernel_name, template_name);
-  DefineWindow(src, win);
-  DefineStorage(src, t);
-  src.Define("N", x[0]).Define("IC", x[1]).Define("OC", y[1]);
-  src.Define("IC_PER_G", x[1] / group).Define("OC_PER_G", oc_per_group);
-  src.Define("BIAS_PARAM", bias ? ", __global const T_STORE* b" : "");
-  src.Define("BIAS(oc)", bias ? "LOAD(b, oc)" : "0");
-  KernelSpec spec;
-  spec.name = kernel_name;
-  for (const ir::Value* v : n.inputs) spec.args.push_back(v->id);
-  spec.args.push_back(n.outputs[0]->id);
-  ApplyEpilogue(src, kernel_name, n.outputs[0], epilogue, spec);
-  spec.source = src.Render();
-  spec.global = WindowGlobal(win, y[0] * y[1]);
-  spec.local = {8, 1, 1};
-  return spec;
-}
-
 }  // namespace
 
 Window3 ToWindow3(const ir::Node& n, const Shape& kernel) {
@@ -78,6 +49,20 @@ Window3 ToWindow3(const ir::Node& n, const Shape& kernel) {
   return w;
 }
 
+KernelSpec FinishConvKernel(const ir::Node& n, KernelSource& src, const std::string& kernel_name,
+                            const Chain& epilogue) {
+  bool bias = n.inputs.size() > 2;
+  src.Define("BIAS_PARAM", bias ? ", __global const T_STORE* restrict bias_p" : "");
+  src.Define("BIAS(c)", bias ? "LOAD(bias_p, c)" : "0");
+  KernelSpec spec;
+  spec.name = kernel_name;
+  for (const ir::Value* v : n.inputs) spec.args.push_back(v->id);
+  spec.args.push_back(n.outputs[0]->id);
+  ApplyEpilogue(src, kernel_name, n.outputs[0], epilogue, spec);
+  spec.source = src.Render();
+  return spec;
+}
+
 std::vector<std::pair<std::string, std::string>> WindowDefines(const Window3& w) {
   static const char* const kAxis[3] = {"D", "H", "W"};
   std::vector<std::pair<std::string, std::string>> defs;
@@ -93,14 +78,26 @@ std::vector<std::pair<std::string, std::string>> WindowDefines(const Window3& w)
   return defs;
 }
 
+// x, w[, b] -> y; w is [IC, OC / group, k...].
 KernelSpec GenerateConvTranspose(const ir::Node& n, const std::string& kernel_name,
                                  const Chain& epilogue) {
+  DType t = RequireOneFloatType(n);
   const Shape& x = n.inputs[0]->type.shape;
-  const Shape& w = n.inputs[1]->type.shape;
-  KernelSpec spec = GenerateConvLike(n, kernel_name, "conv_transpose", w[1], epilogue);
+  const Shape& wt = n.inputs[1]->type.shape;
+  const Shape& y = n.outputs[0]->type.shape;
+  Window3 win = ToWindow3(n, Shape(wt.begin() + 2, wt.end()));
+  int64_t group = n.attrs.Int("group");
+  KernelSource src(kernel_name, "conv_transpose");
+  DefineWindow(src, win);
+  DefineStorage(src, t);
+  src.Define("N", x[0]).Define("IC", x[1]).Define("OC", y[1]);
+  src.Define("IC_PER_G", x[1] / group).Define("OC_PER_G", wt[1]);
+  KernelSpec spec = FinishConvKernel(n, src, kernel_name, epilogue);
+  spec.global = WindowGlobal(win, y[0] * y[1]);
+  spec.local = {8, 1, 1};
   // Every input element meets w[1] * prod(k) weights (the scatter view).
   spec.flops =
-      2.0 * static_cast<double>(NumElements(x)) * static_cast<double>(NumElements(w) / w[0]);
+      2.0 * static_cast<double>(NumElements(x)) * static_cast<double>(NumElements(wt) / wt[0]);
   return spec;
 }
 

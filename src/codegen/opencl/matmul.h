@@ -81,9 +81,6 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
                                      const Target& target, const MatMulParams& params,
                                      const Chain& epilogue = {});
 
-// The GEMM that computes Conv node n (generate_conv.cpp).
-GemmOperands ConvGemm(const ir::Node& n, const Target& t);
-
 // GenerateMatMul with explicit parameters (CheckMatMulParams must pass: kInvalidArgument).
 std::vector<KernelSpec> GenerateMatMulWith(const ir::Node& node, const std::string& kernel_name,
                                            const Target& target, const MatMulParams& params,

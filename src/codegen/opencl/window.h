@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "codegen/opencl/kernel_spec.h"
 #include "core/shape.h"
 #include "ir/graph.h"
 
@@ -18,6 +19,12 @@ struct Window3 {
 
 // The node's window; `kernel` holds its 1 to 3 kernel extents.
 Window3 ToWindow3(const ir::Node& n, const Shape& kernel);
+
+// Finishes a window kernel whose node is x, w[, b] -> y: defines BIAS_PARAM and BIAS(c) (the
+// optional per-channel bias, 0 without one), binds the node's inputs and output in that order,
+// applies the fused epilogue and renders the source. Sizes and flops are the caller's.
+KernelSpec FinishConvKernel(const ir::Node& n, KernelSource& src, const std::string& kernel_name,
+                            const std::vector<const ir::Node*>& epilogue);
 
 // The template parameters every window kernel shares: ID, IH, IW (input extents), OD, OH, OW,
 // KD, KH, KW, SD, SH, SW (strides), PD, PH, PW (begin pads), DD, DH, DW (dilations).

@@ -6,7 +6,7 @@
 // N * OC.
 // Parameters: KERNEL_NAME, N, IC, ID, IH, IW, OC, OD, OH, OW, KD, KH, KW, SD, SH, SW,
 // PD, PH, PW (begin pads), DD, DH, DW, IC_PER_G, OC_PER_G, T / T_STORE / LOAD / STORE
-// (element storage), BIAS_PARAM (", __global const T_STORE* b" or empty), BIAS(oc) (initial
+// (element storage), BIAS_PARAM (", __global const T_STORE* bias_p" or empty), BIAS(c) (initial
 // accumulator), EPILOGUE(v, i) / EPILOGUE_PARAMS (fused elementwise ops on each result).
 __kernel void KERNEL_NAME(__global const T_STORE* x, __global const T_STORE* w BIAS_PARAM,
                           __global T_STORE* out EPILOGUE_PARAMS) {
