@@ -22,7 +22,8 @@ CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl:
   pc.device = &ctx->info();
   pc.backends = options.backends;
   pc.deny = options.deny;
-  if (options.measure)
+  pc.policy = options.partition;
+  if (options.partition == passes::PartitionPolicy::kMeasure)
     pc.measure = [&ctx](const ir::Node& n, const backends::Backend& b) {
       return MeasureNode(n, b, ctx);
     };

@@ -18,7 +18,8 @@ struct CompileOptions {
   onnx_frontend::ImportOptions import;
   std::vector<std::string> backends;  // allowed, in order of preference; empty: native only
   std::vector<std::string> deny;      // "BACKEND:Op" rules (--deny clblast:Conv)
-  bool measure = false;  // choose among the allowed backends by measured time (api/measure.h)
+  // How to choose among the allowed backends; kMeasure times nodes with api/measure.h.
+  passes::PartitionPolicy partition = passes::PartitionPolicy::kEstimate;
   // Called after each pass (for --print-ir-after / --stats).
   std::function<void(const passes::Pass&, const passes::Stats&, const ir::Graph&)> after_pass;
 };

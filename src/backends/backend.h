@@ -4,6 +4,7 @@
 // Thread safety: backends are stateless after registration and may be used from any thread.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -33,6 +34,18 @@ class Backend {
                                                  const std::string& name_prefix,
                                                  const cl::DeviceInfo& device) const = 0;
 };
+
+// Roofline estimates (Backend::Estimate): a kernel launch plus flops at a fraction
+// `efficiency` of the device's nominal float32 peak (compute units x clock x FMA lanes x 2,
+// lanes guessed from the device type: 128 per NVIDIA SM, 64 per other GPU compute unit, 16 per
+// CPU core). The peak is only a shared scale: partition compares backends' estimates, so their
+// efficiencies (measured, in docs/backends.md) are what decides.
+inline double RooflineSeconds(double flops, double efficiency, const cl::DeviceInfo& device) {
+  double lanes = device.type != "GPU" ? 16 : device.nv_warp_size > 0 ? 128 : 64;
+  double peak = std::max<uint32_t>(device.compute_units, 1) *
+                std::max<uint32_t>(device.max_clock_mhz, 100) * 1e6 * lanes * 2;
+  return 5e-6 + flops / (peak * efficiency);
+}
 
 // Registry. Names are lower-case identifiers ("native", "clblast").
 void RegisterBackend(std::unique_ptr<Backend> backend);

@@ -307,9 +307,11 @@ std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in,
       return {t};
     }
     case OpClass::kMatMul: {
-      const Shape& x = in[0].shape;
-      const Shape& y = in[1].shape;
+      // trans_a / trans_b: the operand is stored with its last two axes swapped.
+      Shape x = in[0].shape, y = in[1].shape;
       Expect(x.size() >= 2 && y.size() >= 2, "MatMul operands must have rank >= 2");
+      if (a.Int("trans_a", 0)) std::swap(x[x.size() - 2], x.back());
+      if (a.Int("trans_b", 0)) std::swap(y[y.size() - 2], y.back());
       Expect(in[0].dtype == in[1].dtype, "MatMul operands must share a type");
       Expect(x.back() == y[y.size() - 2],
              fmt::format("MatMul inner dims differ: {} vs {}", ShapeStr(x), ShapeStr(y)));

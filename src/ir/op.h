@@ -101,7 +101,7 @@ enum class OpClass : uint8_t {
   X(MaxPool, kPool, 1, 1)     /* kernel, strides, pads, dilations */                                \
   X(AveragePool, kPool, 1, 1) /* kernel, strides, pads, count_include_pad */                        \
   X(MaxPoolIndices, kPool, 1, 1) /* MaxPool attrs, storage_order: i64 flat index of the max */      \
-  X(MatMul, kMatMul, 2, 1)    /* [..., M, K] x [..., K, N], broadcast batch */                      \
+  X(MatMul, kMatMul, 2, 1)    /* [..., M, K] x [..., K, N], broadcast batch; trans_a, trans_b */    \
   X(ReduceSum, kReduce, 1, 1) /* axes (sorted, normalised), keepdims */                             \
   X(ReduceMean, kReduce, 1, 1)                                                                      \
   X(ReduceMax, kReduce, 1, 1)                                                                       \

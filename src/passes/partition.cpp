@@ -1,8 +1,9 @@
-// partition: assigns each node to a backend among the allowed ones (--backends, in order of
-// preference) that support it: the first, or with PassContext::measure (--measure) the fastest
-// by measured device time, where any backend other than native must win by more than a kernel
-// launch (5 us) to pay for leaving the native kernels (a lone tiny layer stays native).
-// PassContext::deny rules ("clblast:Conv") keep an op away from a backend.
+// partition: assigns each node to a backend among the allowed ones (--backends) that support
+// it: by default the one with the least estimated device time (Backend::Estimate), with
+// --measure the least measured time, with --partition first the first in --backends order.
+// Estimated or measured, a backend other than native must win by more than a kernel launch
+// (5 us) to pay for the boundary with the native kernels around it: a lone tiny layer stays
+// native. PassContext::deny rules ("clblast:Conv") keep an op away from a backend.
 #include <set>
 #include <utility>
 
@@ -31,7 +32,29 @@ std::set<std::pair<std::string, ir::OpKind>> ParseDeny(const std::vector<std::st
   return out;
 }
 
+// What leaving the native kernels costs: about one kernel launch.
+constexpr double kBoundarySeconds = 5e-6;
+
 }  // namespace
+
+const char* PolicyName(PartitionPolicy p) {
+  switch (p) {
+    case PartitionPolicy::kEstimate: return "estimate";
+    case PartitionPolicy::kMeasure: return "measure";
+    case PartitionPolicy::kFirst: return "first";
+  }
+  return "?";
+}
+
+bool ParsePolicy(std::string_view s, PartitionPolicy* p) {
+  for (PartitionPolicy q :
+       {PartitionPolicy::kEstimate, PartitionPolicy::kMeasure, PartitionPolicy::kFirst})
+    if (s == PolicyName(q)) {
+      *p = q;
+      return true;
+    }
+  return false;
+}
 
 Stats Partition(ir::Graph& g, const PassContext& ctx) {
   std::vector<std::string> names =
@@ -52,13 +75,16 @@ Stats Partition(ir::Graph& g, const PassContext& ctx) {
       if (!deny.count({std::string(b->name()), n.op}) && b->Supports(n, *ctx.device))
         able.push_back(b);
     if (!able.empty()) n.backend = std::string(able.front()->name());
-    if (able.size() > 1 && ctx.measure) {
+    if (able.size() > 1 && ctx.policy != PartitionPolicy::kFirst) {
+      bool measured = ctx.policy == PartitionPolicy::kMeasure;
+      TEXEL_CHECK(!measured || ctx.measure, "partition: --measure without a measuring function");
       double best = 0;
       for (const backends::Backend* b : able) {
-        double t = ctx.measure(n, *b) + (b->name() == "native" ? 0.0 : 5e-6);
+        double t = measured ? ctx.measure(n, *b) : b->Estimate(n, *ctx.device);
+        t += b->name() == "native" ? 0.0 : kBoundarySeconds;
         if (b == able.front() || t < best) best = t, n.backend = std::string(b->name());
       }
-      ++stats["nodes-measured"];
+      ++stats[measured ? "nodes-measured" : "nodes-estimated"];
     }
     if (n.backend.empty()) {
       // Say why in the native backend's own words (which op, which dtype).

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/graph.h"
@@ -18,12 +19,21 @@ namespace texel::passes {
 
 using Stats = std::map<std::string, int64_t>;
 
+// How partition chooses among the allowed backends that support a node (--partition).
+enum class PartitionPolicy {
+  kEstimate,  // the least estimated time (Backend::Estimate), the default
+  kMeasure,   // the least measured time (PassContext::measure; --measure)
+  kFirst,     // the first in --backends order: every node a backend takes goes to it
+};
+const char* PolicyName(PartitionPolicy p);                 // "estimate", "measure", "first"
+bool ParsePolicy(std::string_view s, PartitionPolicy* p);  // false when unknown
+
 struct PassContext {
   const cl::DeviceInfo* device = nullptr;  // null: device-independent passes only
   std::vector<std::string> backends;       // allowed backends, in preference order
   std::vector<std::string> deny;           // "BACKEND:Op": keep Op away from BACKEND (--deny)
-  // When set (--measure), partition times each node on every allowed backend that supports it
-  // and takes the fastest: device seconds of `node` lowered by `backend` alone.
+  PartitionPolicy policy = PartitionPolicy::kEstimate;
+  // With kMeasure: device seconds of `node` lowered by `backend` alone.
   std::function<double(const ir::Node& node, const backends::Backend& backend)> measure;
 };
 

@@ -2,12 +2,28 @@
 //   Copy(x)                -> x            (unless it defines a graph output)
 //   Reshape(x) to x.shape  -> x            (unless it defines a graph output)
 //   Reshape(Reshape(x))    -> Reshape(x)
+//   MatMul(Transpose(x))   -> MatMul[trans_a](x) (a transpose of the last two axes, either
+//                             operand: the product reads the operand transposed)
 #include "passes/pipeline.h"
 
 namespace texel::passes {
+namespace {
+
+// Whether n is a Transpose that swaps the last two axes and keeps the others.
+bool SwapsLastTwo(const ir::Node* n) {
+  if (!n || n->op != ir::OpKind::kTranspose) return false;
+  const std::vector<int64_t>& perm = n->attrs.Ints("perm");
+  size_t r = perm.size();
+  if (r < 2) return false;
+  for (size_t i = 0; i + 2 < r; ++i)
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  return perm[r - 2] == static_cast<int64_t>(r - 1) && perm[r - 1] == static_cast<int64_t>(r - 2);
+}
+
+}  // namespace
 
 Stats Simplify(ir::Graph& g, const PassContext&) {
-  int64_t removed = 0, merged = 0;
+  int64_t removed = 0, merged = 0, transposes = 0;
   auto is_output = [&](const ir::Value* v) {
     for (const ir::Value* o : g.outputs())
       if (o == v) return true;
@@ -21,6 +37,14 @@ Stats Simplify(ir::Graph& g, const PassContext&) {
       n.inputs[0] = n.inputs[0]->producer->inputs[0];
       ++merged;
     }
+    for (int i = 0; i < 2 && n.op == ir::OpKind::kMatMul; ++i) {
+      const ir::Node* t = n.inputs[i]->producer;
+      if (!SwapsLastTwo(t)) continue;
+      const char* flag = i == 0 ? "trans_a" : "trans_b";
+      n.attrs.Set(flag, 1 - n.attrs.Int(flag, 0));
+      n.inputs[i] = t->inputs[0];
+      ++transposes;
+    }
     bool identity = n.op == ir::OpKind::kCopy ||
                     (n.op == ir::OpKind::kReshape && n.inputs[0]->type == out->type);
     if (identity && !is_output(out)) {
@@ -30,7 +54,9 @@ Stats Simplify(ir::Graph& g, const PassContext&) {
     }
   }
   g.RemoveDeadNodes();
-  return {{"identities-removed", removed}, {"reshapes-merged", merged}};
+  return {{"identities-removed", removed},
+          {"reshapes-merged", merged},
+          {"transposes-into-matmul", transposes}};
 }
 
 }  // namespace texel::passes

@@ -33,7 +33,9 @@ namespace {
 struct Options {
   std::string root = "/usr/share/libonnx-testdata/data";
   std::vector<std::string> suites = {"node", "pytorch-converted", "pytorch-operator", "simple"};
-  std::string filter, baseline, device;
+  std::vector<std::string> filters;  // test names containing any of them; empty: all
+  std::vector<std::string> backends;  // --backends, with --partition first: each backend's ops
+  std::string baseline, device;
   int jobs = 2;
   int timeout_s = 300;
   bool verbose = false, write_baseline = false;
@@ -107,6 +109,8 @@ std::string RunTest(const fs::path& dir, const Options& opt) {
   std::vector<HostTensor> inputs0 = ReadTensors(sets[0], "input");
   if (inputs0.size() > names.size()) return "fail\tmore input files than graph inputs";
   CompileOptions co;
+  co.backends = opt.backends;
+  co.partition = passes::PartitionPolicy::kFirst;
   for (size_t i = 0; i < inputs0.size(); ++i) co.import.input_shapes[names[i]] = inputs0[i].shape;
   auto ctx = std::make_shared<cl::Context>(cl::SelectDevice(opt.device));
   CompiledModel m;
@@ -274,8 +278,11 @@ int main(int argc, char** argv) {
       opt.suites.clear();
       std::stringstream ss(value());
       for (std::string s; std::getline(ss, s, ',');) opt.suites.push_back(s);
-    } else if (a == "--filter")
-      opt.filter = value();
+    } else if (a == "--filter" || a == "--backends") {
+      auto& list = a == "--filter" ? opt.filters : opt.backends;
+      std::stringstream ss(value());
+      for (std::string s; std::getline(ss, s, ',');) list.push_back(s);
+    }
     else if (a == "--baseline")
       opt.baseline = value();
     else if (a == "--write-baseline")
@@ -290,7 +297,8 @@ int main(int argc, char** argv) {
       opt.verbose = true;
     else {
       std::fprintf(stderr,
-                   "usage: texel_conformance [--root DIR] [--suites a,b] [--filter SUBSTR] "
+                   "usage: texel_conformance [--root DIR] [--suites a,b] [--filter SUBSTR,...] "
+                   "[--backends B,... (each takes every node it supports)] "
                    "[--baseline FILE [--write-baseline]] [--jobs N] [--timeout S] [--device D] "
                    "[--verbose]\n");
       return 2;
@@ -307,7 +315,10 @@ int main(int argc, char** argv) {
     std::vector<fs::path> names;
     for (const auto& e : fs::directory_iterator(dir))
       if (e.is_directory() && fs::exists(e.path() / "model.onnx") &&
-          e.path().filename().string().find(opt.filter) != std::string::npos)
+          (opt.filters.empty() ||
+           std::any_of(opt.filters.begin(), opt.filters.end(), [&](const std::string& f) {
+             return e.path().filename().string().find(f) != std::string::npos;
+           })))
         names.push_back(e.path());
     std::sort(names.begin(), names.end());
     for (const auto& p : names) tests.emplace_back(suite, p);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,12 +37,13 @@ codegen::Target CpuTarget() { return backends::NativeBackend::TargetOf(SharedCon
 int split_runs = 0;  // RunKernel calls that ran a split-K pair
 
 // Runs the kernel GenerateMatMulWith makes for `params` (the heuristic's when null) on PoCL.
+// attrs: the MatMul's (trans_a, trans_b: a and b are given as stored).
 HostTensor RunKernel(const HostTensor& a, const HostTensor& b, const MatMulParams* params,
-                     const codegen::Target& target) {
+                     const codegen::Target& target, const ir::Attrs& attrs = {}) {
   ir::Graph g;
   ir::Value* av = g.AddInput("a", {a.dtype, a.shape});
   ir::Value* bv = g.AddInput("b", {b.dtype, b.shape});
-  ir::Node* node = g.AddNode(ir::OpKind::kMatMul, {av, bv}, {}, "mm");
+  ir::Node* node = g.AddNode(ir::OpKind::kMatMul, {av, bv}, attrs, "mm");
   const ir::TensorType& yt = node->outputs[0]->type;
   MatMulParams p =
       params ? *params : codegen::ChooseMatMulParams(codegen::GemmShapeOf(*node), target);
@@ -49,7 +51,10 @@ HostTensor RunKernel(const HostTensor& a, const HostTensor& b, const MatMulParam
   // Split-K is two kernels, unless K is too short to split.
   EXPECT_EQ(
       specs.size(),
-      p.kind == MatMulParams::Kind::kTiled && p.split_k > 1 && a.shape.back() > p.tile_k ? 2u : 1u);
+      p.kind == MatMulParams::Kind::kTiled && p.split_k > 1 &&
+              codegen::GemmShapeOf(*node).k > p.tile_k
+          ? 2u
+          : 1u);
   split_runs += specs.size() == 2;
   std::string source =
       a.dtype == DType::kFloat64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "";
@@ -240,6 +245,69 @@ TEST(MatMulTest, GpuHeuristicChoices) {
   EXPECT_GT(codegen::ChooseMatMulParams({1, 512, 49, 4608, DType::kFloat32}, gpu).split_k, 1);
   EXPECT_EQ(codegen::ChooseMatMulParams({1, 1024, 1024, 1024, DType::kFloat32}, gpu).split_k, 1);
   EXPECT_EQ(codegen::ChooseMatMulParams({1, 4096, 4096, 4096, DType::kFloat32}, gpu).split_k, 1);
+}
+
+// t with its last two axes swapped.
+HostTensor SwapLastTwo(const HostTensor& t) {
+  Shape s = t.shape;
+  int64_t r = s[s.size() - 2], c = s.back(), mats = t.size() / (r * c);
+  std::swap(s[s.size() - 2], s.back());
+  HostTensor out(t.dtype, s);
+  for (int64_t m = 0; m < mats; ++m)
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < c; ++j)
+        out.data<float>()[(m * c + j) * r + i] = t.data<float>()[(m * r + i) * c + j];
+  return out;
+}
+
+// Operands stored transposed (MatMul's trans_a / trans_b, which simplify makes of a Transpose
+// of the last two axes): explicit parameters of both kernels, this device's heuristic and the
+// GPU's, against the reference on the untransposed operands.
+TEST(MatMulTest, TransposedOperands) {
+  struct TransCase {
+    Shape a, b;  // as multiplied
+    bool ta, tb;
+  };
+  const std::vector<TransCase> cases = {
+      {{67, 45}, {45, 131}, true, false},   {{2, 37, 24}, {2, 24, 68}, false, true},
+      {{3, 33, 7}, {7, 17}, true, true},    {{1, 200}, {200, 300}, false, true},
+      {{130, 20}, {20, 132}, true, true},   {{2, 1, 9, 33}, {3, 33, 20}, true, false},
+  };
+  codegen::Target gpu = CpuTarget();
+  gpu.gpu = true;
+  gpu.compute_units = 132;
+  const std::vector<std::optional<MatMulParams>> params = {
+      Tiled(32, 64, 16, 2, 4), Split(Tiled(16, 16, 16, 1, 1), 2), Direct(3, 2, 16, 1),
+      Panel(2, 1, 4, 8, 5),    std::nullopt,
+  };
+  uint32_t seed = 950;
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    const TransCase& c = cases[ci];
+    HostTensor a = Random(DType::kFloat32, c.a, ++seed), b = Random(DType::kFloat32, c.b, ++seed);
+    HostTensor sa = c.ta ? SwapLastTwo(a) : a, sb = c.tb ? SwapLastTwo(b) : b;
+    ir::Attrs attrs{{"trans_a", int64_t{c.ta}}, {"trans_b", int64_t{c.tb}}};
+    std::string what = fmt::format("{}{} x {}{}", ShapeStr(c.a), c.ta ? "^T" : "", ShapeStr(c.b),
+                                   c.tb ? "^T" : "");
+    for (size_t pi = 0; pi < params.size(); ++pi) {
+      if ((ci + pi) % 2 != 0) continue;
+      if (!params[pi]) {
+        ExpectMatches(RunKernel(sa, sb, nullptr, CpuTarget(), attrs), a, b, what + " heuristic");
+        continue;
+      }
+      MatMulParams p = *params[pi];
+      if (p.kind == MatMulParams::Kind::kTiled) p.vec_b = c.b.back() % 4 == 0 ? 4 : 1;
+      if (!c.tb && c.b.back() % p.vec_b != 0) continue;  // a plain B needs whole vectors
+      ExpectMatches(RunKernel(sa, sb, &p, CpuTarget(), attrs), a, b, what + " " + p.ToString());
+    }
+    // The GPU's choice (a tiled kernel beyond 8 rows), run on this device.
+    ir::Graph g;
+    ir::Node* node = g.AddNode(ir::OpKind::kMatMul,
+                               {g.AddInput("a", {DType::kFloat32, sa.shape}),
+                                g.AddInput("b", {DType::kFloat32, sb.shape})},
+                               attrs, "mm");
+    MatMulParams p = codegen::ChooseMatMulParams(codegen::GemmShapeOf(*node), gpu);
+    ExpectMatches(RunKernel(sa, sb, &p, CpuTarget(), attrs), a, b, what + " gpu " + p.ToString());
+  }
 }
 
 // The full compile path with this device's heuristic: batch broadcast, M = 1, odd sizes, and a

@@ -56,8 +56,11 @@ void AddCompilerFlags(CLI::App* cmd, CompilerFlags* f) {
                   "allowed backends in order of preference, e.g. clblast,native (default: native)")
       ->delimiter(',');
   cmd->add_option("--deny", f->deny, "BACKEND:Op: keep Op away from BACKEND (repeatable)");
-  cmd->add_flag("--measure", f->measure,
-                "give each node the allowed backend measured fastest on the device (cached)");
+  cmd->add_option("--partition", f->partition,
+                  "how to choose a node's backend: estimate (least estimated time), measure "
+                  "(least measured time, cached), first (first in --backends that takes it)")
+      ->check(CLI::IsMember({"estimate", "measure", "first"}));
+  cmd->add_flag("--measure", f->measure, "same as --partition measure");
 }
 
 CompileOptions ToCompileOptions(const CompilerFlags& f) {
@@ -66,7 +69,7 @@ CompileOptions ToCompileOptions(const CompilerFlags& f) {
   opts.import.frozen_inputs = ReadNpyAssignments(f.freeze, "--freeze");
   opts.backends = f.backends;
   opts.deny = f.deny;
-  opts.measure = f.measure;
+  passes::ParsePolicy(f.measure ? "measure" : f.partition, &opts.partition);
   return opts;
 }
 

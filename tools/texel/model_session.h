@@ -18,9 +18,10 @@ namespace texel::cli {
 struct CompilerFlags {
   std::vector<std::string> shapes, freeze, backends, deny;
   bool measure = false;
+  std::string partition = "estimate";
 };
 
-// Adds --input-shape, --freeze, --backends, --deny and --measure.
+// Adds --input-shape, --freeze, --backends, --deny, --partition and --measure.
 void AddCompilerFlags(CLI::App* cmd, CompilerFlags* f);
 CompileOptions ToCompileOptions(const CompilerFlags& f);
 

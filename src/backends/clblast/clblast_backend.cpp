@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <mutex>
 #include <optional>
+#include <string_view>
 
 #include "backends/clblast/clblast_library.h"
 #include "core/error.h"
@@ -13,10 +14,12 @@
 namespace texel::backends {
 namespace {
 
-// A MatMul as one strided-batched GEMM: batch x [m, k] x [k, n], row-major, with each operand's
-// batch stride (0 for one shared matrix is not used: a shared B folds A's batches into rows).
+// A MatMul as one strided-batched GEMM: batch x [m, k] x [k, n], row-major, each operand
+// possibly stored transposed (trans_a: [k, m], trans_b: [n, k]), with each operand's batch
+// stride (0 for a B shared by all batches; a shared B under a plain A folds A's batches into
+// rows).
 struct Gemm {
-  int64_t batch, m, n, k, a_stride, b_stride;
+  int64_t batch, m, n, k, a_stride, b_stride, trans_a, trans_b;
 };
 
 std::optional<Gemm> GemmOf(const ir::Node& n) {
@@ -27,16 +30,19 @@ std::optional<Gemm> GemmOf(const ir::Node& n) {
   const Shape& b = n.inputs[1]->type.shape;
   const Shape& y = n.outputs[0]->type.shape;
   if (a.size() < 2 || b.size() < 2) return std::nullopt;  // vectors stay native
-  Gemm g{NumElements(Shape(y.begin(), y.end() - 2)), a[a.size() - 2], y.back(), a.back(), 0, 0};
+  Gemm g{};
+  g.trans_a = n.attrs.Int("trans_a", 0), g.trans_b = n.attrs.Int("trans_b", 0);
+  g.batch = NumElements(Shape(y.begin(), y.end() - 2));
+  g.m = y[y.size() - 2], g.n = y.back(), g.k = g.trans_a ? a[a.size() - 2] : a.back();
   int64_t a_batch = NumElements(Shape(a.begin(), a.end() - 2));
   int64_t b_batch = NumElements(Shape(b.begin(), b.end() - 2));
-  if (b_batch == 1) {  // one B for all: A's batches are rows of one product
+  if (b_batch == 1 && a_batch == g.batch && !g.trans_a) {  // A's batches are rows of one product
     g.m *= g.batch;
     g.batch = 1;
-  } else if (a_batch != g.batch || b_batch != g.batch) {
+  } else if ((a_batch != g.batch && a_batch != 1) || (b_batch != g.batch && b_batch != 1)) {
     return std::nullopt;  // a broadcast that is not one stride per operand
   }
-  g.a_stride = g.m * g.k;
+  g.a_stride = a_batch == 1 ? 0 : g.m * g.k;
   g.b_stride = b_batch == 1 ? 0 : g.k * g.n;
   if (g.batch * g.m * g.n * g.k == 0) return std::nullopt;
   return g;
@@ -70,23 +76,48 @@ const ClblastApi* RequireClblast() {
   return api;
 }
 
-void CheckStatus(CLBlastStatusCode status, const char* routine) {
-  if (status != CLBlastSuccess)
-    Fail(ErrorCode::kDevice, "CLBlast {} failed with status {}", routine, static_cast<int>(status));
+// What a CLBlast status means (its own codes; the others are OpenCL error codes).
+std::string_view StatusMeaning(CLBlastStatusCode s) {
+  switch (s) {
+    case CLBlastNotImplemented: return "not implemented";
+    case CLBlastInvalidMatrixA: return "matrix A is not a valid buffer";
+    case CLBlastInvalidMatrixB: return "matrix B is not a valid buffer";
+    case CLBlastInvalidMatrixC: return "matrix C is not a valid buffer";
+    case CLBlastInvalidDimension: return "M, N and K must be positive";
+    case CLBlastInvalidLeadDimA: return "leading dimension of A too small";
+    case CLBlastInvalidLeadDimB: return "leading dimension of B too small";
+    case CLBlastInvalidLeadDimC: return "leading dimension of C too small";
+    case CLBlastInsufficientMemoryA: return "A's buffer is too small";
+    case CLBlastInsufficientMemoryB: return "B's buffer is too small";
+    case CLBlastInsufficientMemoryC: return "C's buffer is too small";
+    case CLBlastInvalidBatchCount: return "the batch count must be positive";
+    case CLBlastInvalidLocalMemUsage: return "not enough local memory";
+    case CLBlastDatabaseError: return "no tuning database entry for the device";
+    case CLBlastOpenCLBuildProgramFailure: return "its kernel failed to compile";
+    case CLBlastOpenCLOutOfResources: return "out of resources";
+    default: return "an OpenCL error";
+  }
 }
 
-// args: batch, m, n, k, a_stride, b_stride; buffers: a, b, out.
+void CheckStatus(CLBlastStatusCode status, const char* routine) {
+  if (status != CLBlastSuccess)
+    Fail(ErrorCode::kDevice, "CLBlast {} failed with status {} ({})", routine,
+         static_cast<int>(status), StatusMeaning(status));
+}
+
+// args: the Gemm fields in order; buffers: a, b, out.
 void EnqueueSgemm(cl_command_queue queue, const std::vector<cl_mem>& buf,
                   const std::vector<int64_t>& args, cl_event* event) {
   const ClblastApi* api = RequireClblast();
-  TEXEL_CHECK(buf.size() == 3 && args.size() == 6, "clblast.sgemm: bad step");
+  TEXEL_CHECK(buf.size() == 3 && args.size() == 8, "clblast.sgemm: bad step");
   auto u = [&](size_t i) { return static_cast<size_t>(args[i]); };
   size_t batch = u(0), m = u(1), n = u(2), k = u(3);
-  CheckStatus(
-      api->sgemm_strided_batched(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, m,
-                                 n, k, 1.0f, buf[0], 0, k, u(4), buf[1], 0, n, u(5), 0.0f, buf[2],
-                                 0, n, m * n, batch, &queue, event),
-      "SgemmStridedBatched");
+  auto trans = [](int64_t t) { return t ? CLBlastTransposeYes : CLBlastTransposeNo; };
+  CheckStatus(api->sgemm_strided_batched(CLBlastLayoutRowMajor, trans(args[6]), trans(args[7]), m,
+                                         n, k, 1.0f, buf[0], 0, args[6] ? m : k, u(4), buf[1], 0,
+                                         args[7] ? k : n, u(5), 0.0f, buf[2], 0, n, m * n, batch,
+                                         &queue, event),
+              "SgemmStridedBatched");
 }
 
 // args: the ConvGemm fields in order; buffers: x, w, y.
@@ -152,18 +183,19 @@ bool ClblastBackend::Supports(const ir::Node& node, const cl::DeviceInfo&) const
 }
 
 double ClblastBackend::Estimate(const ir::Node& node, const cl::DeviceInfo& device) const {
-  // Roofline guess until measured: CLBlast's GEMM at 2 GFLOP/s per compute unit, plus a
-  // larger fixed cost per call than a kernel launch (its host-side argument checks).
-  double flops = 0;
+  // Measured against texel's kernels on the same devices (docs/backends.md): CLBlast's SGEMM
+  // reaches 0.4-0.6x of texel's GEMM on an H100 and 0.05-0.5x on PoCL (its kernels are tuned
+  // for GPUs); its convolution 0.3x of texel's implicit GEMM on the H100.
+  bool gpu = device.type == "GPU";
   if (std::optional<Gemm> g = GemmOf(node))
-    flops = 2.0 * static_cast<double>(g->batch * g->m * g->n * g->k);
-  else if (ConvGemmOf(node))
-    flops = 2.0 * static_cast<double>(NumElements(node.outputs[0]->type.shape)) *
-            static_cast<double>(NumElements(node.inputs[1]->type.shape) /
-                                node.inputs[1]->type.shape[0]);
-  else
-    return 1e30;
-  return 2e-5 + flops / (2e9 * std::max<uint32_t>(device.compute_units, 1));
+    return RooflineSeconds(2.0 * static_cast<double>(g->batch * g->m * g->n * g->k),
+                           gpu ? 0.35 : 0.03, device);
+  if (ConvGemmOf(node))
+    return RooflineSeconds(2.0 * static_cast<double>(NumElements(node.outputs[0]->type.shape)) *
+                               static_cast<double>(NumElements(node.inputs[1]->type.shape) /
+                                                   node.inputs[1]->type.shape[0]),
+                           gpu ? 0.1 : 0.02, device);
+  return 1e30;
 }
 
 std::vector<codegen::KernelSpec> ClblastBackend::Lower(const std::vector<const ir::Node*>& nodes,
@@ -177,7 +209,8 @@ std::vector<codegen::KernelSpec> ClblastBackend::Lower(const std::vector<const i
   codegen::KernelSpec spec;
   spec.name = name_prefix;
   spec.call = "clblast.sgemm";
-  spec.call_args = {g->batch, g->m, g->n, g->k, g->a_stride, g->b_stride};
+  spec.call_args = {g->batch,    g->m,        g->n,       g->k,
+                    g->a_stride, g->b_stride, g->trans_a, g->trans_b};
   spec.args = {n.inputs[0]->id, n.inputs[1]->id, n.outputs[0]->id};
   spec.flops = 2.0 * static_cast<double>(g->batch * g->m * g->n * g->k);
   return {spec};

@@ -167,6 +167,12 @@ MatMulParams ChooseDirect(const GemmShape& s, const Target& t) {
   return p;
 }
 
+// LOAD_B of a B stored transposed, [n, k]: VB elements of row k, zero beyond N.
+constexpr const char* kTransposedLoadB = R"(  TVB v;
+#pragma unroll
+  for (int e = 0; e < VB; ++e) ELEM(v, e) = col + e < N ? LOAD(p, (long)(col + e) * K + k) : 0;
+  return v;)";
+
 }  // namespace
 
 std::string MatMulParams::ToString() const {
@@ -186,10 +192,13 @@ GemmShape GemmShapeOf(const ir::Node& n) {
   s.n = y.back();
   s.batch = NumElements(Shape(y.begin(), y.end() - 2));
   s.dtype = n.outputs[0]->type.dtype;
+  s.trans_a = n.attrs.Int("trans_a", 0) != 0;
+  s.gather_b = n.attrs.Int("trans_b", 0) != 0;  // B^T is gathered a column at a time
+  if (s.trans_a) std::swap(s.m, s.k);
   // One B for every batch ([..., m, k] x [k, n]): the batches of A are rows of one product,
   // which fills a GPU where m alone is small (a [seq, 1, d] activation times a weight).
   const Shape& b = n.inputs[1]->type.shape;
-  if (NumElements(Shape(b.begin(), b.end() - 2)) == 1 &&
+  if (!s.trans_a && NumElements(Shape(b.begin(), b.end() - 2)) == 1 &&
       NumElements(Shape(a.begin(), a.end() - 2)) == s.batch) {
     s.m *= s.batch;
     s.batch = 1;
@@ -206,6 +215,7 @@ std::optional<std::string> CheckMatMulParams(const MatMulParams& p, const GemmSh
   for (int v : {p.vec_a, p.vec_b})
     if (v > MaxVec(s.dtype, t.gpu) || !IsPow2(v))
       return fmt::format("vector width {} unsupported", v);
+  if (s.trans_a && p.vec_a != 1) return "a transposed A is loaded one element at a time";
   if (s.n % p.vec_b != 0 && !s.gather_b)
     return fmt::format("N={} is not a multiple of vec_b={}", s.n, p.vec_b);
   if (p.tile_n % p.wi_n != 0) return "tile_n must be a multiple of wi_n";
@@ -243,7 +253,7 @@ MatMulParams ChooseMatMulParams(const GemmShape& s, const Target& t) {
   // per compute unit rounded up, and occupancy sqrt(work-items per compute unit / 128) below
   // 128 (a lone small work-group hides little latency). The cheapest wins; the earlier on ties.
   MatMulParams best;
-  best.vec_a = VecWidth(MaxVec(s.dtype, true), {s.k});
+  best.vec_a = s.trans_a ? 1 : VecWidth(MaxVec(s.dtype, true), {s.k});
   best.vec_b = s.gather_b ? MaxVec(s.dtype, true) : VecWidth(MaxVec(s.dtype, true), {s.n});
   double best_cost = 0;
   bool found = false;
@@ -294,6 +304,7 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
   DefineStorage(src, t);
   src.Define("M", s.m).Define("N", s.n).Define("K", s.k).Define("BATCH", s.batch);
   src.Define("A_OFFSET(b)", g.a_offset).Define("B_OFFSET(b)", g.b_offset);
+  src.Define("A_RS", s.trans_a ? 1 : s.k).Define("A_KS", s.trans_a ? s.m : 1);
   src.Define("ELEM(v, e)", fmt::format("(((T*)&(v))[e])"));
   src.Define("LX", p.LocalX()).Define("LY", p.LocalY());
   src.Define("VB", p.vec_b).Define("TVB", VecType(t, p.vec_b));
@@ -378,6 +389,7 @@ std::vector<KernelSpec> GenerateMatMulWith(const ir::Node& n, const std::string&
   RequireOneFloatType(n);  // f64 only reaches here with cl_khr_fp64
   GemmOperands g;
   g.shape = GemmShapeOf(n);
+  if (n.attrs.Int("trans_b", 0)) g.load_b = kTransposedLoadB;
   const Shape& a = n.inputs[0]->type.shape;
   const Shape& b = n.inputs[1]->type.shape;
   const Shape& y = n.outputs[0]->type.shape;

@@ -22,6 +22,8 @@ struct GemmShape {
   // B is gathered element by element (convolution's im2col), zero beyond N: vec_b need not
   // divide N.
   bool gather_b = false;
+  // A is stored transposed, [k, m] (MatMul's trans_a): read one element at a time (vec_a 1).
+  bool trans_a = false;
 };
 
 struct MatMulParams {

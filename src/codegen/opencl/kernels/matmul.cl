@@ -9,7 +9,8 @@
 // adjacent work-items read adjacent vectors, which keeps local reads free of bank conflicts and
 // output stores coalesced.
 // Parameters: KERNEL_NAME; T, T_STORE, LOAD, STORE (element storage); M, N, K, BATCH;
-// A_OFFSET(b), B_OFFSET(b) (element offsets of batch b's matrices); TM, TN, TK, WM, WN, LX, LY;
+// A_OFFSET(b), B_OFFSET(b) (element offsets of batch b's matrices); A_RS, A_KS (A's element
+// (row, k) is at row * A_RS + k * A_KS: K, 1 row-major, 1, M transposed); TM, TN, TK, WM, WN, LX, LY;
 // VA, VB (global load widths of A along K and B along N) with types TVA, TVB and loads
 // GLOAD_A(p, i), LOAD_B(p, k, col) (VB elements of B's row k from column col: row-major, or
 // gathered from an image for convolution); BIAS_PARAM and BIAS(b, row) (added to each result
@@ -51,7 +52,7 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
 #if EDGE_M
     row = min(row, M - 1);
 #endif
-    a_src[l] = (long)row * K + a_k[l];
+    a_src[l] = (long)row * A_RS + (long)a_k[l] * A_KS;
   }
 #pragma unroll
   for (int l = 0; l < LOADS_B; ++l) {
@@ -87,7 +88,7 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
 #if EDGE_K
         if (k0 + a_k[l] >= K) continue;
 #endif
-        ra[l] = GLOAD_A(ap, a_src[l] + k0);
+        ra[l] = GLOAD_A(ap, a_src[l] + (long)k0 * A_KS);
       }
 #pragma unroll
       for (int l = 0; l < LOADS_B; ++l) {

@@ -11,6 +11,7 @@
 // turns the strided walk down B (whose rows often alias in the caches) into one copy per panel
 // per TM rows.
 // Parameters: KERNEL_NAME; T, T_STORE, LOAD, STORE; M, N, K, BATCH; A_OFFSET(b), B_OFFSET(b);
+// A_RS, A_KS (A's element (row, k) is at row * A_RS + k * A_KS);
 // WM, TM, LX, LY, SPLIT_K (a power of two), PANEL_K; VB, TVB, LOAD_B(p, k, col) (VB elements of
 // B's row k from column col), BIAS_PARAM, BIAS(b, row), ELEM(v, e), CLAMP_N (as in matmul.cl);
 // EDGE_M, EDGE_N (1 when the last group overhangs M or N);
@@ -37,9 +38,9 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
 #pragma unroll
   for (int r = 0; r < WM; ++r) {
 #if EDGE_M
-    a_row[r] = (long)min(row0 + r, M - 1) * K;
+    a_row[r] = (long)min(row0 + r, M - 1) * A_RS;
 #else
-    a_row[r] = (long)(row0 + r) * K;
+    a_row[r] = (long)(row0 + r) * A_RS;
 #endif
   }
   TVB acc[WM];
@@ -56,14 +57,15 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
       const TVB bv = panel[kk][tx];
 #pragma unroll
       for (int r = 0; r < WM; ++r)
-        acc[r] = mad((TVB)(LOAD(ap, a_row[r] + k0 + kk)), bv, acc[r]);
+        acc[r] = mad((TVB)(LOAD(ap, a_row[r] + (long)(k0 + kk) * A_KS)), bv, acc[r]);
     }
   }
 #else
   for (int k = SPLIT_K > 1 ? ty : 0; k < K; k += SPLIT_K) {
     const TVB bv = LOAD_B(bp, k, col);
 #pragma unroll
-    for (int r = 0; r < WM; ++r) acc[r] = mad((TVB)(LOAD(ap, a_row[r] + k)), bv, acc[r]);
+    for (int r = 0; r < WM; ++r)
+      acc[r] = mad((TVB)(LOAD(ap, a_row[r] + (long)k * A_KS)), bv, acc[r]);
   }
 #endif
 #if SPLIT_K > 1
