@@ -1,7 +1,11 @@
 // texel bench: compiles a model for a device and measures it: host latency over timed runs after
 // warm-up, the kernel count, the planned memory, and a per-kernel profile from OpenCL profiling
 // events (median device time per step, GFLOP/s, GB/s, share of the total), optionally as JSON.
+// --vs FLAGS compiles the model again with other compiler flags (backends, partition policy)
+// and times all configurations interleaved, run by run, so that they see the same machine
+// state: a difference between them is then theirs, not the host's drift between processes.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 
@@ -20,6 +24,7 @@ struct BenchArgs {
   ModelArgs model;
   int repeat = 50, warmup = 5, top = 20;
   std::string json;
+  std::vector<std::string> vs;  // other compiler flags to compare with, e.g. "--backends native"
 };
 
 struct StepProfile {
@@ -88,6 +93,67 @@ void WriteJson(const BenchArgs& a, const ModelSession& ms, const std::vector<dou
   if (!f) Fail(ErrorCode::kIo, "--json {}: cannot write", a.json);
 }
 
+// One configuration of --vs: the model compiled with the flags in `flags` (the compiler flags of
+// the command line, with --backends, --deny, --partition and --measure replaced).
+struct Variant {
+  std::string flags;
+  CompiledModel model;
+  std::unique_ptr<runtime::Session> session;
+  std::vector<double> ms;
+};
+
+Variant CompileVariant(const BenchArgs& a, const ModelSession& ms, const std::string& flags) {
+  CompilerFlags f = a.model.compile;
+  f.backends.clear(), f.deny.clear(), f.partition = "estimate", f.measure = false;
+  CLI::App parser("--vs");
+  AddCompilerFlags(&parser, &f);
+  try {
+    parser.parse(flags, false);
+  } catch (const CLI::ParseError& e) {
+    Fail(ErrorCode::kInvalidArgument, "--vs '{}': {}", flags, e.what());
+  }
+  Variant v;
+  v.flags = flags;
+  v.model = Compile(a.model.model, ms.context, ToCompileOptions(f));
+  v.session = std::make_unique<runtime::Session>(*v.model.executable);
+  for (const auto& [name, t] : ms.inputs) v.session->SetInput(name, t);
+  return v;
+}
+
+// Times the main session and each variant `repeat` times, one run of each in turn, after
+// `warmup` runs of each; prints one row per configuration and returns the main one's times.
+std::vector<double> TimeInterleaved(const BenchArgs& a, const ModelSession& ms,
+                                    std::vector<Variant>& variants) {
+  std::vector<runtime::Session*> sessions = {ms.session.get()};
+  for (Variant& v : variants) sessions.push_back(v.session.get());
+  std::vector<std::vector<double>> ms_of(sessions.size());
+  for (int i = 0; i < a.warmup; ++i)
+    for (runtime::Session* s : sessions) s->Execute();
+  for (int r = 0; r < a.repeat; ++r)
+    for (size_t i = 0; i < sessions.size(); ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      sessions[i]->Execute();
+      ms_of[i].push_back(std::chrono::duration<double, std::milli>(
+                             std::chrono::steady_clock::now() - t0)
+                             .count());
+    }
+  for (auto& t : ms_of) std::sort(t.begin(), t.end());
+  double base = ms_of[0][ms_of[0].size() / 2];
+  std::printf("vs       interleaved, %d runs each after %d warm-up: median ms (min), ratio to "
+              "this command's flags\n",
+              a.repeat, a.warmup);
+  for (size_t i = 0; i < sessions.size(); ++i) {
+    const runtime::Plan& plan = i == 0 ? ms.plan() : variants[i - 1].model.executable->plan();
+    int calls = 0;
+    for (const auto& s : plan.steps) calls += !s.call.empty();
+    double med = ms_of[i][ms_of[i].size() / 2];
+    std::printf("  %-44s %8.3f (%.3f) %6.3fx  %zu steps, %d library calls\n",
+                i == 0 ? "(this command)" : Tail(variants[i - 1].flags, 44).c_str(), med,
+                ms_of[i].front(), med / base, plan.steps.size(), calls);
+  }
+  return ms_of[0];
+}
+
 int Bench(const BenchArgs& a) {
   if (a.repeat < 1) Fail(ErrorCode::kInvalidArgument, "--repeat {}: must be at least 1", a.repeat);
   if (a.warmup < 0)
@@ -99,7 +165,10 @@ int Bench(const BenchArgs& a) {
 
   // Latency first, without profiling events; then as many runs again with events, for the
   // per-kernel times, so that requesting events does not weigh on the latency.
-  std::vector<double> latency = TimeExecutions(session, a.warmup, a.repeat);
+  std::vector<Variant> variants;
+  for (const std::string& flags : a.vs) variants.push_back(CompileVariant(a, ms, flags));
+  std::vector<double> latency = variants.empty() ? TimeExecutions(session, a.warmup, a.repeat)
+                                                 : TimeInterleaved(a, ms, variants);
   std::vector<std::vector<double>> step_ms(plan.steps.size());
   std::vector<runtime::StepTiming> timings;
   for (size_t r = 0; r < latency.size() && !plan.steps.empty(); ++r) {
@@ -171,6 +240,10 @@ Runner AddBenchCommand(CLI::App& app) {
   cmd->add_option("--top", a->top,
                   "kernels shown in the profile, slowest first; 0: all (default 20)");
   cmd->add_option("--json", a->json, "also write the results to FILE as JSON");
+  cmd->add_option("--vs", a->vs,
+                  "FLAGS: also compile with these compiler flags (e.g. \"--backends "
+                  "clblast,native --partition first\") and time all configurations "
+                  "interleaved (repeatable)");
   return [a] { return Bench(*a); };
 }
 

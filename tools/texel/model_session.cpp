@@ -84,7 +84,7 @@ void AddModelOptions(CLI::App* cmd, ModelArgs* a) {
 ModelSession OpenModelSession(const ModelArgs& a) {
   ModelSession ms;
   ms.device = cl::SelectDevice(a.device);
-  auto ctx = std::make_shared<cl::Context>(ms.device);
+  auto ctx = ms.context = std::make_shared<cl::Context>(ms.device);
   CompileOptions opts = ToCompileOptions(a.compile);
   std::map<std::string, HostTensor> given = ReadNpyAssignments(a.inputs, "--input");
   ms.model = Compile(a.model, ctx, opts);
@@ -114,6 +114,7 @@ ModelSession OpenModelSession(const ModelArgs& a) {
       if (!random) e.AddContext(fmt::format("--input {}", in.name));
       throw;
     }
+    ms.inputs[in.name] = t;
     std::printf("input    %s: %s[%s]%s\n", in.name.c_str(),
                 std::string(DTypeName(in.dtype)).c_str(), ShapeStr(in.shape).c_str(),
                 random ? fmt::format(" (random, seed {})", a.seed).c_str() : "");

@@ -3,6 +3,7 @@
 // the planned memory in words (also for `texel compile`).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,7 +38,9 @@ void AddModelOptions(CLI::App* cmd, ModelArgs* a);
 
 struct ModelSession {
   cl::DeviceInfo device;
+  std::shared_ptr<cl::Context> context;
   CompiledModel model;
+  std::map<std::string, HostTensor> inputs;  // what the Session's inputs were set to
   std::unique_ptr<runtime::Session> session;
   const runtime::Plan& plan() const { return model.executable->plan(); }
 };
