@@ -23,6 +23,8 @@ CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl:
   pc.backends = options.backends;
   pc.deny = options.deny;
   pc.policy = options.partition;
+  pc.storage = options.storage;
+  pc.half_texels = options.half_texels;
   if (options.partition == passes::PartitionPolicy::kMeasure)
     pc.measure = [&ctx](const ir::Node& n, const backends::Backend& b) {
       return MeasureNode(n, b, ctx);

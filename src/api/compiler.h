@@ -20,6 +20,8 @@ struct CompileOptions {
   std::vector<std::string> deny;      // "BACKEND:Op" rules (--deny clblast:Conv)
   // How to choose among the allowed backends; kMeasure times nodes with api/measure.h.
   passes::PartitionPolicy partition = passes::PartitionPolicy::kEstimate;
+  passes::StoragePolicy storage = passes::StoragePolicy::kBuffer;  // --storage
+  bool half_texels = false;  // --texture-precision fp16: images with f16 channels
   // Called after each pass (for --print-ir-after / --stats).
   std::function<void(const passes::Pass&, const passes::Stats&, const ir::Graph&)> after_pass;
 };

@@ -7,8 +7,39 @@
 
 #include "backends/backend.h"
 #include "core/error.h"
+#include "core/texture_layout.h"
 
 namespace texel::backends {
+namespace {
+
+// The memory object of value v: a buffer, or an image by core/texture_layout.h's convention for
+// its storage, whose constant contents are packed into texels here.
+runtime::BufferDesc DescOf(const ir::Value* v) {
+  runtime::BufferDesc d{v->type.bytes(), v->constant};
+  if (!v->is_image()) return d;
+  TextureKind kind =
+      v->storage == ir::Storage::kTextureWeight ? TextureKind::kWeight : TextureKind::kActivation;
+  TextureExtent e = TextureExtentOf(v->type.shape, kind);
+  d.image_width = e.width;
+  d.image_height = e.height;
+  d.image_half = v->half_texels;
+  d.bytes = e.width * e.height * 4 * (v->half_texels ? 2 : 4);
+  if (v->constant) {
+    std::vector<float> texels = PackTexels(*v->constant, kind);
+    auto packed = std::make_shared<HostTensor>(v->half_texels ? DType::kFloat16 : DType::kFloat32,
+                                               Shape{e.height, e.width, 4});
+    for (size_t i = 0; i < texels.size(); ++i) {
+      if (v->half_texels)
+        packed->data<uint16_t>()[i] = FloatToHalf(texels[i]);
+      else
+        packed->data<float>()[i] = texels[i];
+    }
+    d.constant = packed;
+  }
+  return d;
+}
+
+}  // namespace
 
 runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
   runtime::Plan plan;
@@ -19,7 +50,7 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
     int& b = buffer_of[v->id];
     if (b < 0) {
       b = static_cast<int>(plan.buffers.size());
-      plan.buffers.push_back({v->type.bytes(), v->constant});
+      plan.buffers.push_back(DescOf(v));
     }
     return b;
   };

@@ -106,6 +106,27 @@ std::vector<int> Graph::UseCounts() const {
   return uses;
 }
 
+Node* Graph::InsertNodeAfter(const Node* after, OpKind op, std::vector<Value*> inputs, Attrs attrs,
+                             std::string name) {
+  Node* n = AddNode(op, std::move(inputs), std::move(attrs), std::move(name));
+  auto pos = nodes_.begin();
+  if (after)
+    pos = std::find_if(nodes_.begin(), nodes_.end(),
+                       [&](const auto& m) { return m.get() == after; }) +
+          1;
+  std::rotate(pos, nodes_.end() - 1, nodes_.end());
+  return n;
+}
+
+const char* StorageName(Storage s) {
+  switch (s) {
+    case Storage::kBuffer: return "buffer";
+    case Storage::kTexture: return "texture";
+    case Storage::kTextureWeight: return "texture-weight";
+  }
+  return "?";
+}
+
 void Graph::RemoveDeadNodes() {
   // Walk backwards so that a chain of unused nodes disappears in one sweep.
   std::vector<int> uses = UseCounts();

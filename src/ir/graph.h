@@ -50,6 +50,11 @@ class Attrs {
 
 struct Node;
 
+// Where a value lives on the device (passes/assign_storage.cpp): a buffer (row-major), or a 2D
+// RGBA image by one of core/texture_layout.h's conventions.
+enum class Storage : uint8_t { kBuffer, kTexture, kTextureWeight };
+const char* StorageName(Storage s);  // "buffer", "texture", "texture-weight"
+
 struct Value {
   int id = 0;
   std::string name;
@@ -61,7 +66,10 @@ struct Value {
   // (an i64 scalar computed on the device) are meaningful. Such a value can only be a graph
   // output, which the runtime trims to those rows.
   Value* valid_rows = nullptr;
+  Storage storage = Storage::kBuffer;
+  bool half_texels = false;  // an image's channels are f16 (CL_HALF_FLOAT), else f32
   bool is_constant() const { return constant != nullptr; }
+  bool is_image() const { return storage != Storage::kBuffer; }
 };
 
 struct Node {
@@ -87,6 +95,9 @@ class Graph {
   // Appends a node; output types are inferred (ir/infer.h). Throws Error(kInvalidModel) with the
   // node's name when the inputs are invalid for op.
   Node* AddNode(OpKind op, std::vector<Value*> inputs, Attrs attrs, std::string name);
+  // AddNode, placed right after `after` (first when null) instead of last.
+  Node* InsertNodeAfter(const Node* after, OpKind op, std::vector<Value*> inputs, Attrs attrs,
+                        std::string name);
   void AddOutput(Value* v) { outputs_.push_back(v); }
 
   const std::vector<Value*>& inputs() const { return inputs_; }

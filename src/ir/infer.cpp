@@ -163,6 +163,7 @@ std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in,
     }
     case OpClass::kMovement:
       switch (op) {
+        case OpKind::kConvertStorage: return {in[0]};
         case OpKind::kReshape: {
           Shape s = a.Ints("shape");
           Expect(NumElements(s) == NumElements(in[0].shape),

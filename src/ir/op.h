@@ -79,6 +79,7 @@ enum class OpClass : uint8_t {
   X(Where, kTernary, 3, 1) /* cond, x, y */                                                         \
   /* data movement */                                                                               \
   X(Reshape, kMovement, 1, 1)        /* output type carries the shape */                            \
+  X(ConvertStorage, kMovement, 1, 1) /* buffer <-> image copy; the output value says its storage */  \
   X(Expand, kMovement, 1, 1)         /* broadcast to the output shape */                            \
   X(Transpose, kMovement, 1, 1)      /* perm */                                                     \
   X(Slice, kMovement, 1, 1)          /* starts, steps (one per axis, normalised) */                 \

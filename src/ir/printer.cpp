@@ -15,6 +15,13 @@ std::string AttrStr(const AttrValue& v) {
   return fmt::format("\"{}\"", std::get<std::string>(v));
 }
 
+// "f32[1x8x4x4]", with "@texture" (f16 channels: "@texture.f16") for an image value.
+std::string ValueTypeStr(const Value* v) {
+  if (!v->is_image()) return TypeStr(v->type);
+  return fmt::format("{}@{}{}", TypeStr(v->type), StorageName(v->storage),
+                     v->half_texels ? ".f16" : "");
+}
+
 }  // namespace
 
 std::string PrintGraph(const Graph& g) {
@@ -27,12 +34,12 @@ std::string PrintGraph(const Graph& g) {
     out += fmt::format("{}%{}", i ? ", " : "", g.outputs()[i]->name);
   out += ") {\n";
   for (const auto& v : g.values())
-    if (v->is_constant()) out += fmt::format("  const %{}: {}\n", v->name, TypeStr(v->type));
+    if (v->is_constant()) out += fmt::format("  const %{}: {}\n", v->name, ValueTypeStr(v.get()));
   for (const auto& n : g.nodes()) {
     std::string outs, ins, attrs, types;
     for (size_t i = 0; i < n->outputs.size(); ++i) {
       outs += fmt::format("{}%{}", i ? ", " : "", n->outputs[i]->name);
-      types += fmt::format("{}{}", i ? ", " : "", TypeStr(n->outputs[i]->type));
+      types += fmt::format("{}{}", i ? ", " : "", ValueTypeStr(n->outputs[i]));
     }
     for (size_t i = 0; i < n->inputs.size(); ++i)
       ins += fmt::format("{}%{}", i ? ", " : "", n->inputs[i]->name);

@@ -14,6 +14,7 @@ const std::vector<Pass>& Pipeline() {
        FoldConvAffine},
       {"partition", "assign each node to a backend", Partition},
       {"fuse", "run elementwise chains inside the kernel of the node they consume", Fuse},
+      {"assign-storage", "put values computed by texture kernels in 2D images", AssignStorage},
   };
   return passes;
 }
@@ -22,7 +23,8 @@ void RunPipeline(
     ir::Graph& g, const PassContext& ctx,
     const std::function<void(const Pass&, const Stats&, const ir::Graph&)>& after_each) {
   for (const Pass& p : Pipeline()) {
-    if (!ctx.device && std::string_view(p.name) == "partition") continue;
+    std::string_view name = p.name;
+    if (!ctx.device && (name == "partition" || name == "assign-storage")) continue;
     Stats stats = p.run(g, ctx);
     try {
       ir::Verify(g);

@@ -28,11 +28,18 @@ enum class PartitionPolicy {
 const char* PolicyName(PartitionPolicy p);                 // "estimate", "measure", "first"
 bool ParsePolicy(std::string_view s, PartitionPolicy* p);  // false when unknown
 
+// Where values live (--storage; passes/assign_storage.cpp).
+enum class StoragePolicy { kBuffer, kTexture, kAuto };
+const char* StoragePolicyName(StoragePolicy p);                 // "buffer", "texture", "auto"
+bool ParseStoragePolicy(std::string_view s, StoragePolicy* p);  // false when unknown
+
 struct PassContext {
   const cl::DeviceInfo* device = nullptr;  // null: device-independent passes only
   std::vector<std::string> backends;       // allowed backends, in preference order
   std::vector<std::string> deny;           // "BACKEND:Op": keep Op away from BACKEND (--deny)
   PartitionPolicy policy = PartitionPolicy::kEstimate;
+  StoragePolicy storage = StoragePolicy::kBuffer;
+  bool half_texels = false;  // images with f16 channels (--texture-precision fp16)
   // With kMeasure: device seconds of `node` lowered by `backend` alone.
   std::function<double(const ir::Node& node, const backends::Backend& backend)> measure;
 };
@@ -57,5 +64,6 @@ Stats Simplify(ir::Graph& g, const PassContext& ctx);
 Stats FoldConvAffine(ir::Graph& g, const PassContext& ctx);
 Stats Partition(ir::Graph& g, const PassContext& ctx);
 Stats Fuse(ir::Graph& g, const PassContext& ctx);
+Stats AssignStorage(ir::Graph& g, const PassContext& ctx);
 
 }  // namespace texel::passes

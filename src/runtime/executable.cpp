@@ -17,7 +17,9 @@ Executable::Executable(std::shared_ptr<cl::Context> ctx, Plan plan, cl::ProgramC
   for (size_t i = 0; i < plan_.buffers.size(); ++i) {
     const BufferDesc& b = plan_.buffers[i];
     if (!b.constant) continue;
-    cl::Buffer buf(*ctx_, static_cast<size_t>(b.bytes));
+    cl::Buffer buf = b.is_image()
+                         ? cl::Buffer::Image2D(*ctx_, b.image_width, b.image_height, b.image_half)
+                         : cl::Buffer(*ctx_, static_cast<size_t>(b.bytes));
     if (b.bytes > 0) buf.Write(*ctx_, b.constant->bytes.data(), b.constant->bytes.size());
     constants_.emplace(static_cast<int>(i), std::move(buf));
   }
@@ -44,9 +46,22 @@ Session::Session(const Executable& exe) : exe_(exe) {
   buffers_.resize(plan.buffers.size());
   slot_.assign(plan.buffers.size(), -1);
   std::map<std::pair<int64_t, int64_t>, int> region_slot;
+  std::map<int, int> block_slot;  // texture pool block -> the buffers_ entry holding its image
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     const BufferDesc& b = plan.buffers[i];
     if (b.constant) continue;
+    if (b.is_image()) {  // a pool block's image, or (unplanned) its own
+      int block = i < plan.memory.texture_block.size() ? plan.memory.texture_block[i] : -1;
+      auto [it, fresh] =
+          block_slot.try_emplace(block < 0 ? -1 - static_cast<int>(i) : block, static_cast<int>(i));
+      if (fresh) {
+        const TextureBlock k = block < 0 ? TextureBlock{b.image_width, b.image_height, b.image_half}
+                                         : plan.memory.texture_blocks[block];
+        buffers_[i] = cl::Buffer::Image2D(exe.context(), k.width, k.height, k.half);
+      }
+      slot_[i] = it->second;
+      continue;
+    }
     int64_t offset = i < mem.offsets.size() ? mem.offsets[i] : -1;
     if (offset < 0) {
       buffers_[i] = cl::Buffer(exe.context(), static_cast<size_t>(b.bytes));

@@ -79,8 +79,16 @@ MemoryPlan PlanMemory(const Plan& plan, int64_t alignment) {
     }
   }
   std::vector<Planned> planned;
+  std::vector<TextureRequest> images;
+  std::vector<int> image_buffer;  // request -> buffer index
   for (size_t i = 0; i < n; ++i) {
     const BufferDesc& b = plan.buffers[i];
+    if (b.is_image() && !b.constant) {
+      TEXEL_CHECK(!host[i] && first[i] >= 0, "image buffer {} is host-visible or unused", i);
+      images.push_back({b.image_width, b.image_height, b.image_half, first[i], last[i]});
+      image_buffer.push_back(static_cast<int>(i));
+      continue;
+    }
     if (b.constant) {
       m.constant_bytes += b.bytes;
     } else if (host[i]) {
@@ -89,6 +97,14 @@ MemoryPlan PlanMemory(const Plan& plan, int64_t alignment) {
       planned.push_back({static_cast<int>(i), b.bytes, first[i], last[i]});
       m.unshared_bytes += b.bytes;
     }
+  }
+  if (!images.empty()) {
+    TexturePool pool = PlanTexturePool(images);
+    m.texture_block.assign(n, -1);
+    for (size_t r = 0; r < images.size(); ++r) m.texture_block[image_buffer[r]] = pool.block_of[r];
+    m.texture_blocks = pool.blocks;
+    m.texture_pool_bytes = pool.pool_bytes;
+    m.texture_unshared_bytes = pool.request_bytes;
   }
   if (planned.empty()) return m;
 

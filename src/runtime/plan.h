@@ -8,12 +8,18 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "runtime/texture_pool.h"
 
 namespace texel::runtime {
 
 struct BufferDesc {
   int64_t bytes = 0;
   ConstTensorPtr constant;  // uploaded once when the executable is created
+  // An image (texture storage, core/texture_layout.h) when image_width > 0: RGBA texels of f32,
+  // or with image_half f16; a constant image holds its texels, packed.
+  int64_t image_width = 0, image_height = 0;
+  bool image_half = false;
+  bool is_image() const { return image_width > 0; }
 };
 
 struct TensorBinding {
@@ -48,6 +54,11 @@ struct MemoryPlan {
   std::vector<int64_t> offsets;  // buffer index -> offset in the arena; -1 outside it
   int64_t constant_bytes = 0;    // outside the arena: uploaded once per Executable
   int64_t io_bytes = 0;          // outside the arena: graph inputs and outputs, one set per Session
+  // Image values live in the texture pool (runtime/texture_pool.h): buffer index -> block, -1
+  // for buffers; the pool's blocks, and the bytes of the images without sharing.
+  std::vector<int> texture_block;
+  std::vector<TextureBlock> texture_blocks;
+  int64_t texture_pool_bytes = 0, texture_unshared_bytes = 0;
 };
 
 struct Plan {

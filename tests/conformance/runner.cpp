@@ -33,7 +33,7 @@ namespace {
 struct Options {
   std::string root = "/usr/share/libonnx-testdata/data";
   std::vector<std::string> suites = {"node", "pytorch-converted", "pytorch-operator", "simple"};
-  std::vector<std::string> filters;  // test names containing any of them; empty: all
+  std::vector<std::string> filters;   // test names containing any of them; empty: all
   std::vector<std::string> backends;  // --backends, with --partition first: each backend's ops
   std::string baseline, device;
   int jobs = 2;
@@ -282,8 +282,7 @@ int main(int argc, char** argv) {
       auto& list = a == "--filter" ? opt.filters : opt.backends;
       std::stringstream ss(value());
       for (std::string s; std::getline(ss, s, ',');) list.push_back(s);
-    }
-    else if (a == "--baseline")
+    } else if (a == "--baseline")
       opt.baseline = value();
     else if (a == "--write-baseline")
       opt.write_baseline = true;

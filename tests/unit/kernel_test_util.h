@@ -110,6 +110,16 @@ inline HostTensor ToF32(const HostTensor& h) {
   return t;
 }
 
+// Runs the session (on the shared context) and expects no host transfer and no host
+// synchronisation between its first and its last step: only the final clFinish.
+inline void ExecuteExpectingNoHostRoundTrip(runtime::Session& session) {
+  const cl::Context& ctx = *SharedContext();
+  int64_t transfers = ctx.counters().transfers, syncs = ctx.counters().syncs;
+  session.Execute();
+  EXPECT_EQ(ctx.counters().transfers - transfers, 0) << "host transfers during the run";
+  EXPECT_EQ(ctx.counters().syncs - syncs, 1) << "only the final clFinish";
+}
+
 // |got - want| <= rtol * max(|want|, 0.1) elementwise, and equal shapes.
 inline void ExpectClose(const HostTensor& got, const HostTensor& want, const std::string& what,
                         float rtol = 1e-4f) {

@@ -49,12 +49,10 @@ HostTensor RunKernel(const HostTensor& a, const HostTensor& b, const MatMulParam
       params ? *params : codegen::ChooseMatMulParams(codegen::GemmShapeOf(*node), target);
   std::vector<codegen::KernelSpec> specs = codegen::GenerateMatMulWith(*node, "mm", target, p);
   // Split-K is two kernels, unless K is too short to split.
-  EXPECT_EQ(
-      specs.size(),
-      p.kind == MatMulParams::Kind::kTiled && p.split_k > 1 &&
-              codegen::GemmShapeOf(*node).k > p.tile_k
-          ? 2u
-          : 1u);
+  EXPECT_EQ(specs.size(), p.kind == MatMulParams::Kind::kTiled && p.split_k > 1 &&
+                                  codegen::GemmShapeOf(*node).k > p.tile_k
+                              ? 2u
+                              : 1u);
   split_runs += specs.size() == 2;
   std::string source =
       a.dtype == DType::kFloat64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "";
@@ -269,16 +267,19 @@ TEST(MatMulTest, TransposedOperands) {
     bool ta, tb;
   };
   const std::vector<TransCase> cases = {
-      {{67, 45}, {45, 131}, true, false},   {{2, 37, 24}, {2, 24, 68}, false, true},
-      {{3, 33, 7}, {7, 17}, true, true},    {{1, 200}, {200, 300}, false, true},
-      {{130, 20}, {20, 132}, true, true},   {{2, 1, 9, 33}, {3, 33, 20}, true, false},
+      {{67, 45}, {45, 131}, true, false}, {{2, 37, 24}, {2, 24, 68}, false, true},
+      {{3, 33, 7}, {7, 17}, true, true},  {{1, 200}, {200, 300}, false, true},
+      {{130, 20}, {20, 132}, true, true}, {{2, 1, 9, 33}, {3, 33, 20}, true, false},
   };
   codegen::Target gpu = CpuTarget();
   gpu.gpu = true;
   gpu.compute_units = 132;
   const std::vector<std::optional<MatMulParams>> params = {
-      Tiled(32, 64, 16, 2, 4), Split(Tiled(16, 16, 16, 1, 1), 2), Direct(3, 2, 16, 1),
-      Panel(2, 1, 4, 8, 5),    std::nullopt,
+      Tiled(32, 64, 16, 2, 4),
+      Split(Tiled(16, 16, 16, 1, 1), 2),
+      Direct(3, 2, 16, 1),
+      Panel(2, 1, 4, 8, 5),
+      std::nullopt,
   };
   uint32_t seed = 950;
   for (size_t ci = 0; ci < cases.size(); ++ci) {

@@ -133,15 +133,15 @@ std::vector<double> TimeInterleaved(const BenchArgs& a, const ModelSession& ms,
     for (size_t i = 0; i < sessions.size(); ++i) {
       auto t0 = std::chrono::steady_clock::now();
       sessions[i]->Execute();
-      ms_of[i].push_back(std::chrono::duration<double, std::milli>(
-                             std::chrono::steady_clock::now() - t0)
-                             .count());
+      ms_of[i].push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
   for (auto& t : ms_of) std::sort(t.begin(), t.end());
   double base = ms_of[0][ms_of[0].size() / 2];
-  std::printf("vs       interleaved, %d runs each after %d warm-up: median ms (min), ratio to "
-              "this command's flags\n",
-              a.repeat, a.warmup);
+  std::printf(
+      "vs       interleaved, %d runs each after %d warm-up: median ms (min), ratio to "
+      "this command's flags\n",
+      a.repeat, a.warmup);
   for (size_t i = 0; i < sessions.size(); ++i) {
     const runtime::Plan& plan = i == 0 ? ms.plan() : variants[i - 1].model.executable->plan();
     int calls = 0;

@@ -63,6 +63,19 @@ int RunCompile(const CompileArgs& a) {
              {"constant_bytes", mem.constant_bytes},
              {"io_bytes", mem.io_bytes}})
       std::printf("  %-24s %lld\n", k, static_cast<long long>(v));
+    if (!mem.texture_blocks.empty()) {
+      std::printf("%-21s %s\n", "plan textures", "image values sharing pooled images by liveness");
+      int64_t images = std::count_if(mem.texture_block.begin(), mem.texture_block.end(),
+                                     [](int b) { return b >= 0; });
+      for (const auto& [k, v] : std::vector<std::pair<const char*, int64_t>>{
+               {"image_values", images},
+               {"pool_images", static_cast<int64_t>(mem.texture_blocks.size())},
+               {"pool_bytes", mem.texture_pool_bytes},
+               {"unshared_bytes", mem.texture_unshared_bytes},
+               {"pool_per_mille_of_unshared",
+                PerMille(mem.texture_pool_bytes, mem.texture_unshared_bytes)}})
+        std::printf("  %-24s %lld\n", k, static_cast<long long>(v));
+    }
   }
   std::fprintf(stderr, "compiled %s for %s: %zu kernels, %s, %.0f ms\n", a.model.c_str(),
                dev.Label().c_str(), plan.steps.size(), FormatMemory(mem).c_str(), m.compile_ms);

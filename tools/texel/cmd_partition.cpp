@@ -51,7 +51,10 @@ int RunPartition(const PartitionArgs& a) {
   std::printf("device   %s\n", dev.Label().c_str());
   std::printf("%-4s %-40s %-20s %-8s", "#", "node", "op", "backend");
   for (const auto& b : opts.backends)
-    std::printf(" %16s", fmt::format("{} {}", b, opts.partition == passes::PartitionPolicy::kMeasure ? "meas us" : "est us").c_str());
+    std::printf(" %16s", fmt::format("{} {}", b,
+                                     opts.partition == passes::PartitionPolicy::kMeasure ? "meas us"
+                                                                                         : "est us")
+                             .c_str());
   std::printf("\n");
   std::map<std::string, int> count;
   int row = 0;
@@ -65,7 +68,8 @@ int RunPartition(const PartitionArgs& a) {
       const backends::Backend* b = backends::FindBackend(bn);
       std::string cell = "-";
       if (b && b->Supports(n, dev)) {
-        double s = opts.partition == passes::PartitionPolicy::kMeasure ? MeasureNode(n, *b, ctx) : b->Estimate(n, dev);
+        double s = opts.partition == passes::PartitionPolicy::kMeasure ? MeasureNode(n, *b, ctx)
+                                                                       : b->Estimate(n, dev);
         cell = fmt::format("{:.1f}", s * 1e6);
       }
       std::printf(" %16s", cell.c_str());

@@ -61,6 +61,13 @@ void AddCompilerFlags(CLI::App* cmd, CompilerFlags* f) {
                   "(least measured time, cached), first (first in --backends that takes it)")
       ->check(CLI::IsMember({"estimate", "measure", "first"}));
   cmd->add_flag("--measure", f->measure, "same as --partition measure");
+  cmd->add_option("--storage", f->storage,
+                  "where activations live: buffer (default), texture (2D images wherever a "
+                  "texture kernel computes them), auto (texture on mobile GPUs)")
+      ->check(CLI::IsMember({"buffer", "texture", "auto"}));
+  cmd->add_option("--texture-precision", f->texture_precision,
+                  "channel type of images: fp32 (default) or fp16")
+      ->check(CLI::IsMember({"fp32", "fp16"}));
 }
 
 CompileOptions ToCompileOptions(const CompilerFlags& f) {
@@ -70,6 +77,8 @@ CompileOptions ToCompileOptions(const CompilerFlags& f) {
   opts.backends = f.backends;
   opts.deny = f.deny;
   passes::ParsePolicy(f.measure ? "measure" : f.partition, &opts.partition);
+  passes::ParseStoragePolicy(f.storage, &opts.storage);
+  opts.half_texels = f.texture_precision == "fp16";
   return opts;
 }
 
@@ -148,6 +157,10 @@ std::string FormatMemory(const runtime::MemoryPlan& mem) {
     s += fmt::format(" ({:.3f}x the liveness lower bound {})",
                      static_cast<double>(mem.arena_bytes) / static_cast<double>(mem.lower_bound),
                      FormatBytes(mem.lower_bound));
+  if (!mem.texture_blocks.empty())
+    s += fmt::format(", texture pool {} in {} images ({} without sharing)",
+                     FormatBytes(mem.texture_pool_bytes), mem.texture_blocks.size(),
+                     FormatBytes(mem.texture_unshared_bytes));
   return s + fmt::format(", inputs/outputs {}, constants {}", FormatBytes(mem.io_bytes),
                          FormatBytes(mem.constant_bytes));
 }

@@ -20,9 +20,11 @@ struct CompilerFlags {
   std::vector<std::string> shapes, freeze, backends, deny;
   bool measure = false;
   std::string partition = "estimate";
+  std::string storage = "buffer", texture_precision = "fp32";
 };
 
-// Adds --input-shape, --freeze, --backends, --deny, --partition and --measure.
+// Adds --input-shape, --freeze, --backends, --deny, --partition, --measure, --storage and
+// --texture-precision.
 void AddCompilerFlags(CLI::App* cmd, CompilerFlags* f);
 CompileOptions ToCompileOptions(const CompilerFlags& f);
 

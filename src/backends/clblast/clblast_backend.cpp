@@ -113,11 +113,11 @@ void EnqueueSgemm(cl_command_queue queue, const std::vector<cl_mem>& buf,
   auto u = [&](size_t i) { return static_cast<size_t>(args[i]); };
   size_t batch = u(0), m = u(1), n = u(2), k = u(3);
   auto trans = [](int64_t t) { return t ? CLBlastTransposeYes : CLBlastTransposeNo; };
-  CheckStatus(api->sgemm_strided_batched(CLBlastLayoutRowMajor, trans(args[6]), trans(args[7]), m,
-                                         n, k, 1.0f, buf[0], 0, args[6] ? m : k, u(4), buf[1], 0,
-                                         args[7] ? k : n, u(5), 0.0f, buf[2], 0, n, m * n, batch,
-                                         &queue, event),
-              "SgemmStridedBatched");
+  CheckStatus(
+      api->sgemm_strided_batched(CLBlastLayoutRowMajor, trans(args[6]), trans(args[7]), m, n, k,
+                                 1.0f, buf[0], 0, args[6] ? m : k, u(4), buf[1], 0, args[7] ? k : n,
+                                 u(5), 0.0f, buf[2], 0, n, m * n, batch, &queue, event),
+      "SgemmStridedBatched");
 }
 
 // args: the ConvGemm fields in order; buffers: x, w, y.
@@ -209,8 +209,7 @@ std::vector<codegen::KernelSpec> ClblastBackend::Lower(const std::vector<const i
   codegen::KernelSpec spec;
   spec.name = name_prefix;
   spec.call = "clblast.sgemm";
-  spec.call_args = {g->batch,    g->m,        g->n,       g->k,
-                    g->a_stride, g->b_stride, g->trans_a, g->trans_b};
+  spec.call_args = {g->batch, g->m, g->n, g->k, g->a_stride, g->b_stride, g->trans_a, g->trans_b};
   spec.args = {n.inputs[0]->id, n.inputs[1]->id, n.outputs[0]->id};
   spec.flops = 2.0 * static_cast<double>(g->batch * g->m * g->n * g->k);
   return {spec};

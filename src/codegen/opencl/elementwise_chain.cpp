@@ -147,7 +147,8 @@ std::string ElementwiseExpr(const ir::Node& n, const std::vector<std::string>& x
 
 ChainCode ElementwiseChain(const std::vector<const ir::Node*>& ops, const ir::Value* seed_value,
                            const std::string& seed_var,
-                           const std::function<std::string(const ir::Value*)>& param) {
+                           const std::function<std::string(const ir::Value*)>& param,
+                           const std::function<std::string(const ir::Value*)>& direct) {
   const Shape& shape = ops.back()->outputs[0]->type.shape;
   ChainCode c;
   const ir::Value* prev = seed_value;
@@ -155,8 +156,10 @@ ChainCode ElementwiseChain(const std::vector<const ir::Node*>& ops, const ir::Va
   for (size_t k = 0; k < ops.size(); ++k) {
     const ir::Node& n = *ops[k];
     std::vector<std::string> x;
-    for (const ir::Value* in : n.inputs)
-      x.push_back(in == prev ? prev_var : LoadExpr(in, shape, param(in)));
+    for (const ir::Value* in : n.inputs) {
+      std::string d = in != prev && direct ? direct(in) : "";
+      x.push_back(in == prev ? prev_var : !d.empty() ? d : LoadExpr(in, shape, param(in)));
+    }
     std::string var = fmt::format("y{}", k);
     c.code += fmt::format("const {} {} = {}; ", ValueTypeName(n.outputs[0]->type.dtype), var,
                           ElementwiseExpr(n, x));
@@ -202,6 +205,47 @@ void ApplyEpilogue(KernelSource& src, const std::string& kernel_name, const ir::
   src.Define("EPILOGUE_PARAMS", params);
   // The kernel now writes the chain's result instead of the anchor's.
   std::replace(spec.args.begin(), spec.args.end(), anchor_out->id, result->id);
+}
+
+ChainFunction ChainAsFunction(const std::string& name, const ir::Value* seed,
+                              const std::vector<const ir::Node*>& ops,
+                              const std::function<bool(const ir::Value*)>& by_lane) {
+  ChainFunction f;
+  const ir::Value* chain = seed;
+  for (const ir::Node* n : ops) {
+    TEXEL_CHECK(n->outputs[0]->type.dtype == DType::kFloat32, "a chain function computes f32");
+    for (const ir::Value* in : n->inputs) {
+      if (in == chain) continue;
+      auto& list = by_lane(in) ? f.lane_operands : f.buffer_operands;
+      if (std::find(list.begin(), list.end(), in) == list.end()) list.push_back(in);
+    }
+    chain = n->outputs[0];
+  }
+  auto index_in = [](const auto& list, const ir::Value* v) {
+    return std::find(list.begin(), list.end(), v) - list.begin();
+  };
+  std::string params;
+  for (size_t k = 0; k < f.lane_operands.size(); ++k) params += fmt::format(", float l{}", k);
+  for (size_t k = 0; k < f.buffer_operands.size(); ++k)
+    params += fmt::format(", __global const float* b{}", k);
+  if (ops.empty()) {
+    f.code = fmt::format("float {}(float v, long i) {{ return v; }}\n", name);
+    return f;
+  }
+  if (ops.empty()) {
+    f.code = fmt::format("float {}(float v, long i) {{ return v; }}\n", name);
+    return f;
+  }
+  ChainCode c = ElementwiseChain(
+      ops, seed, "v",
+      [&](const ir::Value* v) { return fmt::format("b{}", index_in(f.buffer_operands, v)); },
+      [&](const ir::Value* v) {
+        auto k = index_in(f.lane_operands, v);
+        return k < static_cast<long>(f.lane_operands.size()) ? fmt::format("l{}", k) : "";
+      });
+  f.code = fmt::format("float {}(float v, long i{}) {{ {} {} return {}; }}\n", name, params,
+                       CoordsCode(ops.back()->outputs[0]->type.shape), c.code, c.result);
+  return f;
 }
 
 }  // namespace texel::codegen

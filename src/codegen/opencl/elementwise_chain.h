@@ -29,9 +29,25 @@ struct ChainCode {
 // The statements computing `ops` in order. Where an op reads `seed_value` (the chain's input
 // from outside, e.g. an anchor's result) it uses variable `seed_var`; later ops read their
 // predecessor's result; any other operand v is read from buffer parameter param(v).
+// With `direct`, an operand for which it returns an expression is that expression instead
+// (a texture kernel passes a lane of a texel it read).
 ChainCode ElementwiseChain(const std::vector<const ir::Node*>& ops, const ir::Value* seed_value,
                            const std::string& seed_var,
-                           const std::function<std::string(const ir::Value*)>& param);
+                           const std::function<std::string(const ir::Value*)>& param,
+                           const std::function<std::string(const ir::Value*)>& direct = {});
+
+// `ops` (consuming seed) as a helper function for kernels that apply a chain element by element
+// themselves: `float NAME(float v, long i, float l0, ..., __global const float* b0, ...)`,
+// i the flat output index. The operands `by_lane` accepts are passed as float arguments l<k>
+// (a texture kernel reads their texel once and passes a lane); the others are read from buffer
+// parameters b<k>. f32 only.
+struct ChainFunction {
+  std::string code;
+  std::vector<const ir::Value*> lane_operands, buffer_operands;
+};
+ChainFunction ChainAsFunction(const std::string& name, const ir::Value* seed,
+                              const std::vector<const ir::Node*>& ops,
+                              const std::function<bool(const ir::Value*)>& by_lane);
 
 // Lets an anchor template apply `ops` (which consume anchor_out) to each result: defines
 // EPILOGUE(v, i) (i: flat output index) and EPILOGUE_PARAMS (extra buffer parameters after the

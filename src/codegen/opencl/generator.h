@@ -52,6 +52,12 @@ KernelSpec GenerateReduce(const ir::Node& node, const std::string& kernel_name,
                           const Target& target, const Chain& epilogue = {});
 KernelSpec GenerateSoftmax(const ir::Node& node, const std::string& kernel_name,
                            const Target& target);
+// Texture storage (generate_texture.cpp): the kernel of a group whose result is an image (a
+// Conv, MaxPool, AveragePool or elementwise anchor and its chain), and a ConvertStorage node's.
+std::vector<KernelSpec> GenerateTextureGroup(const std::vector<const ir::Node*>& nodes,
+                                             const std::string& kernel_name);
+std::vector<KernelSpec> GenerateStorageConversion(const ir::Node& node,
+                                                  const std::string& kernel_name);
 KernelSpec GenerateNonMaxSuppression(const ir::Node& node, const std::string& kernel_name);
 
 // The pointwise body of a Resize node (generate_resize.cpp).

@@ -223,18 +223,46 @@ Buffer::Buffer(const Buffer& parent, size_t offset, size_t bytes) : bytes_(bytes
   CheckCL(err, fmt::format("clCreateSubBuffer({} bytes at {})", bytes, offset));
 }
 
+Buffer Buffer::Image2D(const Context& ctx, size_t width, size_t height, bool half) {
+  TEXEL_CHECK(width > 0 && height > 0, "a {}x{} image", width, height);
+  const DeviceInfo& d = ctx.info();
+  if (!d.image_support) Fail(ErrorCode::kUnsupported, "device '{}' has no image support", d.name);
+  if (width > d.image2d_max_width || height > d.image2d_max_height)
+    Fail(ErrorCode::kUnsupported, "a {}x{} image exceeds the device's largest, {}x{}", width,
+         height, d.image2d_max_width, d.image2d_max_height);
+  cl_image_format format{CL_RGBA, static_cast<cl_channel_type>(half ? CL_HALF_FLOAT : CL_FLOAT)};
+  cl_image_desc desc{};
+  desc.image_type = CL_MEM_OBJECT_IMAGE2D;
+  desc.image_width = width;
+  desc.image_height = height;
+  cl_int err = CL_SUCCESS;
+  Buffer b;
+  b.mem_ = clCreateImage(ctx.context(), CL_MEM_READ_WRITE, &format, &desc, nullptr, &err);
+  CheckCL(err, fmt::format("clCreateImage({}x{} RGBA {})", width, height,
+                           half ? "CL_HALF_FLOAT" : "CL_FLOAT"));
+  b.bytes_ = width * height * 4 * (half ? 2 : 4);
+  b.width_ = width;
+  b.height_ = height;
+  return b;
+}
+
 Buffer::~Buffer() {
   if (mem_ != nullptr) clReleaseMemObject(mem_);
 }
 
 Buffer::Buffer(Buffer&& o) noexcept
-    : mem_(std::exchange(o.mem_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+    : mem_(std::exchange(o.mem_, nullptr)),
+      bytes_(std::exchange(o.bytes_, 0)),
+      width_(std::exchange(o.width_, 0)),
+      height_(std::exchange(o.height_, 0)) {}
 
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   if (this != &o) {
     if (mem_ != nullptr) clReleaseMemObject(mem_);
     mem_ = std::exchange(o.mem_, nullptr);
     bytes_ = std::exchange(o.bytes_, 0);
+    width_ = std::exchange(o.width_, 0);
+    height_ = std::exchange(o.height_, 0);
   }
   return *this;
 }
@@ -244,6 +272,14 @@ void Buffer::Write(const Context& ctx, const void* src, size_t bytes, size_t off
               bytes, offset, bytes_);
   if (bytes == 0) return;
   ++ctx.counters().transfers;
+  if (is_image()) {
+    TEXEL_CHECK(offset == 0 && bytes == bytes_, "images are written whole");
+    size_t origin[3] = {0, 0, 0}, region[3] = {width_, height_, 1};
+    CheckCL(clEnqueueWriteImage(ctx.queue(), mem_, CL_TRUE, origin, region, 0, 0, src, 0, nullptr,
+                                nullptr),
+            "clEnqueueWriteImage");
+    return;
+  }
   CheckCL(clEnqueueWriteBuffer(ctx.queue(), mem_, CL_TRUE, offset, bytes, src, 0, nullptr, nullptr),
           "clEnqueueWriteBuffer");
 }
@@ -253,6 +289,14 @@ void Buffer::Read(const Context& ctx, void* dst, size_t bytes, size_t offset) co
               offset, bytes_);
   if (bytes == 0) return;
   ++ctx.counters().transfers;
+  if (is_image()) {
+    TEXEL_CHECK(offset == 0 && bytes == bytes_, "images are read whole");
+    size_t origin[3] = {0, 0, 0}, region[3] = {width_, height_, 1};
+    CheckCL(clEnqueueReadImage(ctx.queue(), mem_, CL_TRUE, origin, region, 0, 0, dst, 0, nullptr,
+                               nullptr),
+            "clEnqueueReadImage");
+    return;
+  }
   CheckCL(clEnqueueReadBuffer(ctx.queue(), mem_, CL_TRUE, offset, bytes, dst, 0, nullptr, nullptr),
           "clEnqueueReadBuffer");
 }

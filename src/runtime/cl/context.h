@@ -46,10 +46,18 @@ class Context {
   cl_command_queue queue_ = nullptr;
 };
 
+// A memory object: a buffer, or a 2D RGBA image (texture storage, core/texture_layout.h).
 class Buffer {
  public:
   Buffer() = default;
   Buffer(const Context& ctx, size_t bytes);  // CL_MEM_READ_WRITE; bytes == 0 allocates 1 byte
+  // A width x height image of RGBA texels with float32 (CL_FLOAT) or, with half, float16
+  // (CL_HALF_FLOAT) channels. Kernels read float4 from either (read_imagef needs no
+  // cl_khr_fp16). Write and Read move the whole image: width * height * 4 channels.
+  static Buffer Image2D(const Context& ctx, size_t width, size_t height, bool half);
+  bool is_image() const { return width_ > 0; }
+  size_t width() const { return width_; }
+  size_t height() const { return height_; }
   // A sub-buffer: bytes (> 0) of parent from offset, which must be a multiple of the device's
   // base address alignment. The parent must outlive it.
   Buffer(const Buffer& parent, size_t offset, size_t bytes);
@@ -65,6 +73,7 @@ class Buffer {
  private:
   cl_mem mem_ = nullptr;
   size_t bytes_ = 0;
+  size_t width_ = 0, height_ = 0;  // images only
 };
 
 class Event {

@@ -1,0 +1,183 @@
+// assign-storage: puts values in 2D images where texture kernels compute them (--storage).
+//   buffer (the default): nothing changes.
+//   texture: every native group that a texture kernel computes writes an image: Conv 2-D
+//     (dense or depthwise, constant filters, stored as an OIHW4o weight image) and 2-D
+//     Max/AveragePool, whatever their input; an elementwise group whose first node reads an
+//     image of its output's shape. The group's fused chain runs on the texels.
+//   auto: texture on GPUs whose texture path is the fast one (Qualcomm Adreno, ARM Mali,
+//     Imagination), buffer elsewhere (docs/decisions.md).
+// Then every use gets the storage it needs, through a ConvertStorage node (a device-side copy,
+// one per value and storage) where the producer's differs: texture kernels read their main
+// input as an image; everything else (buffer kernels, library calls, views, graph outputs)
+// reads buffers, except that a texture group's chain may read an image of its own shape.
+// Values that would not fit the device's largest image stay in buffers.
+#include <map>
+
+#include "core/error.h"
+#include "core/texture_layout.h"
+#include "passes/pipeline.h"
+
+namespace texel::passes {
+namespace {
+
+using ir::Storage;
+
+bool Is4dF32(const ir::Value* v) {
+  return v->type.dtype == DType::kFloat32 && v->type.shape.size() == 4;
+}
+
+bool FitsDevice(const ir::Value* v, TextureKind kind, const cl::DeviceInfo& d) {
+  return FitsImage(TextureExtentOf(v->type.shape, kind), d.image2d_max_width, d.image2d_max_height);
+}
+
+bool IsElementwise(const ir::Node& n) {
+  return n.info().cls == ir::OpClass::kUnary || n.info().cls == ir::OpClass::kBinary;
+}
+
+// The value a texture kernel for `group` reads as an image (its main input), or null when no
+// texture kernel computes the group.
+const ir::Value* TextureInput(const std::vector<ir::Node*>& group, const cl::DeviceInfo& d) {
+  const ir::Node& a = *group.front();
+  const ir::Value* out = group.back()->outputs[0];
+  if (a.backend != "native" || !Is4dF32(out) || !FitsDevice(out, TextureKind::kActivation, d))
+    return nullptr;
+  for (size_t k = 1; k < group.size(); ++k)
+    if (!IsElementwise(*group[k]) || !Is4dF32(group[k]->outputs[0])) return nullptr;
+  const ir::Value* x = a.inputs[0];
+  if (a.op == ir::OpKind::kConv) {
+    const ir::Value* w = a.inputs[1];
+    if (!Is4dF32(x) || !w->is_constant() || (a.inputs.size() > 2 && !a.inputs[2]->is_constant()))
+      return nullptr;
+    int64_t groups = a.attrs.Int("group");
+    bool depthwise =
+        groups == x->type.shape[1] && groups == out->type.shape[1] && w->type.shape[1] == 1;
+    if ((groups != 1 && !depthwise) || !FitsDevice(w, TextureKind::kWeight, d)) return nullptr;
+    return FitsDevice(x, TextureKind::kActivation, d) ? x : nullptr;
+  }
+  if (a.op == ir::OpKind::kMaxPool || a.op == ir::OpKind::kAveragePool)
+    return Is4dF32(x) && FitsDevice(x, TextureKind::kActivation, d) ? x : nullptr;
+  if (IsElementwise(a) && Is4dF32(a.outputs[0]))
+    for (const ir::Value* v : a.inputs)
+      if (v->is_image() && v->type.shape == out->type.shape) return v;
+  return nullptr;
+}
+
+bool PrefersTextures(const cl::DeviceInfo& d) {
+  if (d.type != "GPU" || !d.image_support) return false;
+  for (const char* v : {"Qualcomm", "QUALCOMM", "ARM", "Imagination"})
+    if (d.vendor.find(v) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+const char* StoragePolicyName(StoragePolicy p) {
+  switch (p) {
+    case StoragePolicy::kBuffer: return "buffer";
+    case StoragePolicy::kTexture: return "texture";
+    case StoragePolicy::kAuto: return "auto";
+  }
+  return "?";
+}
+
+bool ParseStoragePolicy(std::string_view s, StoragePolicy* p) {
+  for (StoragePolicy q : {StoragePolicy::kBuffer, StoragePolicy::kTexture, StoragePolicy::kAuto})
+    if (s == StoragePolicyName(q)) {
+      *p = q;
+      return true;
+    }
+  return false;
+}
+
+Stats AssignStorage(ir::Graph& g, const PassContext& ctx) {
+  if (ctx.storage == StoragePolicy::kBuffer) return {};
+  const cl::DeviceInfo& d = *ctx.device;
+  if (ctx.storage == StoragePolicy::kAuto && !PrefersTextures(d)) return {{"texture-groups", 0}};
+  if (!d.image_support)
+    Fail(ErrorCode::kUnsupported, "--storage texture: device '{}' has no image support", d.name);
+  // Groups in order (a node outside any group is its own).
+  std::vector<std::vector<ir::Node*>> groups;
+  std::map<int, size_t> index_of_group;
+  for (const auto& node : g.nodes()) {
+    if (node->group < 0) {
+      groups.push_back({node.get()});
+    } else {
+      auto [it, fresh] = index_of_group.try_emplace(node->group, groups.size());
+      if (fresh) groups.emplace_back();
+      groups[it->second].push_back(node.get());
+    }
+  }
+  // Which groups write images, and what each reads as an image.
+  std::map<const ir::Node*, const ir::Value*> image_input;  // anchor -> its image input
+  std::map<const ir::Node*, const ir::Node*> anchor_of;
+  int64_t texture_groups = 0;
+  for (const auto& group : groups) {
+    for (ir::Node* n : group) anchor_of[n] = group.front();
+    const ir::Value* x = TextureInput(group, d);
+    if (!x) continue;
+    image_input[group.front()] = x;
+    ir::Value* out = group.back()->outputs[0];
+    out->storage = Storage::kTexture;
+    out->half_texels = ctx.half_texels;
+    ++texture_groups;
+  }
+  // Each use gets the storage it needs.
+  std::map<std::pair<const ir::Value*, Storage>, ir::Value*> converted;
+  int64_t conversions = 0, weights = 0;
+  auto convert = [&](ir::Value* v, Storage to) -> ir::Value* {
+    auto [it, fresh] = converted.try_emplace({v, to}, nullptr);
+    if (fresh) {
+      ir::Node* c =
+          g.InsertNodeAfter(v->producer, ir::OpKind::kConvertStorage, {v}, {},
+                            v->name + (to == Storage::kBuffer ? "/to_buffer" : "/to_texture"));
+      c->backend = "native";
+      c->outputs[0]->storage = to;
+      c->outputs[0]->half_texels = to == Storage::kBuffer ? false : ctx.half_texels;
+      it->second = c->outputs[0];
+      ++conversions;
+    }
+    return it->second;
+  };
+  std::vector<ir::Node*> nodes;
+  for (const auto& node : g.nodes()) nodes.push_back(node.get());
+  for (ir::Node* n : nodes) {
+    const ir::Node* anchor = anchor_of.at(n);
+    auto img = image_input.find(anchor);
+    bool texture_group = img != image_input.end();
+    const ir::Value* chain_out = texture_group ? n->outputs[0] : nullptr;
+    for (size_t k = 0; k < n->inputs.size(); ++k) {
+      ir::Value* v = n->inputs[k];
+      if (v->producer && anchor_of.at(v->producer) == anchor && v->producer != n) continue;
+      if (texture_group && n == anchor && n->op == ir::OpKind::kConv && k == 1) {
+        if (v->storage != Storage::kTextureWeight) {  // a filter of its own, packed as texels
+          ir::Value* w = g.AddConstant(v->name + "/texels", v->constant);
+          w->storage = Storage::kTextureWeight;
+          w->half_texels = ctx.half_texels;
+          n->inputs[k] = w;
+          ++weights;
+        }
+        continue;
+      }
+      Storage need = Storage::kBuffer;
+      if (texture_group && n == anchor && v == img->second) need = Storage::kTexture;
+      // A chain may read an image of its own shape by lane.
+      if (texture_group && v->is_image() && v->type.shape == chain_out->type.shape) continue;
+      if (v->is_constant() && need == Storage::kBuffer) continue;
+      if ((v->storage == Storage::kBuffer) != (need == Storage::kBuffer))
+        n->inputs[k] = convert(v, need);
+    }
+  }
+  // A graph output keeps its name on the buffer the host reads.
+  for (ir::Value*& out : g.outputs())
+    if (out->is_image()) {
+      ir::Value* b = convert(out, Storage::kBuffer);
+      b->name = out->name;
+      out->name += "/texture";
+      out = b;
+    }
+  return {{"texture-groups", texture_groups},
+          {"conversions", conversions},
+          {"weight-textures", weights}};
+}
+
+}  // namespace texel::passes
