@@ -188,10 +188,21 @@ def make_input(spec, rng):
     raise ValueError(f"unsupported input dtype {spec.input_dtype}")
 
 
+# --image-size: the image models' input height and width (default 224).
+IMAGE_SIZE = None
+
+
+def spec_of(name):
+    spec = MODELS[name]
+    if IMAGE_SIZE and len(spec.input_shape) == 4:
+        spec = dataclasses.replace(spec, input_shape=(1, 3, IMAGE_SIZE, IMAGE_SIZE))
+    return spec
+
+
 def build_model(name):
     import torch
 
-    spec = MODELS[name]
+    spec = spec_of(name)
     torch.manual_seed(0)
     model = spec.build()
     bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
@@ -222,7 +233,7 @@ def export(name, out_dir, keep_batchnorm):
     import onnx
     import torch
 
-    spec = MODELS[name]
+    spec = spec_of(name)
     model = build_model(name)
     x = make_input(spec, np.random.default_rng(0))
     with torch.no_grad():
@@ -296,7 +307,14 @@ def main():
         action="store_true",
         help="let the PyTorch exporter fuse Conv+BatchNorm (default: keep BatchNormalization)",
     )
+    parser.add_argument(
+        "--image-size",
+        type=int,
+        help="input height and width of the image models (default 224), e.g. 32 for simulators",
+    )
     args = parser.parse_args()
+    global IMAGE_SIZE
+    IMAGE_SIZE = args.image_size
 
     names = [n.strip() for n in args.models.split(",") if n.strip()]
     unknown = [n for n in names if n not in MODELS]

@@ -24,6 +24,11 @@ CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl:
   pc.deny = options.deny;
   pc.policy = options.partition;
   pc.storage = options.storage;
+  if (options.partition == passes::PartitionPolicy::kMeasure &&
+      options.storage == passes::StoragePolicy::kAuto)
+    pc.measure_storage = [&ctx](const ir::Node& n, ir::Storage s) {
+      return MeasureNode(n, *backends::FindBackend("native"), ctx, s);
+    };
   pc.half_texels = options.half_texels;
   if (options.partition == passes::PartitionPolicy::kMeasure)
     pc.measure = [&ctx](const ir::Node& n, const backends::Backend& b) {

@@ -17,15 +17,35 @@ namespace texel {
 namespace {
 
 // The node alone, every input a graph input: the form that is lowered, timed and printed for
-// the cache key (names are fixed, so equal nodes print equally).
-std::unique_ptr<ir::Graph> Alone(const ir::Node& n, std::string_view backend) {
+// the cache key (names are fixed, so equal nodes print equally). In texture storage the inputs
+// are zero constants instead (images cannot be graph inputs): the main one an activation image,
+// a Conv's filters a weight image; the result is an image no one reads.
+std::unique_ptr<ir::Graph> Alone(const ir::Node& n, std::string_view backend, ir::Storage storage) {
   auto g = std::make_unique<ir::Graph>();
+  bool texture = storage != ir::Storage::kBuffer;
+  // The main input: an elementwise node's first of the result's shape, else the first.
+  size_t main = 0;
+  if (n.info().cls == ir::OpClass::kUnary || n.info().cls == ir::OpClass::kBinary)
+    for (size_t i = n.inputs.size(); i-- > 0;)
+      if (n.inputs[i]->type.shape == n.outputs[0]->type.shape) main = i;
   std::vector<ir::Value*> in;
-  for (size_t i = 0; i < n.inputs.size(); ++i)
-    in.push_back(g->AddInput(fmt::format("in{}", i), n.inputs[i]->type));
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const ir::TensorType& t = n.inputs[i]->type;
+    std::string name = fmt::format("in{}", i);
+    if (!texture) {
+      in.push_back(g->AddInput(name, t));
+      continue;
+    }
+    in.push_back(g->AddConstant(name, std::make_shared<HostTensor>(t.dtype, t.shape)));
+    if (i == main) in.back()->storage = ir::Storage::kTexture;
+    if (i == 1 && n.op == ir::OpKind::kConv) in.back()->storage = ir::Storage::kTextureWeight;
+  }
   ir::Node* m = g->AddNode(n.op, in, n.attrs, "probe");
   m->backend = std::string(backend);
-  for (ir::Value* v : m->outputs) g->AddOutput(v);
+  for (ir::Value* v : m->outputs) {
+    if (texture) v->storage = ir::Storage::kTexture;
+    if (!texture) g->AddOutput(v);
+  }
   return g;
 }
 
@@ -55,8 +75,8 @@ double Run(const ir::Graph& g, const std::shared_ptr<cl::Context>& ctx) {
 }  // namespace
 
 double MeasureNode(const ir::Node& node, const backends::Backend& backend,
-                   const std::shared_ptr<cl::Context>& ctx) {
-  std::unique_ptr<ir::Graph> g = Alone(node, backend.name());
+                   const std::shared_ptr<cl::Context>& ctx, ir::Storage storage) {
+  std::unique_ptr<ir::Graph> g = Alone(node, backend.name(), storage);
   const cl::DeviceInfo& d = ctx->info();
   std::string key = Sha256Hex(fmt::format("texel-measure-2\n{}\n{}\n{}\n{}\n{}\n{}", d.name,
                                           d.driver_version, d.platform_version, d.device_version,

@@ -14,8 +14,10 @@
 namespace texel {
 
 // Median seconds from enqueueing the node's steps to their completion, over 10 runs after 2
-// warm-ups.
+// warm-ups. With storage kTexture, the node's texture kernel (native): its main input and its
+// result in images, a Conv's filters in a weight image (--storage auto with --measure).
 double MeasureNode(const ir::Node& node, const backends::Backend& backend,
-                   const std::shared_ptr<cl::Context>& ctx);
+                   const std::shared_ptr<cl::Context>& ctx,
+                   ir::Storage storage = ir::Storage::kBuffer);
 
 }  // namespace texel

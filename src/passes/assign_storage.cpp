@@ -1,17 +1,23 @@
 // assign-storage: puts values in 2D images where texture kernels compute them (--storage).
 //   buffer (the default): nothing changes.
 //   texture: every native group that a texture kernel computes writes an image: Conv 2-D
-//     (dense or depthwise, constant filters, stored as an OIHW4o weight image) and 2-D
-//     Max/AveragePool, whatever their input; an elementwise group whose first node reads an
-//     image of its output's shape. The group's fused chain runs on the texels.
-//   auto: texture on GPUs whose texture path is the fast one (Qualcomm Adreno, ARM Mali,
-//     Imagination), buffer elsewhere (docs/decisions.md).
+//     (dense or depthwise, constant filters, stored as an OIHW4o weight image), 2-D
+//     Max/AveragePool and ReduceMean/Sum/Max over H and W keeping them, whatever their input; an
+//     elementwise group whose first node reads an image of its output's shape. The group's fused
+//     chain runs on the texels.
+//   auto: per group, from device facts: texture on GPUs whose texture path is the fast one
+//     (Qualcomm Adreno, ARM Mali, Imagination), buffer elsewhere; with --measure, from measured
+//     time on any device with images: texture where the group's anchor alone ran faster with
+//     its input and result in images than in buffers, by more than the two conversions
+//     (about a kernel launch each) that leaving buffers costs (cached like other measurements).
 // Then every use gets the storage it needs, through a ConvertStorage node (a device-side copy,
 // one per value and storage) where the producer's differs: texture kernels read their main
 // input as an image; everything else (buffer kernels, library calls, views, graph outputs)
 // reads buffers, except that a texture group's chain may read an image of its own shape.
 // Values that would not fit the device's largest image stay in buffers.
+#include <cstdio>
 #include <map>
+#include <mutex>
 
 #include "core/error.h"
 #include "core/texture_layout.h"
@@ -56,6 +62,11 @@ const ir::Value* TextureInput(const std::vector<ir::Node*>& group, const cl::Dev
   }
   if (a.op == ir::OpKind::kMaxPool || a.op == ir::OpKind::kAveragePool)
     return Is4dF32(x) && FitsDevice(x, TextureKind::kActivation, d) ? x : nullptr;
+  bool spatial_reduce = a.op == ir::OpKind::kReduceMean || a.op == ir::OpKind::kReduceSum ||
+                        a.op == ir::OpKind::kReduceMax;
+  if (spatial_reduce && a.attrs.Ints("axes") == std::vector<int64_t>{2, 3} &&
+      a.attrs.Int("keepdims") != 0)
+    return Is4dF32(x) && FitsDevice(x, TextureKind::kActivation, d) ? x : nullptr;
   if (IsElementwise(a) && Is4dF32(a.outputs[0]))
     for (const ir::Value* v : a.inputs)
       if (v->is_image() && v->type.shape == out->type.shape) return v;
@@ -92,9 +103,20 @@ bool ParseStoragePolicy(std::string_view s, StoragePolicy* p) {
 Stats AssignStorage(ir::Graph& g, const PassContext& ctx) {
   if (ctx.storage == StoragePolicy::kBuffer) return {};
   const cl::DeviceInfo& d = *ctx.device;
-  if (ctx.storage == StoragePolicy::kAuto && !PrefersTextures(d)) return {{"texture-groups", 0}};
-  if (!d.image_support)
-    Fail(ErrorCode::kUnsupported, "--storage texture: device '{}' has no image support", d.name);
+  if (!d.image_support) {
+    if (ctx.storage == StoragePolicy::kTexture)
+      Fail(ErrorCode::kUnsupported, "--storage texture: device '{}' has no image support", d.name);
+    static std::once_flag told;
+    std::call_once(told, [&] {
+      std::fprintf(stderr,
+                   "texel: device '%s' has no image support; --storage auto keeps buffers\n",
+                   d.name.c_str());
+    });
+    return {{"texture-groups", 0}};
+  }
+  bool measured = ctx.storage == StoragePolicy::kAuto && ctx.measure_storage;
+  if (ctx.storage == StoragePolicy::kAuto && !measured && !PrefersTextures(d))
+    return {{"texture-groups", 0}};
   // Groups in order (a node outside any group is its own).
   std::vector<std::vector<ir::Node*>> groups;
   std::map<int, size_t> index_of_group;
@@ -110,11 +132,20 @@ Stats AssignStorage(ir::Graph& g, const PassContext& ctx) {
   // Which groups write images, and what each reads as an image.
   std::map<const ir::Node*, const ir::Value*> image_input;  // anchor -> its image input
   std::map<const ir::Node*, const ir::Node*> anchor_of;
-  int64_t texture_groups = 0;
+  int64_t texture_groups = 0, measured_groups = 0;
   for (const auto& group : groups) {
     for (ir::Node* n : group) anchor_of[n] = group.front();
     const ir::Value* x = TextureInput(group, d);
     if (!x) continue;
+    if (measured) {
+      // Starting from a buffer costs a conversion in and, until later groups follow into
+      // images, one out: about a kernel launch (5 us) each.
+      ++measured_groups;
+      double boundary = x->is_image() ? 0.0 : 2 * 5e-6;
+      if (ctx.measure_storage(*group.front(), Storage::kTexture) + boundary >=
+          ctx.measure_storage(*group.front(), Storage::kBuffer))
+        continue;
+    }
     image_input[group.front()] = x;
     ir::Value* out = group.back()->outputs[0];
     out->storage = Storage::kTexture;
@@ -176,6 +207,7 @@ Stats AssignStorage(ir::Graph& g, const PassContext& ctx) {
       out = b;
     }
   return {{"texture-groups", texture_groups},
+          {"groups-measured", measured_groups},
           {"conversions", conversions},
           {"weight-textures", weights}};
 }

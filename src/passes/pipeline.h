@@ -40,6 +40,9 @@ struct PassContext {
   PartitionPolicy policy = PartitionPolicy::kEstimate;
   StoragePolicy storage = StoragePolicy::kBuffer;
   bool half_texels = false;  // images with f16 channels (--texture-precision fp16)
+  // With kAuto and --measure: device seconds of `node` (native) alone with its main input and
+  // result in `storage`; auto then puts a group in images where its anchor measured faster so.
+  std::function<double(const ir::Node& node, ir::Storage storage)> measure_storage;
   // With kMeasure: device seconds of `node` lowered by `backend` alone.
   std::function<double(const ir::Node& node, const backends::Backend& backend)> measure;
 };

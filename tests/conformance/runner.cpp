@@ -36,6 +36,7 @@ struct Options {
   std::vector<std::string> filters;   // test names containing any of them; empty: all
   std::vector<std::string> backends;  // --backends, with --partition first: each backend's ops
   std::string baseline, device;
+  passes::StoragePolicy storage = passes::StoragePolicy::kBuffer;  // --storage
   int jobs = 2;
   int timeout_s = 300;
   bool verbose = false, write_baseline = false;
@@ -111,6 +112,7 @@ std::string RunTest(const fs::path& dir, const Options& opt) {
   CompileOptions co;
   co.backends = opt.backends;
   co.partition = passes::PartitionPolicy::kFirst;
+  co.storage = opt.storage;
   for (size_t i = 0; i < inputs0.size(); ++i) co.import.input_shapes[names[i]] = inputs0[i].shape;
   auto ctx = std::make_shared<cl::Context>(cl::SelectDevice(opt.device));
   CompiledModel m;
@@ -292,14 +294,21 @@ int main(int argc, char** argv) {
       opt.timeout_s = std::stoi(value());
     else if (a == "--device")
       opt.device = value();
-    else if (a == "--verbose" || a == "-v")
+    else if (a == "--storage") {
+      std::string s = value();
+      if (!passes::ParseStoragePolicy(s, &opt.storage)) {
+        std::fprintf(stderr, "--storage %s: expected buffer, texture or auto\n", s.c_str());
+        return 2;
+      }
+    } else if (a == "--verbose" || a == "-v")
       opt.verbose = true;
     else {
-      std::fprintf(stderr,
-                   "usage: texel_conformance [--root DIR] [--suites a,b] [--filter SUBSTR,...] "
-                   "[--backends B,... (each takes every node it supports)] "
-                   "[--baseline FILE [--write-baseline]] [--jobs N] [--timeout S] [--device D] "
-                   "[--verbose]\n");
+      std::fprintf(
+          stderr,
+          "usage: texel_conformance [--root DIR] [--suites a,b] [--filter SUBSTR,...] "
+          "[--backends B,... (each takes every node it supports)] [--storage buffer|texture|auto] "
+          "[--baseline FILE [--write-baseline]] [--jobs N] [--timeout S] [--device D] "
+          "[--verbose]\n");
       return 2;
     }
   }

@@ -150,15 +150,19 @@ std::unique_ptr<ir::Graph> SmallCnn(const std::map<std::string, HostTensor>& c) 
   return g;
 }
 
+// SmallCnn's constants, random from seed on.
+std::map<std::string, HostTensor> SmallCnnConstants(uint32_t seed) {
+  const std::pair<const char*, Shape> shapes[] = {
+      {"w1", {6, 5, 3, 3}}, {"b1", {6}},          {"wd", {6, 1, 3, 3}},   {"wp", {7, 6, 1, 1}},
+      {"bp", {7}},          {"wq", {7, 6, 3, 3}}, {"scale", {1, 7, 1, 1}}};
+  std::map<std::string, HostTensor> c;
+  for (const auto& [name, shape] : shapes) c[name] = RandomF32(shape, seed++);
+  return c;
+}
+
 TEST(TextureGraphTest, MatchesBuffersInF32AndF16) {
   if (!SharedContext()->info().image_support) GTEST_SKIP() << "no image support";
-  std::map<std::string, HostTensor> c = {{"w1", RandomF32({6, 5, 3, 3}, 1300)},
-                                         {"b1", RandomF32({6}, 1301)},
-                                         {"wd", RandomF32({6, 1, 3, 3}, 1302)},
-                                         {"wp", RandomF32({7, 6, 1, 1}, 1303)},
-                                         {"bp", RandomF32({7}, 1304)},
-                                         {"wq", RandomF32({7, 6, 3, 3}, 1305)},
-                                         {"scale", RandomF32({1, 7, 1, 1}, 1306)}};
+  std::map<std::string, HostTensor> c = SmallCnnConstants(1300);
   HostTensor x = RandomF32({2, 5, 13, 11}, 1307);
   CompiledModel tex = CompileWith(SmallCnn(c), passes::StoragePolicy::kTexture);
   // Images from the first convolution on; conversions only for the input and the two outputs.
@@ -189,6 +193,30 @@ TEST(TextureGraphTest, MatchesBuffersInF32AndF16) {
     }
     EXPECT_LT(std::sqrt(err / norm), 3e-3) << "f16 images, output " << o;
   }
+}
+
+// --storage auto with --measure: every group a texture kernel could compute is timed both ways
+// (its anchor alone), and whatever is chosen computes the same results.
+TEST(TextureGraphTest, AutoMeasuredChoosesPerGroup) {
+  if (!SharedContext()->info().image_support) GTEST_SKIP() << "no image support";
+  std::map<std::string, HostTensor> c = SmallCnnConstants(1500);
+  HostTensor x = RandomF32({2, 5, 13, 11}, 1507);
+  CompileOptions opts;
+  opts.storage = passes::StoragePolicy::kAuto;
+  opts.partition = passes::PartitionPolicy::kMeasure;
+  int64_t measured = -1;
+  opts.after_pass = [&](const passes::Pass& p, const passes::Stats& s, const ir::Graph&) {
+    if (std::string_view(p.name) == "assign-storage") measured = s.at("groups-measured");
+  };
+  CompiledModel m = CompileGraph(SmallCnn(c), SharedContext(), opts);
+  // 4 convolutions and 2 pools always; the residual add when one of its inputs is an image.
+  EXPECT_GE(measured, 6);
+  std::vector<HostTensor> got = runtime::Session(*m.executable).Run({{"x", x}});
+  std::vector<HostTensor> want =
+      runtime::Session(*CompileWith(SmallCnn(c), passes::StoragePolicy::kBuffer).executable)
+          .Run({{"x", x}});
+  ExpectClose(got[0], want[0], "pooled, auto storage");
+  ExpectClose(got[1], want[1], "residual, auto storage");
 }
 
 // A native texture convolution between two CLBlast products: the partition pass converts at

@@ -12,6 +12,7 @@ namespace texel::backends {
 codegen::Target NativeBackend::TargetOf(const cl::DeviceInfo& device) {
   codegen::Target t;
   t.fp64 = device.fp64;
+  t.fp16 = device.fp16;
   t.gpu = device.type == "GPU";
   t.compute_units = std::max<uint32_t>(device.compute_units, 1);
   if (device.local_mem_bytes > 0) t.local_mem_bytes = device.local_mem_bytes;

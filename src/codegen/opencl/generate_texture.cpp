@@ -1,7 +1,8 @@
 // Kernels over texture storage (core/texture_layout.h): Conv (dense, depthwise, 1x1), max and
-// average pooling, elementwise chains, and the buffer <-> image conversions, for the groups
-// passes/assign_storage.cpp puts in images. Image parameters get their access qualifier from
-// their use: the images a kernel reads are __read_only, the one it writes __write_only.
+// average pooling, reductions over H and W, elementwise chains, and the buffer <-> image
+// conversions, for the groups passes/assign_storage.cpp puts in images. Image parameters get their
+// access qualifier from their use: the images a kernel reads are __read_only, the one it writes
+// __write_only.
 #include <fmt/format.h>
 
 #include "codegen/opencl/elementwise_chain.h"
@@ -20,7 +21,25 @@ std::string Param(const ir::Value* v, const std::string& name, bool written) {
   return fmt::format("__global {}float* restrict {}", written ? "" : "const ", name);
 }
 
-// The sampler (program scope, one per kernel) and STORE_TEXEL(acc, n, c4, h, w): the fused
+// The image accessors of a kernel whose images have f16 channels when `half`: a sampler at
+// program scope (one per kernel), READ_TEXEL(img, pos) and WRITE_TEXEL(img, pos, v) on float4.
+// f16 images use read_imageh / write_imageh where the device has cl_khr_fp16 (the arithmetic
+// stays f32), read_imagef / write_imagef elsewhere, which convert.
+void DefineAccessors(KernelSource& src, const std::string& name, bool half, const Target& t) {
+  std::string smp = name + "_smp";
+  bool h = half && t.fp16;
+  src.Prelude(
+      fmt::format("{}__constant sampler_t {} = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | "
+                  "CLK_FILTER_NEAREST;\n",
+                  h ? "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n" : "", smp));
+  src.Define("READ_TEXEL(img, pos)",
+             h ? fmt::format("convert_float4(read_imageh(img, {}, pos))", smp)
+               : fmt::format("read_imagef(img, {}, pos)", smp));
+  src.Define("WRITE_TEXEL(img, pos, v)",
+             h ? "write_imageh(img, pos, convert_half4(v))" : "write_imagef(img, pos, v)");
+}
+
+// STORE_TEXEL(acc, n, c4, h, w): the fused
 // chain applied to each lane of acc (padded channels written as zeros, so that what reads the
 // image later adds nothing from them), then the texel written to `out`. Appends the chain's
 // operands to *params and spec.args: textures of the output's shape are read once per texel and
@@ -32,11 +51,7 @@ void DefineStoreTexel(KernelSource& src, const std::string& name, const ir::Valu
   ChainFunction f = ChainAsFunction(name + "_chain", seed, chain, [&](const ir::Value* v) {
     return v->is_image() && v->type.shape == y;
   });
-  std::string smp = name + "_smp";
-  std::string helper = fmt::format(
-      "__constant sampler_t {} = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | "
-      "CLK_FILTER_NEAREST;\n{}",
-      smp, f.code);
+  std::string helper = f.code;
   std::string hparams = "__write_only image2d_t out, float4 acc, int n, int c4, int h, int w";
   std::string extra;  // the operands' arguments after (out, acc, n, c4, h, w)
   std::string reads, lanes[4];
@@ -45,7 +60,7 @@ void DefineStoreTexel(KernelSource& src, const std::string& name, const ir::Valu
     extra += fmt::format(", t{}", k);
     *params += ", " + Param(f.lane_operands[k], fmt::format("t{}", k), false);
     spec.args.push_back(f.lane_operands[k]->id);
-    reads += fmt::format("  const float4 v{} = read_imagef(t{}, {}, pos);\n", k, k, smp);
+    reads += fmt::format("  const float4 v{} = READ_TEXEL(t{}, pos);\n", k, k);
   }
   for (size_t k = 0; k < f.buffer_operands.size(); ++k) {
     hparams += fmt::format(", __global const float* b{}", k);
@@ -66,10 +81,9 @@ void DefineStoreTexel(KernelSource& src, const std::string& name, const ir::Valu
       "void {}_store({}) {{\n"
       "  const int2 pos = (int2)(w, (n * {} + c4) * {} + h);\n{}"
       "  const long plane = {}L, i0 = (((long)n * {} + c4 * 4) * {} + h) * {} + w;\n"
-      "  float4 r;\n{}  write_imagef(out, pos, r);\n}}\n",
+      "  float4 r;\n{}  WRITE_TEXEL(out, pos, r);\n}}\n",
       name, hparams, (y[1] + 3) / 4, y[2], reads, y[2] * y[3], y[1], y[2], y[3], body);
   src.Prelude(helper);
-  src.Define("SMP", smp);
   src.Define("STORE_TEXEL(acc, n, c4, h, w)",
              fmt::format("{}_store(out, acc, n, c4, h, w{})", name, extra));
 }
@@ -77,8 +91,10 @@ void DefineStoreTexel(KernelSource& src, const std::string& name, const ir::Valu
 // Finishes a texture kernel: its own parameters `params` (inputs, then out), the chain's, the
 // output argument retargeted to the chain's result, the launch over output texels.
 KernelSpec Finish(KernelSource& src, const std::string& name, const ir::Value* seed,
-                  const Chain& chain, std::string params, std::vector<int> args, double flops) {
+                  const Chain& chain, std::string params, std::vector<int> args, double flops,
+                  const Target& target) {
   const ir::Value* out = chain.empty() ? seed : chain.back()->outputs[0];
+  DefineAccessors(src, name, out->half_texels, target);
   KernelSpec spec;
   spec.name = name;
   spec.args = std::move(args);
@@ -102,7 +118,8 @@ void DefineWindow2(KernelSource& src, const Window3& w) {
   src.Define("PH_END", w.pe[1]).Define("PW_END", w.pe[2]);
 }
 
-KernelSpec ConvTexture(const ir::Node& n, const std::string& name, const Chain& chain) {
+KernelSpec ConvTexture(const ir::Node& n, const std::string& name, const Chain& chain,
+                       const Target& target) {
   const Shape& x = n.inputs[0]->type.shape;
   const Shape& wt = n.inputs[1]->type.shape;
   const Shape& y = n.outputs[0]->type.shape;
@@ -129,54 +146,79 @@ KernelSpec ConvTexture(const ir::Node& n, const std::string& name, const Chain& 
   }
   double flops = 2.0 * static_cast<double>(NumElements(y) * win.k[1] * win.k[2]) *
                  static_cast<double>(depthwise ? 1 : wt[1]);
-  return Finish(src, name, n.outputs[0], chain, params, args, flops);
+  return Finish(src, name, n.outputs[0], chain, params, args, flops, target);
 }
 
-KernelSpec PoolTexture(const ir::Node& n, const std::string& name, const Chain& chain) {
+KernelSpec PoolTexture(const ir::Node& n, const std::string& name, const Chain& chain,
+                       const Target& target) {
   Window3 win = ToWindow3(n, n.attrs.Ints("kernel"));
   KernelSource src(name, "texture_pool");
   DefineWindow2(src, win);
   src.Define("C4", (n.inputs[0]->type.shape[1] + 3) / 4);
   src.Define("MAX", n.op == ir::OpKind::kMaxPool ? 1 : 0);
+  src.Define("AVERAGE", n.op == ir::OpKind::kAveragePool ? 1 : 0);
   src.Define("INCLUDE_PAD", n.op == ir::OpKind::kAveragePool
                                 ? (n.attrs.Int("count_include_pad") != 0 ? 1 : 0)
                                 : 0);
   double flops = static_cast<double>(NumElements(n.outputs[0]->type.shape) * win.k[1] * win.k[2]);
   return Finish(src, name, n.outputs[0], chain, Param(n.inputs[0], "x", false), {n.inputs[0]->id},
-                flops);
+                flops, target);
+}
+
+// A reduction over H and W keeping them: the pooling template with the whole image as window.
+KernelSpec ReduceTexture(const ir::Node& n, const std::string& name, const Chain& chain,
+                         const Target& target) {
+  const Shape& x = n.inputs[0]->type.shape;
+  Window3 win{};
+  for (int i = 0; i < 3; ++i) win.out[i] = win.s[i] = win.d[i] = 1;
+  win.in[0] = win.k[0] = 1;
+  win.in[1] = win.k[1] = x[2];
+  win.in[2] = win.k[2] = x[3];
+  KernelSource src(name, "texture_pool");
+  DefineWindow2(src, win);
+  src.Define("C4", (x[1] + 3) / 4);
+  src.Define("MAX", n.op == ir::OpKind::kReduceMax ? 1 : 0);
+  src.Define("AVERAGE", n.op == ir::OpKind::kReduceMean ? 1 : 0).Define("INCLUDE_PAD", 0);
+  return Finish(src, name, n.outputs[0], chain, Param(n.inputs[0], "x", false), {n.inputs[0]->id},
+                static_cast<double>(NumElements(x)), target);
 }
 
 // MODE 0 of texture_copy.cl: `seed`, a texture of the output's shape, through the whole group.
-KernelSpec ElementwiseTexture(const Chain& nodes, const ir::Value* seed, const std::string& name) {
+KernelSpec ElementwiseTexture(const Chain& nodes, const ir::Value* seed, const std::string& name,
+                              const Target& target) {
   const Shape& y = seed->type.shape;
   KernelSource src(name, "texture_copy");
   src.Define("MODE", 0).Define("C", y[1]).Define("C4", (y[1] + 3) / 4);
   src.Define("H", y[2]).Define("W", y[3]);
   return Finish(src, name, seed, nodes, Param(seed, "x", false), {seed->id},
-                static_cast<double>(NumElements(y) * nodes.size()));
+                static_cast<double>(NumElements(y) * nodes.size()), target);
 }
 
 }  // namespace
 
-std::vector<KernelSpec> GenerateTextureGroup(const Chain& nodes, const std::string& name) {
+std::vector<KernelSpec> GenerateTextureGroup(const Chain& nodes, const std::string& name,
+                                             const Target& target) {
   const ir::Node& anchor = *nodes[0];
   Chain chain(nodes.begin() + 1, nodes.end());
   for (const ir::Node* n : nodes)
     for (const ir::Value* v : n->outputs)
       if (v->type.dtype != DType::kFloat32 || v->type.shape.size() != 4)
         Fail(ErrorCode::kUnsupported, "texture kernels compute 4-D f32 tensors");
-  if (anchor.op == ir::OpKind::kConv) return {ConvTexture(anchor, name, chain)};
+  if (anchor.op == ir::OpKind::kConv) return {ConvTexture(anchor, name, chain, target)};
   if (anchor.op == ir::OpKind::kMaxPool || anchor.op == ir::OpKind::kAveragePool)
-    return {PoolTexture(anchor, name, chain)};
+    return {PoolTexture(anchor, name, chain, target)};
+  if (anchor.info().cls == ir::OpClass::kReduce)
+    return {ReduceTexture(anchor, name, chain, target)};
   if (anchor.info().cls == ir::OpClass::kUnary || anchor.info().cls == ir::OpClass::kBinary) {
     const Shape& y = nodes.back()->outputs[0]->type.shape;
     for (const ir::Value* v : anchor.inputs)
-      if (v->is_image() && v->type.shape == y) return {ElementwiseTexture(nodes, v, name)};
+      if (v->is_image() && v->type.shape == y) return {ElementwiseTexture(nodes, v, name, target)};
   }
   Fail(ErrorCode::kUnsupported, "no texture kernel for {}", OpName(anchor.op));
 }
 
-std::vector<KernelSpec> GenerateStorageConversion(const ir::Node& n, const std::string& name) {
+std::vector<KernelSpec> GenerateStorageConversion(const ir::Node& n, const std::string& name,
+                                                  const Target& target) {
   const ir::Value* in = n.inputs[0];
   const ir::Value* out = n.outputs[0];
   const Shape& y = out->type.shape;
@@ -186,16 +228,13 @@ std::vector<KernelSpec> GenerateStorageConversion(const ir::Node& n, const std::
   KernelSource src(name, "texture_copy");
   src.Define("MODE", out->is_image() ? 1 : 2).Define("C", y[1]).Define("C4", (y[1] + 3) / 4);
   src.Define("H", y[2]).Define("W", y[3]);
-  if (out->is_image()) return {Finish(src, name, out, {}, Param(in, "x", false), {in->id}, 0)};
+  if (out->is_image())
+    return {Finish(src, name, out, {}, Param(in, "x", false), {in->id}, 0, target)};
   // To a buffer: no chain, the template scatters the texel itself.
   KernelSpec spec;
   spec.name = name;
   spec.args = {in->id, out->id};
-  src.Prelude(
-      fmt::format("__constant sampler_t {}_smp = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | "
-                  "CLK_FILTER_NEAREST;\n",
-                  name));
-  src.Define("SMP", name + "_smp");
+  DefineAccessors(src, name, in->half_texels, target);
   src.Define("PARAMS", Param(in, "x", false) + ", " + Param(out, "out", true));
   spec.source = src.Render();
   spec.global = {RoundUp(static_cast<size_t>(y[3]), 8), RoundUp(static_cast<size_t>(y[2]), 8),

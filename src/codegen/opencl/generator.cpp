@@ -59,8 +59,9 @@ std::vector<KernelSpec> GenerateGroup(const Chain& nodes, const std::string& ker
         if (v->type.dtype == DType::kFloat64 && !target.fp64)
           Fail(ErrorCode::kUnsupported, "f64 tensors need a device with cl_khr_fp64");
   const ir::Node& node = *nodes[0];
-  if (node.op == ir::OpKind::kConvertStorage) return GenerateStorageConversion(node, kernel_name);
-  if (nodes.back()->outputs[0]->is_image()) return GenerateTextureGroup(nodes, kernel_name);
+  if (node.op == ir::OpKind::kConvertStorage)
+    return GenerateStorageConversion(node, kernel_name, target);
+  if (nodes.back()->outputs[0]->is_image()) return GenerateTextureGroup(nodes, kernel_name, target);
   Chain epilogue(nodes.begin() + 1, nodes.end());
   switch (node.info().cls) {
     case ir::OpClass::kUnary:

@@ -22,6 +22,7 @@ struct Target {
   uint64_t local_mem_bytes = 32 * 1024;
   size_t max_work_group_size = 256;
   uint32_t warp_size = 0;  // NVIDIA's warp (cl_nv_device_attribute_query); 0 when unknown
+  bool fp16 = false;       // cl_khr_fp16: f16 images are read and written with read_imageh
 };
 
 // The kernels of one node or group, run in order (most are one kernel; GEMMs split along K are
@@ -53,11 +54,13 @@ KernelSpec GenerateReduce(const ir::Node& node, const std::string& kernel_name,
 KernelSpec GenerateSoftmax(const ir::Node& node, const std::string& kernel_name,
                            const Target& target);
 // Texture storage (generate_texture.cpp): the kernel of a group whose result is an image (a
-// Conv, MaxPool, AveragePool or elementwise anchor and its chain), and a ConvertStorage node's.
+// Conv, MaxPool, AveragePool, spatial reduction or elementwise anchor and its chain), and a
+// ConvertStorage node's.
 std::vector<KernelSpec> GenerateTextureGroup(const std::vector<const ir::Node*>& nodes,
-                                             const std::string& kernel_name);
+                                             const std::string& kernel_name, const Target& target);
 std::vector<KernelSpec> GenerateStorageConversion(const ir::Node& node,
-                                                  const std::string& kernel_name);
+                                                  const std::string& kernel_name,
+                                                  const Target& target);
 KernelSpec GenerateNonMaxSuppression(const ir::Node& node, const std::string& kernel_name);
 
 // The pointwise body of a Resize node (generate_resize.cpp).

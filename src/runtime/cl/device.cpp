@@ -135,6 +135,9 @@ DeviceInfo QueryDevice(cl_platform_id platform, cl_device_id device) {
 
   cl_bool b = CL_FALSE;
   if (DeviceValue(device, CL_DEVICE_IMAGE_SUPPORT, &b)) d.image_support = b == CL_TRUE;
+  // TEXEL_IMAGES=off: act as a device without images (tests of --storage on such devices).
+  if (const char* env = std::getenv("TEXEL_IMAGES"); env && std::string_view(env) == "off")
+    d.image_support = false;
   if (d.image_support) {
     DeviceValue(device, CL_DEVICE_IMAGE2D_MAX_WIDTH, &d.image2d_max_width);
     DeviceValue(device, CL_DEVICE_IMAGE2D_MAX_HEIGHT, &d.image2d_max_height);

@@ -6,7 +6,8 @@
 // pool reuses images), so the sampler's border is not relied on there. Input channels past
 // C_IN read zero texels (padded lanes written as zeros; weight columns past the weight image's
 // width read the CLAMP border, zero), so they add nothing.
-// Parameters: KERNEL_NAME; SMP (program-scope sampler); PARAMS (x, w[, bias], out, extra
+// Parameters: KERNEL_NAME; READ_TEXEL(img, pos) (a float4, through the program-scope sampler);
+// PARAMS (x, w[, bias], out, extra
 // operands, qualifiers inferred); C_IN4, C_OUT4; IH, IW, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW;
 // DEPTHWISE; BIAS4(c4) (the bias of 4 output channels, zeros without one); STORE_TEXEL(acc, n,
 // c4, h, w) (applies the fused epilogue per lane and writes the texel).
@@ -22,16 +23,16 @@ __kernel void KERNEL_NAME(PARAMS) {
       const int iw = ow * SW - PW + kw * DW;
       if (iw < 0 || iw >= IW) continue;
 #if DEPTHWISE
-      const float4 xv = read_imagef(x, SMP, (int2)(iw, (n * C_IN4 + c4) * IH + ih));
-      acc = mad(xv, read_imagef(w, SMP, (int2)(kh * KW + kw, c4)), acc);
+      const float4 xv = READ_TEXEL(x, (int2)(iw, (n * C_IN4 + c4) * IH + ih));
+      acc = mad(xv, READ_TEXEL(w, (int2)(kh * KW + kw, c4)), acc);
 #else
       for (int i4 = 0; i4 < C_IN4; ++i4) {
-        const float4 xv = read_imagef(x, SMP, (int2)(iw, (n * C_IN4 + i4) * IH + ih));
+        const float4 xv = READ_TEXEL(x, (int2)(iw, (n * C_IN4 + i4) * IH + ih));
         const int wx = (i4 * 4 * KH + kh) * KW + kw;
-        acc = mad(xv.x, read_imagef(w, SMP, (int2)(wx, c4)), acc);
-        acc = mad(xv.y, read_imagef(w, SMP, (int2)(wx + KH * KW, c4)), acc);
-        acc = mad(xv.z, read_imagef(w, SMP, (int2)(wx + 2 * KH * KW, c4)), acc);
-        acc = mad(xv.w, read_imagef(w, SMP, (int2)(wx + 3 * KH * KW, c4)), acc);
+        acc = mad(xv.x, READ_TEXEL(w, (int2)(wx, c4)), acc);
+        acc = mad(xv.y, READ_TEXEL(w, (int2)(wx + KH * KW, c4)), acc);
+        acc = mad(xv.z, READ_TEXEL(w, (int2)(wx + 2 * KH * KW, c4)), acc);
+        acc = mad(xv.w, READ_TEXEL(w, (int2)(wx + 3 * KH * KW, c4)), acc);
       }
 #endif
     }

@@ -3,7 +3,7 @@
 //   MODE 0, elementwise: the texel of `x` at the same place goes through the fused chain.
 //   MODE 1, to texture: 4 channels gathered from the row-major buffer `x` (zeros past C).
 //   MODE 2, to buffer: the texel of image `x` scattered into the row-major buffer `out`.
-// Parameters: KERNEL_NAME; SMP; PARAMS; MODE; C, C4, H, W; STORE_TEXEL(acc, n, c4, h, w)
+// Parameters: KERNEL_NAME; READ_TEXEL(img, pos); PARAMS; MODE; C, C4, H, W; STORE_TEXEL(acc, n, c4, h, w)
 // (modes 0 and 1).
 __kernel void KERNEL_NAME(PARAMS) {
   const int w = get_global_id(0), h = get_global_id(1), z = get_global_id(2);
@@ -12,7 +12,7 @@ __kernel void KERNEL_NAME(PARAMS) {
   const int2 pos = (int2)(w, z * H + h);
   const long i0 = (((long)n * C + c4 * 4) * H + h) * W + w, plane = (long)H * W;
 #if MODE == 0
-  STORE_TEXEL(read_imagef(x, SMP, pos), n, c4, h, w);
+  STORE_TEXEL(READ_TEXEL(x, pos), n, c4, h, w);
 #elif MODE == 1
   float4 v;
   v.x = x[i0];
@@ -21,7 +21,7 @@ __kernel void KERNEL_NAME(PARAMS) {
   v.w = c4 * 4 + 3 < C ? x[i0 + 3 * plane] : 0.0f;
   STORE_TEXEL(v, n, c4, h, w);
 #else
-  const float4 v = read_imagef(x, SMP, pos);
+  const float4 v = READ_TEXEL(x, pos);
   out[i0] = v.x;
   if (c4 * 4 + 1 < C) out[i0 + plane] = v.y;
   if (c4 * 4 + 2 < C) out[i0 + 2 * plane] = v.z;
