@@ -5,7 +5,6 @@
 // and times all configurations interleaved, run by run, so that they see the same machine
 // state: a difference between them is then theirs, not the host's drift between processes.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 
@@ -120,23 +119,13 @@ Variant CompileVariant(const BenchArgs& a, const ModelSession& ms, const std::st
   return v;
 }
 
-// Times the main session and each variant `repeat` times, one run of each in turn, after
-// `warmup` runs of each; prints one row per configuration and returns the main one's times.
+// Times the main session and each variant (TimeExecutions: one run of each in turn); prints one
+// row per configuration and returns the main one's times.
 std::vector<double> TimeInterleaved(const BenchArgs& a, const ModelSession& ms,
                                     std::vector<Variant>& variants) {
   std::vector<runtime::Session*> sessions = {ms.session.get()};
   for (Variant& v : variants) sessions.push_back(v.session.get());
-  std::vector<std::vector<double>> ms_of(sessions.size());
-  for (int i = 0; i < a.warmup; ++i)
-    for (runtime::Session* s : sessions) s->Execute();
-  for (int r = 0; r < a.repeat; ++r)
-    for (size_t i = 0; i < sessions.size(); ++i) {
-      auto t0 = std::chrono::steady_clock::now();
-      sessions[i]->Execute();
-      ms_of[i].push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-  for (auto& t : ms_of) std::sort(t.begin(), t.end());
+  std::vector<std::vector<double>> ms_of = TimeExecutions(sessions, a.warmup, a.repeat);
   double base = ms_of[0][ms_of[0].size() / 2];
   std::printf(
       "vs       interleaved, %d runs each after %d warm-up: median ms (min), ratio to "
@@ -167,7 +156,7 @@ int Bench(const BenchArgs& a) {
   // per-kernel times, so that requesting events does not weigh on the latency.
   std::vector<Variant> variants;
   for (const std::string& flags : a.vs) variants.push_back(CompileVariant(a, ms, flags));
-  std::vector<double> latency = variants.empty() ? TimeExecutions(session, a.warmup, a.repeat)
+  std::vector<double> latency = variants.empty() ? TimeExecutions({&session}, a.warmup, a.repeat)[0]
                                                  : TimeInterleaved(a, ms, variants);
   std::vector<std::vector<double>> step_ms(plan.steps.size());
   std::vector<runtime::StepTiming> timings;

@@ -131,16 +131,19 @@ ModelSession OpenModelSession(const ModelArgs& a) {
   return ms;
 }
 
-std::vector<double> TimeExecutions(runtime::Session& session, int warmup, int repeat) {
-  for (int i = 0; i < warmup; ++i) session.Execute();
-  std::vector<double> ms;
-  for (int i = 0; i < std::max(repeat, 1); ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    session.Execute();
-    ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
+std::vector<std::vector<double>> TimeExecutions(const std::vector<runtime::Session*>& sessions,
+                                                int warmup, int repeat) {
+  for (int i = 0; i < warmup; ++i)
+    for (runtime::Session* s : sessions) s->Execute();
+  std::vector<std::vector<double>> ms(sessions.size());
+  for (int r = 0; r < std::max(repeat, 1); ++r)
+    for (size_t i = 0; i < sessions.size(); ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      sessions[i]->Execute();
+      ms[i].push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+  for (auto& t : ms) std::sort(t.begin(), t.end());
   return ms;
 }
 

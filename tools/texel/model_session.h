@@ -51,9 +51,11 @@ struct ModelSession {
 // seeded random values), printing a "device", a "model" and one "input" line each.
 ModelSession OpenModelSession(const ModelArgs& a);
 
-// Host wall-clock milliseconds of `repeat` (at least 1) executions after `warmup` untimed ones,
-// sorted ascending. Profiling events are not requested, so they cost nothing here.
-std::vector<double> TimeExecutions(runtime::Session& session, int warmup, int repeat);
+// Host wall-clock milliseconds of `repeat` (at least 1) executions of each session after
+// `warmup` untimed ones, one run of each in turn (so that all see the same machine state); per
+// session, sorted ascending. Profiling events are not requested, so they cost nothing here.
+std::vector<std::vector<double>> TimeExecutions(const std::vector<runtime::Session*>& sessions,
+                                                int warmup, int repeat);
 
 // "812 B", "4.0 KiB", "6.02 MiB".
 std::string FormatBytes(int64_t bytes);

@@ -88,6 +88,13 @@ void DefineStoreTexel(KernelSource& src, const std::string& name, const ir::Valu
              fmt::format("{}_store(out, acc, n, c4, h, w{})", name, extra));
 }
 
+// One work-item per texel of a 4-D value's NCHW4c image, in 8x8 work-groups.
+void LaunchOverTexels(const Shape& y, KernelSpec& spec) {
+  spec.global = {RoundUp(static_cast<size_t>(y[3]), 8), RoundUp(static_cast<size_t>(y[2]), 8),
+                 static_cast<size_t>(y[0] * ((y[1] + 3) / 4))};
+  spec.local = {8, 8, 1};
+}
+
 // Finishes a texture kernel: its own parameters `params` (inputs, then out), the chain's, the
 // output argument retargeted to the chain's result, the launch over output texels.
 KernelSpec Finish(KernelSource& src, const std::string& name, const ir::Value* seed,
@@ -104,9 +111,7 @@ KernelSpec Finish(KernelSource& src, const std::string& name, const ir::Value* s
   src.Define("PARAMS", params);
   const Shape& y = out->type.shape;
   spec.source = src.Render();
-  spec.global = {RoundUp(static_cast<size_t>(y[3]), 8), RoundUp(static_cast<size_t>(y[2]), 8),
-                 static_cast<size_t>(y[0] * ((y[1] + 3) / 4))};
-  spec.local = {8, 8, 1};
+  LaunchOverTexels(y, spec);
   spec.flops = flops;
   return spec;
 }
@@ -237,9 +242,7 @@ std::vector<KernelSpec> GenerateStorageConversion(const ir::Node& n, const std::
   DefineAccessors(src, name, in->half_texels, target);
   src.Define("PARAMS", Param(in, "x", false) + ", " + Param(out, "out", true));
   spec.source = src.Render();
-  spec.global = {RoundUp(static_cast<size_t>(y[3]), 8), RoundUp(static_cast<size_t>(y[2]), 8),
-                 static_cast<size_t>(y[0] * ((y[1] + 3) / 4))};
-  spec.local = {8, 8, 1};
+  LaunchOverTexels(y, spec);
   return {spec};
 }
 

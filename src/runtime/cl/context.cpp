@@ -267,38 +267,40 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
   return *this;
 }
 
-void Buffer::Write(const Context& ctx, const void* src, size_t bytes, size_t offset) const {
-  TEXEL_CHECK(offset <= bytes_ && bytes <= bytes_ - offset, "write of {} bytes at {} into {}",
-              bytes, offset, bytes_);
+namespace {
+
+// One blocking copy between the host and b: a byte range of a buffer, or a whole image.
+void Transfer(const Context& ctx, const Buffer& b, bool write, void* host, size_t bytes,
+              size_t offset) {
+  TEXEL_CHECK(offset <= b.bytes() && bytes <= b.bytes() - offset, "{} of {} bytes at {} of {}",
+              write ? "write" : "read", bytes, offset, b.bytes());
   if (bytes == 0) return;
   ++ctx.counters().transfers;
-  if (is_image()) {
-    TEXEL_CHECK(offset == 0 && bytes == bytes_, "images are written whole");
-    size_t origin[3] = {0, 0, 0}, region[3] = {width_, height_, 1};
-    CheckCL(clEnqueueWriteImage(ctx.queue(), mem_, CL_TRUE, origin, region, 0, 0, src, 0, nullptr,
-                                nullptr),
-            "clEnqueueWriteImage");
+  if (b.is_image()) {
+    TEXEL_CHECK(offset == 0 && bytes == b.bytes(), "images are copied whole");
+    size_t origin[3] = {0, 0, 0}, region[3] = {b.width(), b.height(), 1};
+    CheckCL(write ? clEnqueueWriteImage(ctx.queue(), b.mem(), CL_TRUE, origin, region, 0, 0, host,
+                                        0, nullptr, nullptr)
+                  : clEnqueueReadImage(ctx.queue(), b.mem(), CL_TRUE, origin, region, 0, 0, host, 0,
+                                       nullptr, nullptr),
+            write ? "clEnqueueWriteImage" : "clEnqueueReadImage");
     return;
   }
-  CheckCL(clEnqueueWriteBuffer(ctx.queue(), mem_, CL_TRUE, offset, bytes, src, 0, nullptr, nullptr),
-          "clEnqueueWriteBuffer");
+  CheckCL(write ? clEnqueueWriteBuffer(ctx.queue(), b.mem(), CL_TRUE, offset, bytes, host, 0,
+                                       nullptr, nullptr)
+                : clEnqueueReadBuffer(ctx.queue(), b.mem(), CL_TRUE, offset, bytes, host, 0,
+                                      nullptr, nullptr),
+          write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer");
+}
+
+}  // namespace
+
+void Buffer::Write(const Context& ctx, const void* src, size_t bytes, size_t offset) const {
+  Transfer(ctx, *this, true, const_cast<void*>(src), bytes, offset);  // OpenCL reads src only
 }
 
 void Buffer::Read(const Context& ctx, void* dst, size_t bytes, size_t offset) const {
-  TEXEL_CHECK(offset <= bytes_ && bytes <= bytes_ - offset, "read of {} bytes at {} from {}", bytes,
-              offset, bytes_);
-  if (bytes == 0) return;
-  ++ctx.counters().transfers;
-  if (is_image()) {
-    TEXEL_CHECK(offset == 0 && bytes == bytes_, "images are read whole");
-    size_t origin[3] = {0, 0, 0}, region[3] = {width_, height_, 1};
-    CheckCL(clEnqueueReadImage(ctx.queue(), mem_, CL_TRUE, origin, region, 0, 0, dst, 0, nullptr,
-                               nullptr),
-            "clEnqueueReadImage");
-    return;
-  }
-  CheckCL(clEnqueueReadBuffer(ctx.queue(), mem_, CL_TRUE, offset, bytes, dst, 0, nullptr, nullptr),
-          "clEnqueueReadBuffer");
+  Transfer(ctx, *this, false, dst, bytes, offset);
 }
 
 // ---- Event ----
