@@ -1,16 +1,62 @@
 #include "api/compiler.h"
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 
 #include "api/measure.h"
 #include "backends/lower.h"
+#include "frontend/linalg/importer.h"
 #include "runtime/memory_plan.h"
 
 namespace texel {
 
+namespace {
+
+// The first bytes of a file (enough for LooksLikeLinalg); empty when it cannot be read, which
+// the ONNX frontend then reports.
+std::string FilePrefix(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string prefix(4096, '\0');
+  f.read(prefix.data(), static_cast<std::streamsize>(prefix.size()));
+  prefix.resize(f ? prefix.size() : static_cast<size_t>(std::max<std::streamsize>(f.gcount(), 0)));
+  return prefix;
+}
+
+// CompileGraph on what import() returns; compile_ms includes the import.
+CompiledModel ImportAndCompile(const std::function<std::unique_ptr<ir::Graph>()>& import,
+                               std::shared_ptr<cl::Context> ctx, const CompileOptions& options) {
+  auto t0 = std::chrono::steady_clock::now();
+  CompiledModel m = CompileGraph(import(), std::move(ctx), options);
+  m.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return m;
+}
+
+}  // namespace
+
+std::unique_ptr<ir::Graph> ImportModelFile(const std::string& path,
+                                           const onnx_frontend::ImportOptions& options) {
+  std::error_code ec;
+  bool mlir = std::filesystem::path(path).extension() == ".mlir" ||
+              (std::filesystem::is_regular_file(path, ec) &&
+               linalg_frontend::LooksLikeLinalg(FilePrefix(path)));
+  if (mlir) return linalg_frontend::ImportLinalgFile(path, options);
+  return onnx_frontend::ImportOnnxFile(path, options);
+}
+
+std::unique_ptr<ir::Graph> ImportModelBytes(const std::string& bytes, const std::string& base_dir,
+                                            const onnx_frontend::ImportOptions& options) {
+  if (linalg_frontend::LooksLikeLinalg(bytes))
+    return linalg_frontend::ImportLinalgText(bytes, "<memory>", options);
+  return onnx_frontend::ImportOnnxBytes(bytes, base_dir, options);
+}
+
 std::unique_ptr<ir::Graph> ImportAndOptimize(const std::string& model_path,
                                              const CompileOptions& options) {
-  auto graph = onnx_frontend::ImportOnnxFile(model_path, options.import);
+  auto graph = ImportModelFile(model_path, options.import);
   passes::RunPipeline(*graph, passes::PassContext{}, options.after_pass);
   return graph;
 }
@@ -48,12 +94,14 @@ CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl:
 
 CompiledModel Compile(const std::string& model_path, std::shared_ptr<cl::Context> ctx,
                       const CompileOptions& options) {
-  auto t0 = std::chrono::steady_clock::now();
-  auto graph = onnx_frontend::ImportOnnxFile(model_path, options.import);
-  CompiledModel m = CompileGraph(std::move(graph), std::move(ctx), options);
-  m.compile_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  return m;
+  return ImportAndCompile([&] { return ImportModelFile(model_path, options.import); },
+                          std::move(ctx), options);
+}
+
+CompiledModel CompileBytes(const std::string& bytes, std::shared_ptr<cl::Context> ctx,
+                           const CompileOptions& options) {
+  return ImportAndCompile([&] { return ImportModelBytes(bytes, ".", options.import); },
+                          std::move(ctx), options);
 }
 
 }  // namespace texel

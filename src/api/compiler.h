@@ -1,6 +1,7 @@
-// The compiler driver: ONNX file -> Graph (frontend) -> passes -> Plan (backends) ->
-// Executable (runtime). The C++ API and the CLI are thin layers over it.
-// Thread safety: Compile() is reentrant; see runtime/executable.h for what it returns.
+// The compiler driver: ONNX model or linalg fragment -> Graph (frontend) -> passes -> Plan
+// (backends) -> Executable (runtime). The C++ API and the CLI are thin layers over it.
+// Thread safety: Compile() is reentrant; see runtime/executable.h and runtime/session.h for what it
+// returns.
 #pragma once
 
 #include <functional>
@@ -10,7 +11,7 @@
 
 #include "frontend/onnx/importer.h"
 #include "passes/pipeline.h"
-#include "runtime/executable.h"
+#include "runtime/session.h"
 
 namespace texel {
 
@@ -32,6 +33,14 @@ struct CompiledModel {
   double compile_ms = 0;
 };
 
+// Imports a model with the frontend its content calls for: a linalg fragment (MLIR text; a
+// `.mlir` file, or text that linalg_frontend::LooksLikeLinalg accepts) or an ONNX model.
+std::unique_ptr<ir::Graph> ImportModelFile(const std::string& path,
+                                           const onnx_frontend::ImportOptions& options);
+// The same for a model in memory; base_dir: where ONNX external data files are looked up.
+std::unique_ptr<ir::Graph> ImportModelBytes(const std::string& bytes, const std::string& base_dir,
+                                            const onnx_frontend::ImportOptions& options);
+
 // Frontend and device-independent passes only (no device needed): for --print-ir.
 std::unique_ptr<ir::Graph> ImportAndOptimize(const std::string& model_path,
                                              const CompileOptions& options);
@@ -39,6 +48,10 @@ std::unique_ptr<ir::Graph> ImportAndOptimize(const std::string& model_path,
 // The whole pipeline for ctx's device. The program binary cache is the default one.
 CompiledModel Compile(const std::string& model_path, std::shared_ptr<cl::Context> ctx,
                       const CompileOptions& options);
+
+// Compile for a model in memory: ONNX bytes or fragment text (for the C API).
+CompiledModel CompileBytes(const std::string& bytes, std::shared_ptr<cl::Context> ctx,
+                           const CompileOptions& options);
 
 // Lowers an already imported graph (passes run here) for ctx's device.
 CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl::Context> ctx,

@@ -11,7 +11,7 @@
 #include "backends/lower.h"
 #include "core/sha256.h"
 #include "ir/printer.h"
-#include "runtime/executable.h"
+#include "runtime/session.h"
 
 namespace texel {
 namespace {

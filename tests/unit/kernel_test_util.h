@@ -17,7 +17,7 @@
 #include "ir/graph.h"
 #include "runtime/cl/context.h"
 #include "runtime/cl/device.h"
-#include "runtime/executable.h"
+#include "runtime/session.h"
 
 namespace texel::testing {
 

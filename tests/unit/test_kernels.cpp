@@ -18,7 +18,7 @@
 #include "kernel_test_util.h"
 #include "runtime/cl/context.h"
 #include "runtime/cl/device.h"
-#include "runtime/executable.h"
+#include "runtime/session.h"
 
 namespace texel {
 namespace {

@@ -18,7 +18,7 @@
 #include "api/compiler.h"
 #include "ir/graph.h"
 #include "kernel_test_util.h"
-#include "runtime/executable.h"
+#include "runtime/session.h"
 
 namespace texel {
 namespace {

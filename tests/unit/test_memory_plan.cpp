@@ -11,8 +11,8 @@
 #include "api/compiler.h"
 #include "ir/graph.h"
 #include "kernel_test_util.h"
-#include "runtime/executable.h"
 #include "runtime/memory_plan.h"
+#include "runtime/session.h"
 
 namespace texel::runtime {
 namespace {

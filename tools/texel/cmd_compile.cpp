@@ -87,7 +87,7 @@ int RunCompile(const CompileArgs& a) {
 Runner AddCompileCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("compile", "Compile a model and show the IR, stats or kernels");
   auto a = std::make_shared<CompileArgs>();
-  cmd->add_option("model", a->model, "ONNX model file")->required();
+  cmd->add_option("model", a->model, "ONNX model or linalg fragment (.mlir) file")->required();
   cmd->add_flag("--print-ir", a->print_ir, "print the IR after the whole pipeline");
   cmd->add_option("--print-ir-after", a->print_after, "print the IR after pass NAME");
   cmd->add_flag("--stats", a->stats, "print each pass's statistics");

@@ -86,7 +86,7 @@ int RunPartition(const PartitionArgs& a) {
 Runner AddPartitionCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("partition", "Show which backend runs each node, and why");
   auto a = std::make_shared<PartitionArgs>();
-  cmd->add_option("model", a->model, "ONNX model file")->required();
+  cmd->add_option("model", a->model, "ONNX model or linalg fragment (.mlir) file")->required();
   cmd->add_option("--dot", a->dot, "write the graph coloured by backend to FILE (Graphviz)");
   AddCompilerFlags(cmd, &a->compile);
   cmd->add_option("--device,-d", a->device, "gpu, cpu, P:D or a name substring");

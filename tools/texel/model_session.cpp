@@ -83,7 +83,7 @@ CompileOptions ToCompileOptions(const CompilerFlags& f) {
 }
 
 void AddModelOptions(CLI::App* cmd, ModelArgs* a) {
-  cmd->add_option("model", a->model, "ONNX model file")->required();
+  cmd->add_option("model", a->model, "ONNX model or linalg fragment (.mlir) file")->required();
   cmd->add_option("--input,-i", a->inputs, "NAME=FILE.npy (repeatable); others are random");
   AddCompilerFlags(cmd, &a->compile);
   cmd->add_option("--device,-d", a->device, "gpu, cpu, P:D or a name substring (env TEXEL_DEVICE)");

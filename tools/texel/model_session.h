@@ -11,7 +11,7 @@
 #include "api/compiler.h"
 #include "commands.h"
 #include "runtime/cl/device.h"
-#include "runtime/executable.h"
+#include "runtime/session.h"
 
 namespace texel::cli {
 

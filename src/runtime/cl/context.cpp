@@ -193,6 +193,49 @@ Context::Context(const DeviceInfo& info) : info_(info) {
   }
 }
 
+Context::Context(cl_context context, cl_device_id device, cl_command_queue queue) : adopted_(true) {
+  if (!context || !device || !queue)
+    Fail(ErrorCode::kInvalidArgument,
+         "adopting a context needs a cl_context, a cl_device_id and a "
+         "cl_command_queue; the {} is null",
+         !context  ? "cl_context"
+         : !device ? "cl_device_id"
+                   : "cl_command_queue");
+  cl_uint num_devices = 0;
+  CheckCL(
+      clGetContextInfo(context, CL_CONTEXT_NUM_DEVICES, sizeof(num_devices), &num_devices, nullptr),
+      "clGetContextInfo(CL_CONTEXT_NUM_DEVICES) on the adopted context");
+  std::vector<cl_device_id> devices(num_devices);
+  CheckCL(clGetContextInfo(context, CL_CONTEXT_DEVICES, num_devices * sizeof(cl_device_id),
+                           devices.data(), nullptr),
+          "clGetContextInfo(CL_CONTEXT_DEVICES)");
+  if (std::find(devices.begin(), devices.end(), device) == devices.end())
+    Fail(ErrorCode::kInvalidArgument, "the adopted device is not one of the context's {} device(s)",
+         num_devices);
+  cl_context queue_context = nullptr;
+  cl_device_id queue_device = nullptr;
+  cl_command_queue_properties props = 0;
+  CheckCL(clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof(queue_context), &queue_context,
+                                nullptr),
+          "clGetCommandQueueInfo(CL_QUEUE_CONTEXT) on the adopted queue");
+  if (queue_context != context)
+    Fail(ErrorCode::kInvalidArgument, "the adopted queue belongs to another OpenCL context");
+  CheckCL(
+      clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof(queue_device), &queue_device, nullptr),
+      "clGetCommandQueueInfo(CL_QUEUE_DEVICE)");
+  if (queue_device != device)
+    Fail(ErrorCode::kInvalidArgument, "the adopted queue is on another device");
+  CheckCL(clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof(props), &props, nullptr),
+          "clGetCommandQueueInfo(CL_QUEUE_PROPERTIES)");
+  info_ = DescribeDevice(device);
+  out_of_order_ = (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) != 0;
+  profiling_ = (props & CL_QUEUE_PROFILING_ENABLE) != 0;
+  CheckCL(clRetainContext(context), "clRetainContext");
+  context_ = context;
+  CheckCL(clRetainCommandQueue(queue), "clRetainCommandQueue");
+  queue_ = queue;
+}
+
 Context::~Context() {
   if (queue_ != nullptr) clReleaseCommandQueue(queue_);
   if (context_ != nullptr) clReleaseContext(context_);
@@ -243,6 +286,13 @@ Buffer Buffer::Image2D(const Context& ctx, size_t width, size_t height, bool hal
   b.bytes_ = width * height * 4 * (half ? 2 : 4);
   b.width_ = width;
   b.height_ = height;
+  return b;
+}
+
+Buffer Buffer::Adopt(cl_mem mem, size_t bytes) {
+  Buffer b;
+  b.mem_ = mem;
+  b.bytes_ = bytes;
   return b;
 }
 
@@ -368,6 +418,11 @@ void Kernel::SetArg(unsigned index, const Buffer& b) {
           fmt::format("clSetKernelArg('{}', {})", name_, index));
 }
 
+void Kernel::SetArgSvm(unsigned index, const void* pointer) {
+  CheckCL(clSetKernelArgSVMPointer(kernel_, index, pointer),
+          fmt::format("clSetKernelArgSVMPointer('{}', {})", name_, index));
+}
+
 void Kernel::SetArg(unsigned index, size_t bytes, const void* value) {
   CheckCL(clSetKernelArg(kernel_, index, bytes, value),
           fmt::format("clSetKernelArg('{}', {})", name_, index));
@@ -376,17 +431,17 @@ void Kernel::SetArg(unsigned index, size_t bytes, const void* value) {
 // ---- Launch ----
 
 void Launch(const Context& ctx, const Kernel& k, const std::vector<size_t>& global,
-            const std::vector<size_t>& local, Event* event) {
+            const std::vector<size_t>& local, Event* event, const std::vector<cl_event>& wait) {
   TEXEL_CHECK(!global.empty() && global.size() <= 3, "kernel '{}': {} global dims", k.name(),
               global.size());
   TEXEL_CHECK(local.empty() || local.size() == global.size(),
               "kernel '{}': {} local dims for {} global dims", k.name(), local.size(),
               global.size());
   if (event != nullptr) *event = Event();
-  cl_int err =
-      clEnqueueNDRangeKernel(ctx.queue(), k.get(), static_cast<cl_uint>(global.size()), nullptr,
-                             global.data(), local.empty() ? nullptr : local.data(), 0, nullptr,
-                             event != nullptr ? event->out() : nullptr);
+  cl_int err = clEnqueueNDRangeKernel(
+      ctx.queue(), k.get(), static_cast<cl_uint>(global.size()), nullptr, global.data(),
+      local.empty() ? nullptr : local.data(), static_cast<cl_uint>(wait.size()),
+      wait.empty() ? nullptr : wait.data(), event != nullptr ? event->out() : nullptr);
   if (err != CL_SUCCESS) {
     CheckCL(err, fmt::format("clEnqueueNDRangeKernel('{}', global {}, local {})", k.name(),
                              fmt::join(global, "x"),

@@ -1,5 +1,7 @@
-// Context: one cl_context and one in-order cl_command_queue on one device (profiling enabled),
-// plus thin RAII wrappers for buffers, programs, kernels and events.
+// Context: one cl_context and one cl_command_queue on one device, plus thin RAII wrappers for
+// buffers, programs, kernels and events. Either texel's own (created here: an in-order queue with
+// profiling) or adopted from a host framework (its context, device and queue, retained here and
+// released with the Context; the queue may be out-of-order and need not profile).
 // Lifetime: a Context must outlive every Buffer/Program/Kernel/Event made from it.
 // Thread safety: a Context may be shared; Buffers/Kernels are not synchronised (one per session).
 #pragma once
@@ -10,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "runtime/cl/device.h"
@@ -21,6 +24,9 @@ class ProgramCache;
 class Context {
  public:
   explicit Context(const DeviceInfo& info);
+  // Adopts a host's objects. Throws Error(kInvalidArgument) when one is null, the device is not
+  // one of the context's, or the queue belongs to another context or device.
+  Context(cl_context context, cl_device_id device, cl_command_queue queue);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
@@ -29,6 +35,9 @@ class Context {
   cl_context context() const { return context_; }
   cl_device_id device() const { return info_.device; }
   cl_command_queue queue() const { return queue_; }
+  bool adopted() const { return adopted_; }
+  bool out_of_order() const { return out_of_order_; }  // commands ordered only by events
+  bool profiling() const { return profiling_; }
   void Finish() const;
 
   // What texel's own calls made the host wait for: transfers between host and device memory
@@ -44,6 +53,7 @@ class Context {
   DeviceInfo info_;
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
+  bool adopted_ = false, out_of_order_ = false, profiling_ = true;
 };
 
 // A memory object: a buffer, or a 2D RGBA image (texture storage, core/texture_layout.h).
@@ -61,6 +71,8 @@ class Buffer {
   // A sub-buffer: bytes (> 0) of parent from offset, which must be a multiple of the device's
   // base address alignment. The parent must outlive it.
   Buffer(const Buffer& parent, size_t offset, size_t bytes);
+  // Takes ownership of mem (a buffer of bytes), released with the Buffer.
+  static Buffer Adopt(cl_mem mem, size_t bytes);
   ~Buffer();
   Buffer(Buffer&& o) noexcept;
   Buffer& operator=(Buffer&& o) noexcept;
@@ -85,6 +97,7 @@ class Event {
   Event& operator=(Event&& o) noexcept;
   cl_event get() const { return event_; }
   cl_event* out() { return &event_; }  // for clEnqueue*(..., out()); must be empty
+  cl_event release() { return std::exchange(event_, nullptr); }  // the caller owns it now
   void Wait() const;
   // Profiling: nanoseconds between CL_PROFILING_COMMAND_START and _END.
   uint64_t DurationNs() const;
@@ -104,16 +117,18 @@ class Kernel {
   const std::string& name() const { return name_; }
   void SetArg(unsigned index, const Buffer& b);
   void SetArg(unsigned index, size_t bytes, const void* value);
+  void SetArgSvm(unsigned index, const void* pointer);  // a coarse-grained SVM pointer
 
  private:
   cl_kernel kernel_ = nullptr;
   std::string name_;
 };
 
-// Enqueues kernel on ctx's queue. local may be empty (driver's choice). global is rounded up to
-// a multiple of local by the caller. Returns the event if want_event.
+// Enqueues kernel on ctx's queue after the events in wait. local may be empty (driver's
+// choice). global is rounded up to a multiple of local by the caller. Sets *event when given.
 void Launch(const Context& ctx, const Kernel& k, const std::vector<size_t>& global,
-            const std::vector<size_t>& local, Event* event = nullptr);
+            const std::vector<size_t>& local, Event* event = nullptr,
+            const std::vector<cl_event>& wait = {});
 
 class Program {
  public:

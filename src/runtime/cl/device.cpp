@@ -267,6 +267,16 @@ std::vector<DeviceInfo> ListDevices() {
   return result;
 }
 
+DeviceInfo DescribeDevice(cl_device_id device) {
+  // The listed entry carries the platform/device indices that labels and caches use.
+  for (DeviceInfo& d : ListDevices())
+    if (d.device == device) return d;
+  cl_platform_id platform = nullptr;
+  CheckCL(clGetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof(platform), &platform, nullptr),
+          "clGetDeviceInfo(CL_DEVICE_PLATFORM) on the adopted device");
+  return QueryDevice(platform, device);
+}
+
 DeviceInfo SelectDevice(std::string_view spec) {
   std::string chosen = Trim(std::string(spec));
   bool from_env = false;

@@ -44,6 +44,9 @@ struct DeviceInfo {
 // Every device of every platform. Returns an empty list when no platform is installed.
 std::vector<DeviceInfo> ListDevices();
 
+// The facts of a device handed over by a host, as ListDevices gives them.
+DeviceInfo DescribeDevice(cl_device_id device);
+
 // spec: "" (use env TEXEL_DEVICE, else the default), "gpu", "cpu", "P:D", or a case-insensitive
 // substring of the device name. Default: first GPU, else first CPU, else first device.
 // Throws Error(kNotFound) naming the spec and listing the available devices.

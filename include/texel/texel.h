@@ -1,0 +1,203 @@
+/* texel C API: compile a model (ONNX, or an MLIR linalg fragment) for an OpenCL device and run it,
+ * on texel's own context and queue or on a host framework's, reading and writing the host's
+ * memory in place.
+ *
+ * Conventions: every function returns a texel_status_t (TEXEL_OK on success); results come back
+ * through out_ parameters, which are left untouched on failure. texel_last_error() gives the
+ * message of the calling thread's last failure. Handles are reference counted: a create, adopt or
+ * compile function returns a handle holding one reference; _retain adds one, _release drops one,
+ * and the object goes when none is left (a model keeps its context, a session its model). Options
+ * structs are filled by their _init() function before fields are set.
+ *
+ * Thread safety: contexts and models may be used from any thread. A session is used by one
+ * thread at a time; several sessions of one model may run at once, on one queue.
+ *
+ * Ordering: texel_session_enqueue puts a run on the context's queue after the caller's events and
+ * returns an event that completes when the outputs are written; texel never calls clFinish on an
+ * adopted queue (texel_session_run waits for its own event only). On an out-of-order queue the
+ * run's commands are ordered by events. */
+#ifndef TEXEL_TEXEL_H_
+#define TEXEL_TEXEL_H_
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 300
+#endif
+#include <CL/cl.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TEXEL_API __attribute__((visibility("default")))
+
+typedef enum texel_status_t {
+  TEXEL_OK = 0,
+  TEXEL_ERROR_INVALID_ARGUMENT = 1, /* a null handle or pointer, a bad option, a wrong tensor */
+  TEXEL_ERROR_NOT_FOUND = 2,        /* a missing file, device, input or output name */
+  TEXEL_ERROR_INVALID_MODEL = 3,    /* a malformed or inconsistent model or fragment */
+  TEXEL_ERROR_UNSUPPORTED = 4,      /* valid, but not supported: op, memory kind, feature */
+  TEXEL_ERROR_DEVICE = 5,           /* an OpenCL call failed */
+  TEXEL_ERROR_BUILD = 6,            /* an OpenCL program failed to build */
+  TEXEL_ERROR_IO = 7,               /* a file system error */
+  TEXEL_ERROR_INTERNAL = 8          /* a bug in texel */
+} texel_status_t;
+
+/* "TEXEL_ERROR_INVALID_ARGUMENT", ... */
+TEXEL_API const char* texel_status_name(texel_status_t status);
+/* The calling thread's last failure message ("" when none); valid until its next texel call. */
+TEXEL_API const char* texel_last_error(void);
+
+typedef enum texel_dtype_t {
+  TEXEL_DTYPE_F32 = 0,
+  TEXEL_DTYPE_F16 = 1,
+  TEXEL_DTYPE_F64 = 2,
+  TEXEL_DTYPE_I8 = 3,
+  TEXEL_DTYPE_U8 = 4,
+  TEXEL_DTYPE_I16 = 5,
+  TEXEL_DTYPE_U16 = 6,
+  TEXEL_DTYPE_I32 = 7,
+  TEXEL_DTYPE_U32 = 8,
+  TEXEL_DTYPE_I64 = 9,
+  TEXEL_DTYPE_U64 = 10,
+  TEXEL_DTYPE_BOOL = 11
+} texel_dtype_t;
+
+/* ---- devices ---- */
+
+typedef struct texel_device_info_t {
+  char label[256]; /* "P:D name (platform)", as `texel devices` shows it */
+  char name[128];
+  char vendor[128];
+  char type[16]; /* "GPU", "CPU", "ACCELERATOR", "OTHER" */
+  cl_platform_id platform;
+  cl_device_id device;
+} texel_device_info_t;
+
+TEXEL_API texel_status_t texel_device_count(size_t* out_count);
+TEXEL_API texel_status_t texel_device_get_info(size_t index, texel_device_info_t* out_info);
+
+/* ---- contexts ---- */
+
+typedef struct texel_context_s* texel_context_t;
+
+typedef struct texel_context_options_t {
+  size_t struct_size;
+  const char* device; /* NULL or "": env TEXEL_DEVICE, else the first GPU, else the first CPU;
+                         "gpu", "cpu", "P:D" or a substring of the device name */
+} texel_context_options_t;
+
+TEXEL_API void texel_context_options_init(texel_context_options_t* options);
+/* A context of texel's own on the device options chooses (options may be NULL). */
+TEXEL_API texel_status_t texel_context_create(const texel_context_options_t* options,
+                                              texel_context_t* out_context);
+/* Adopts a host's context, device and queue (each retained until the texel context goes). The
+ * device must be one of the context's and the queue must be on both; it may be out-of-order. */
+TEXEL_API texel_status_t texel_context_adopt(cl_context context, cl_device_id device,
+                                             cl_command_queue queue, texel_context_t* out_context);
+TEXEL_API texel_status_t texel_context_retain(texel_context_t context);
+TEXEL_API texel_status_t texel_context_release(texel_context_t context);
+TEXEL_API texel_status_t texel_context_get_device_info(texel_context_t context,
+                                                       texel_device_info_t* out_info);
+TEXEL_API texel_status_t texel_context_get_queue(texel_context_t context,
+                                                 cl_command_queue* out_queue);
+
+/* What texel made the host wait for on this context, counted from its creation: copies between
+ * host and device memory, and waits for the device. */
+typedef struct texel_host_counters_t {
+  int64_t transfers;
+  int64_t syncs;
+} texel_host_counters_t;
+TEXEL_API texel_status_t texel_context_get_host_counters(texel_context_t context,
+                                                         texel_host_counters_t* out_counters);
+
+/* ---- models ---- */
+
+typedef struct texel_model_s* texel_model_t;
+
+typedef struct texel_compile_options_t {
+  size_t struct_size;
+  const char* backends;  /* NULL: "native"; else a comma list in order of preference,
+                            e.g. "clblast,native" */
+  const char* partition; /* NULL: "estimate"; "measure" or "first" */
+  const char* storage;   /* NULL: "buffer"; "texture" or "auto" */
+  int texture_fp16;      /* images with f16 channels */
+} texel_compile_options_t;
+
+TEXEL_API void texel_compile_options_init(texel_compile_options_t* options);
+/* An ONNX model (.onnx) or an MLIR linalg fragment (.mlir, or text that reads as one). */
+TEXEL_API texel_status_t texel_model_compile_file(texel_context_t context, const char* path,
+                                                  const texel_compile_options_t* options,
+                                                  texel_model_t* out_model);
+/* The same from memory: ONNX protobuf bytes or fragment text. */
+TEXEL_API texel_status_t texel_model_compile_memory(texel_context_t context, const void* data,
+                                                    size_t size,
+                                                    const texel_compile_options_t* options,
+                                                    texel_model_t* out_model);
+TEXEL_API texel_status_t texel_model_retain(texel_model_t model);
+TEXEL_API texel_status_t texel_model_release(texel_model_t model);
+
+#define TEXEL_MAX_RANK 8
+typedef struct texel_tensor_info_t {
+  const char* name; /* valid while the model lives */
+  texel_dtype_t dtype;
+  size_t rank;
+  int64_t shape[TEXEL_MAX_RANK];
+  size_t bytes;
+} texel_tensor_info_t;
+
+TEXEL_API texel_status_t texel_model_input_count(texel_model_t model, size_t* out_count);
+TEXEL_API texel_status_t texel_model_output_count(texel_model_t model, size_t* out_count);
+TEXEL_API texel_status_t texel_model_get_input(texel_model_t model, size_t index,
+                                               texel_tensor_info_t* out_info);
+TEXEL_API texel_status_t texel_model_get_output(texel_model_t model, size_t index,
+                                                texel_tensor_info_t* out_info);
+
+/* ---- sessions ---- */
+
+typedef struct texel_session_s* texel_session_t;
+
+/* The kind of memory a tensor is in: the caller says; texel never guesses from a pointer. */
+typedef enum texel_memory_kind_t {
+  TEXEL_MEMORY_HOST = 0,      /* host memory: copied in before a run and out after it */
+  TEXEL_MEMORY_CL_BUFFER = 1, /* a cl_mem buffer of the context, from byte `offset` */
+  TEXEL_MEMORY_SVM = 2,       /* a coarse-grained SVM pointer (clSVMAlloc), 16-byte aligned */
+  TEXEL_MEMORY_USM = 3        /* a USM pointer (cl_intel_unified_shared_memory), 16-byte aligned */
+} texel_memory_kind_t;
+
+typedef struct texel_tensor_t {
+  size_t struct_size;
+  texel_memory_kind_t kind;
+  cl_mem buffer; /* TEXEL_MEMORY_CL_BUFFER */
+  size_t offset; /* TEXEL_MEMORY_CL_BUFFER: bytes from the buffer's start */
+  void* pointer; /* TEXEL_MEMORY_HOST, _SVM, _USM */
+  size_t bytes;  /* TEXEL_MEMORY_HOST, _SVM, _USM: bytes available at pointer */
+} texel_tensor_t;
+
+TEXEL_API void texel_tensor_init(texel_tensor_t* tensor);
+
+TEXEL_API texel_status_t texel_session_create(texel_model_t model, texel_session_t* out_session);
+TEXEL_API texel_status_t texel_session_retain(texel_session_t session);
+TEXEL_API texel_status_t texel_session_release(texel_session_t session);
+/* Binds the caller's memory to an input or output by name, until bound again. Checked here:
+ * the memory's context, size, alignment and kind. Kernels use cl_mem (at an offset that is a
+ * multiple of the device's base address alignment), SVM and USM memory in place; other offsets
+ * and outputs that are constants are copied on the device. The memory must stay valid until
+ * the runs that use it have completed. */
+TEXEL_API texel_status_t texel_session_bind_input(texel_session_t session, const char* name,
+                                                  const texel_tensor_t* tensor);
+TEXEL_API texel_status_t texel_session_bind_output(texel_session_t session, const char* name,
+                                                   const texel_tensor_t* tensor);
+/* Runs once and waits for the run's own event. Every input and output must be bound. */
+TEXEL_API texel_status_t texel_session_run(texel_session_t session);
+/* Enqueues one run after the num_wait_events events; *out_event (when out_event is not NULL)
+ * completes when the outputs are written, and the caller releases it. No host wait. */
+TEXEL_API texel_status_t texel_session_enqueue(texel_session_t session, cl_uint num_wait_events,
+                                               const cl_event* wait_events, cl_event* out_event);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TEXEL_TEXEL_H_ */

@@ -1,0 +1,95 @@
+// What the C API's opaque handles hold, and the guard every entry point runs its body in.
+// Reference counts are atomic; a model holds a reference to its context, a session to its model.
+#pragma once
+
+#include <texel/texel.h>
+
+#include <atomic>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "api/compiler.h"
+#include "core/error.h"
+#include "runtime/cl/context.h"
+#include "runtime/session.h"
+
+namespace texel::capi {
+// A reference held on a parent handle, dropped when the holder goes (declared first, so that it
+// outlives the holder's other members).
+template <class T, texel_status_t (*Release)(T*)>
+struct Releaser {
+  void operator()(T* h) const { Release(h); }
+};
+}  // namespace texel::capi
+
+struct texel_context_s {
+  std::atomic<int> refs{1};
+  std::shared_ptr<texel::cl::Context> context;
+};
+
+struct texel_model_s {
+  std::atomic<int> refs{1};
+  std::unique_ptr<texel_context_s, texel::capi::Releaser<texel_context_s, texel_context_release>>
+      context;
+  texel::CompiledModel model;
+  const texel::runtime::Plan& plan() const { return model.executable->plan(); }
+};
+
+struct texel_session_s {
+  std::atomic<int> refs{1};
+  std::unique_ptr<texel_model_s, texel::capi::Releaser<texel_model_s, texel_model_release>> model;
+  std::unique_ptr<texel::runtime::Session> session;
+  std::set<std::string> bound_inputs, bound_outputs;
+};
+
+namespace texel::capi {
+
+// Records message as the calling thread's last error and returns status.
+texel_status_t Failed(texel_status_t status, const std::string& message);
+void ClearLastError();
+const char* LastError();
+texel_status_t StatusOf(ErrorCode code);
+
+// Runs body (which returns nothing and throws on failure), turning every exception into a
+// status and the thread's last error, prefixed with the entry point's name.
+template <class F>
+texel_status_t Guard(const char* function, F&& body) {
+  ClearLastError();
+  try {
+    body();
+    return TEXEL_OK;
+  } catch (const Error& e) {
+    return Failed(StatusOf(e.code()), std::string(function) + ": " + e.what());
+  } catch (const std::bad_alloc&) {
+    return Failed(TEXEL_ERROR_INTERNAL, std::string(function) + ": out of host memory");
+  } catch (const std::exception& e) {
+    return Failed(TEXEL_ERROR_INTERNAL, std::string(function) + ": " + e.what());
+  } catch (...) {
+    return Failed(TEXEL_ERROR_INTERNAL, std::string(function) + ": unknown exception");
+  }
+}
+
+// Throws Error(kInvalidArgument) "<what> is NULL" when p is null.
+inline void Require(const void* p, const char* what) {
+  if (p == nullptr) Fail(ErrorCode::kInvalidArgument, "{} is NULL", what);
+}
+
+// The bodies of texel_X_retain and texel_X_release: the last release deletes the object, which
+// drops its reference on its parent.
+template <class H>
+texel_status_t RetainHandle(const char* function, H h, const char* what) {
+  return Guard(function, [&] {
+    Require(h, what);
+    ++h->refs;
+  });
+}
+template <class H>
+texel_status_t ReleaseHandle(const char* function, H h, const char* what) {
+  return Guard(function, [&] {
+    Require(h, what);
+    if (--h->refs == 0) delete h;
+  });
+}
+
+}  // namespace texel::capi

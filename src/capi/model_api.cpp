@@ -1,0 +1,149 @@
+// Models: texel_compile_options_init, texel_model_*.
+#include <sstream>
+
+#include "capi/handles.h"
+
+namespace texel::capi {
+namespace {
+
+CompileOptions ToOptions(const texel_compile_options_t* o) {
+  CompileOptions opts;
+  if (!o) return opts;
+  if (o->struct_size != sizeof(*o))
+    Fail(ErrorCode::kInvalidArgument, "options were not set up by texel_compile_options_init");
+  if (o->backends) {
+    std::stringstream list(o->backends);
+    for (std::string name; std::getline(list, name, ',');)
+      if (!name.empty()) opts.backends.push_back(name);
+  }
+  if (o->partition && !passes::ParsePolicy(o->partition, &opts.partition))
+    Fail(ErrorCode::kInvalidArgument, "partition '{}' is not estimate, measure or first",
+         o->partition);
+  if (o->storage && !passes::ParseStoragePolicy(o->storage, &opts.storage))
+    Fail(ErrorCode::kInvalidArgument, "storage '{}' is not buffer, texture or auto", o->storage);
+  opts.half_texels = o->texture_fp16 != 0;
+  return opts;
+}
+
+texel_model_t NewModel(texel_context_t context, CompiledModel model) {
+  auto* handle = new texel_model_s;
+  ++context->refs;
+  handle->context.reset(context);
+  handle->model = std::move(model);
+  return handle;
+}
+
+void Describe(const runtime::TensorBinding& t, texel_tensor_info_t* out) {
+  if (t.shape.size() > TEXEL_MAX_RANK)
+    Fail(ErrorCode::kUnsupported, "tensor '{}' has rank {}, more than TEXEL_MAX_RANK", t.name,
+         t.shape.size());
+  texel_tensor_info_t info{};
+  info.name = t.name.c_str();
+  info.dtype = static_cast<texel_dtype_t>(t.dtype);
+  info.rank = t.shape.size();
+  for (size_t i = 0; i < t.shape.size(); ++i) info.shape[i] = t.shape[i];
+  info.bytes = static_cast<size_t>(DTypeSize(t.dtype) * NumElements(t.shape));
+  *out = info;
+}
+
+}  // namespace
+}  // namespace texel::capi
+
+using texel::ErrorCode;
+using texel::Fail;
+using texel::capi::Guard;
+using texel::capi::Require;
+
+// texel_dtype_t mirrors texel::DType value for value.
+static_assert(TEXEL_DTYPE_F32 == static_cast<int>(texel::DType::kFloat32) &&
+              TEXEL_DTYPE_F16 == static_cast<int>(texel::DType::kFloat16) &&
+              TEXEL_DTYPE_I32 == static_cast<int>(texel::DType::kInt32) &&
+              TEXEL_DTYPE_I64 == static_cast<int>(texel::DType::kInt64) &&
+              TEXEL_DTYPE_BOOL == static_cast<int>(texel::DType::kBool));
+
+extern "C" {
+
+void texel_compile_options_init(texel_compile_options_t* options) {
+  if (!options) return;
+  *options = texel_compile_options_t{};
+  options->struct_size = sizeof(*options);
+}
+
+texel_status_t texel_model_compile_file(texel_context_t context, const char* path,
+                                        const texel_compile_options_t* options,
+                                        texel_model_t* out_model) {
+  return Guard(__func__, [&] {
+    Require(context, "context");
+    Require(path, "path");
+    Require(out_model, "out_model");
+    texel::CompiledModel m =
+        texel::Compile(path, context->context, texel::capi::ToOptions(options));
+    *out_model = texel::capi::NewModel(context, std::move(m));
+  });
+}
+
+texel_status_t texel_model_compile_memory(texel_context_t context, const void* data, size_t size,
+                                          const texel_compile_options_t* options,
+                                          texel_model_t* out_model) {
+  return Guard(__func__, [&] {
+    Require(context, "context");
+    Require(data, "data");
+    Require(out_model, "out_model");
+    if (size == 0) Fail(ErrorCode::kInvalidArgument, "the model is 0 bytes");
+    std::string bytes(static_cast<const char*>(data), size);
+    texel::CompiledModel m =
+        texel::CompileBytes(bytes, context->context, texel::capi::ToOptions(options));
+    *out_model = texel::capi::NewModel(context, std::move(m));
+  });
+}
+
+texel_status_t texel_model_retain(texel_model_t model) {
+  return texel::capi::RetainHandle(__func__, model, "model");
+}
+
+texel_status_t texel_model_release(texel_model_t model) {
+  return texel::capi::ReleaseHandle(__func__, model, "model");
+}
+
+texel_status_t texel_model_input_count(texel_model_t model, size_t* out_count) {
+  return Guard(__func__, [&] {
+    Require(model, "model");
+    Require(out_count, "out_count");
+    *out_count = model->plan().inputs.size();
+  });
+}
+
+texel_status_t texel_model_output_count(texel_model_t model, size_t* out_count) {
+  return Guard(__func__, [&] {
+    Require(model, "model");
+    Require(out_count, "out_count");
+    *out_count = model->plan().outputs.size();
+  });
+}
+
+texel_status_t texel_model_get_input(texel_model_t model, size_t index,
+                                     texel_tensor_info_t* out_info) {
+  return Guard(__func__, [&] {
+    Require(model, "model");
+    Require(out_info, "out_info");
+    const auto& inputs = model->plan().inputs;
+    if (index >= inputs.size())
+      Fail(ErrorCode::kNotFound, "input {} does not exist; the model has {}", index, inputs.size());
+    texel::capi::Describe(inputs[index], out_info);
+  });
+}
+
+texel_status_t texel_model_get_output(texel_model_t model, size_t index,
+                                      texel_tensor_info_t* out_info) {
+  return Guard(__func__, [&] {
+    Require(model, "model");
+    Require(out_info, "out_info");
+    const auto& outputs = model->plan().outputs;
+    if (index >= outputs.size())
+      Fail(ErrorCode::kNotFound, "output {} does not exist; the model has {}", index,
+           outputs.size());
+    texel::capi::Describe(outputs[index], out_info);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,13 @@
+#include "frontend/linalg/location.h"
+
+#include <fmt/format.h>
+
+namespace texel::linalg_frontend {
+
+void FailAt(ErrorCode code, const std::string& source, Location loc, const std::string& what) {
+  Error e(code, what);
+  e.AddContext(fmt::format("{}:{}:{}", source, loc.line, loc.col));
+  throw e;
+}
+
+}  // namespace texel::linalg_frontend

@@ -1,0 +1,458 @@
+#include "runtime/session.h"
+
+#include <CL/cl_ext.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+
+#include "core/error.h"
+#include "runtime/memory_plan.h"
+
+namespace texel::runtime {
+
+const char* ExternalKindName(ExternalTensor::Kind kind) {
+  switch (kind) {
+    case ExternalTensor::Kind::kHost: return "host pointer";
+    case ExternalTensor::Kind::kClBuffer: return "cl_mem buffer";
+    case ExternalTensor::Kind::kSvm: return "SVM pointer";
+    case ExternalTensor::Kind::kUsm: return "USM pointer";
+  }
+  return "?";
+}
+
+namespace {
+
+// The device's sub-buffer origin alignment, and the vector loads' 16 bytes for pointers.
+constexpr uintptr_t kPointerAlignment = 16;
+
+bool IsNvidia(const cl::DeviceInfo& d) { return d.vendor.find("NVIDIA") != std::string::npos; }
+
+using SetArgMemPointerIntel = cl_int(CL_API_CALL*)(cl_kernel, cl_uint, const void*);
+
+SetArgMemPointerIntel FindSetArgMemPointer(const cl::DeviceInfo& d) {
+  return reinterpret_cast<SetArgMemPointerIntel>(
+      clGetExtensionFunctionAddressForPlatform(d.platform, "clSetKernelArgMemPointerINTEL"));
+}
+
+}  // namespace
+
+// How one input or output reaches the kernels.
+struct Session::Binding {
+  enum class Mode {
+    kInPlace,     // kernels use the caller's memory (buffer, sub-buffer, SVM or USM pointer)
+    kStagedCopy,  // a device-side copy between the caller's cl_mem and the Session's buffer
+    kStagedHost,  // a host copy between the caller's pointer and the Session's buffer
+  };
+  ExternalTensor tensor;
+  int buffer = -1;
+  bool output = false;
+  size_t bytes = 0;  // the tensor's
+  Mode mode = Mode::kInPlace;
+  cl::Buffer sub;  // a sub-buffer at the caller's offset
+};
+
+Session::Session(const Executable& exe) : exe_(exe) {
+  const Plan& plan = exe.plan();
+  // Without the arena every buffer has its own allocation: with TEXEL_ARENA=off (to rule the
+  // arena out when debugging), and on NVIDIA's driver, whose processes crash when a sub-buffer
+  // of the arena is released (580.x, H100; see docs/decisions.md).
+  const char* arena_env = std::getenv("TEXEL_ARENA");
+  bool no_arena = (arena_env && std::string(arena_env) == "off") || IsNvidia(exe.context().info());
+  static const MemoryPlan kNoPlan;
+  const MemoryPlan& mem = no_arena ? kNoPlan : plan.memory;
+  if (mem.arena_bytes > 0) {
+    int64_t device_align = ArenaAlignment(exe.context().info());
+    TEXEL_CHECK(mem.alignment % device_align == 0,
+                "the memory plan's alignment {} is not a multiple of the device's {}",
+                mem.alignment, device_align);
+    arena_ = cl::Buffer(exe.context(), static_cast<size_t>(mem.arena_bytes));
+  }
+  // One sub-buffer per distinct arena region (buffers with disjoint lifetimes often share one).
+  buffers_.resize(plan.buffers.size());
+  slot_.assign(plan.buffers.size(), -1);
+  uses_.resize(plan.buffers.size());
+  std::map<std::pair<int64_t, int64_t>, int> region_slot;
+  std::map<int, int> block_slot;  // texture pool block -> the buffers_ entry holding its image
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const BufferDesc& b = plan.buffers[i];
+    if (b.constant) continue;
+    if (b.is_image()) {  // a pool block's image, or (unplanned) its own
+      int block = i < plan.memory.texture_block.size() ? plan.memory.texture_block[i] : -1;
+      auto [it, fresh] =
+          block_slot.try_emplace(block < 0 ? -1 - static_cast<int>(i) : block, static_cast<int>(i));
+      if (fresh) {
+        const TextureBlock k = block < 0 ? TextureBlock{b.image_width, b.image_height, b.image_half}
+                                         : plan.memory.texture_blocks[block];
+        buffers_[i] = cl::Buffer::Image2D(exe.context(), k.width, k.height, k.half);
+      }
+      slot_[i] = it->second;
+      continue;
+    }
+    int64_t offset = i < mem.offsets.size() ? mem.offsets[i] : -1;
+    if (offset < 0) {
+      buffers_[i] = cl::Buffer(exe.context(), static_cast<size_t>(b.bytes));
+      slot_[i] = static_cast<int>(i);
+      continue;
+    }
+    auto [it, fresh] = region_slot.try_emplace({offset, b.bytes}, static_cast<int>(i));
+    if (fresh)
+      buffers_[i] = cl::Buffer(arena_, static_cast<size_t>(offset), static_cast<size_t>(b.bytes));
+    slot_[i] = it->second;
+  }
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const KernelStep& s = plan.steps[i];
+    calls_.push_back(nullptr);
+    call_buffers_.emplace_back();
+    for (size_t a = 0; a < s.buffers.size(); ++a)
+      uses_[s.buffers[a]].push_back({i, static_cast<unsigned>(a)});
+    if (!s.call.empty()) {
+      calls_.back() = FindLibraryCall(s.call);
+      if (!calls_.back())
+        Fail(ErrorCode::kUnsupported, "step {} ({} '{}') calls '{}', which is not available", i,
+             s.op, s.node, s.call);
+      for (int b : s.buffers) call_buffers_.back().push_back(BufferAt(b).mem());
+      kernels_.emplace_back();
+      continue;
+    }
+    cl::Kernel k(exe.program()->get(), s.kernel);
+    for (size_t a = 0; a < s.buffers.size(); ++a)
+      k.SetArg(static_cast<unsigned>(a), BufferAt(s.buffers[a]));
+    kernels_.push_back(std::move(k));
+  }
+}
+
+Session::~Session() = default;
+
+const cl::Buffer& Session::BufferAt(int index) const {
+  return exe_.plan().buffers[index].constant ? exe_.constant_buffer(index) : buffers_[slot_[index]];
+}
+
+void Session::SetInput(const std::string& name, const HostTensor& t) {
+  for (const TensorBinding& in : exe_.plan().inputs) {
+    if (in.name != name) continue;
+    if (t.dtype != in.dtype)
+      Fail(ErrorCode::kInvalidArgument, "input '{}' must be {}, got {}", name, DTypeName(in.dtype),
+           DTypeName(t.dtype));
+    if (t.shape != in.shape)
+      Fail(ErrorCode::kInvalidArgument, "input '{}' must have shape {}, got {}", name,
+           ShapeStr(in.shape), ShapeStr(t.shape));
+    Unbind(false, name);
+    if (!t.bytes.empty()) BufferAt(in.buffer).Write(exe_.context(), t.bytes.data(), t.bytes.size());
+    return;
+  }
+  Fail(ErrorCode::kInvalidArgument, "the model has no input named '{}'", name);
+}
+
+HostTensor Session::GetOutput(size_t index) const {
+  const TensorBinding& out = exe_.plan().outputs.at(index);
+  if (bound_.count({true, out.name}))
+    Fail(ErrorCode::kInvalidArgument, "output '{}' is bound to the caller's memory", out.name);
+  Shape shape = out.shape;
+  if (out.rows_buffer >= 0) {  // a data-dependent output: keep the rows the device counted
+    int64_t rows = 0;
+    BufferAt(out.rows_buffer).Read(exe_.context(), &rows, sizeof(rows));
+    TEXEL_CHECK(rows >= 0 && rows <= shape[0], "output '{}' reports {} rows of at most {}",
+                out.name, rows, shape[0]);
+    shape[0] = rows;
+  }
+  HostTensor t(out.dtype, shape);
+  if (!t.bytes.empty()) BufferAt(out.buffer).Read(exe_.context(), t.bytes.data(), t.bytes.size());
+  return t;
+}
+
+void Session::BindInput(const std::string& name, const ExternalTensor& t) {
+  for (const TensorBinding& in : exe_.plan().inputs)
+    if (in.name == name) return Bind(in, false, t);
+  Fail(ErrorCode::kNotFound, "the model has no input named '{}'", name);
+}
+
+void Session::BindOutput(const std::string& name, const ExternalTensor& t) {
+  for (const TensorBinding& out : exe_.plan().outputs)
+    if (out.name == name) return Bind(out, true, t);
+  Fail(ErrorCode::kNotFound, "the model has no output named '{}'", name);
+}
+
+void Session::Bind(const TensorBinding& tensor, bool output, const ExternalTensor& t) {
+  const cl::Context& ctx = exe_.context();
+  const cl::DeviceInfo& device = ctx.info();
+  const Plan& plan = exe_.plan();
+  const char* role = output ? "output" : "input";
+  auto fail = [&](ErrorCode code, const std::string& why) {
+    Fail(code, "{} '{}' bound to a {}: {}", role, tensor.name, ExternalKindName(t.kind), why);
+  };
+  auto b = std::make_unique<Binding>();
+  b->tensor = t;
+  b->buffer = tensor.buffer;
+  b->output = output;
+  b->bytes = static_cast<size_t>(DTypeSize(tensor.dtype) * NumElements(tensor.shape));
+  const BufferDesc& desc = plan.buffers[tensor.buffer];
+  if (desc.is_image()) fail(ErrorCode::kUnsupported, "the tensor lives in an image");
+  if (output && tensor.rows_buffer >= 0)
+    fail(ErrorCode::kUnsupported, "its row count is known only after the run; read it instead");
+  // An output kernels cannot write in place: a constant, or memory an input or another output
+  // also is (a view). It is copied out after the run.
+  bool aliased = false;
+  if (output) {
+    aliased = desc.constant != nullptr;
+    for (const TensorBinding& in : plan.inputs) aliased |= in.buffer == tensor.buffer;
+    for (const TensorBinding& o : plan.outputs)
+      aliased |= o.buffer == tensor.buffer && o.name != tensor.name;
+  }
+
+  switch (t.kind) {
+    case ExternalTensor::Kind::kHost:
+      if (!t.pointer) fail(ErrorCode::kInvalidArgument, "the pointer is null");
+      if (t.bytes < b->bytes)
+        fail(ErrorCode::kInvalidArgument,
+             fmt::format("the tensor has {} bytes; the memory, {}", b->bytes, t.bytes));
+      b->mode = Binding::Mode::kStagedHost;
+      break;
+    case ExternalTensor::Kind::kClBuffer: {
+      if (!t.buffer) fail(ErrorCode::kInvalidArgument, "the cl_mem is null");
+      cl_context owner = nullptr;
+      if (clGetMemObjectInfo(t.buffer, CL_MEM_CONTEXT, sizeof(owner), &owner, nullptr) !=
+          CL_SUCCESS)
+        fail(ErrorCode::kInvalidArgument, "it is not a valid cl_mem");
+      if (owner != ctx.context())
+        fail(ErrorCode::kInvalidArgument, "the cl_mem belongs to another OpenCL context");
+      cl_mem_object_type type = 0;
+      size_t size = 0;
+      cl_mem_flags flags = 0;
+      cl::CheckCL(clGetMemObjectInfo(t.buffer, CL_MEM_TYPE, sizeof(type), &type, nullptr),
+                  "clGetMemObjectInfo(CL_MEM_TYPE)");
+      cl::CheckCL(clGetMemObjectInfo(t.buffer, CL_MEM_SIZE, sizeof(size), &size, nullptr),
+                  "clGetMemObjectInfo(CL_MEM_SIZE)");
+      cl::CheckCL(clGetMemObjectInfo(t.buffer, CL_MEM_FLAGS, sizeof(flags), &flags, nullptr),
+                  "clGetMemObjectInfo(CL_MEM_FLAGS)");
+      if (type != CL_MEM_OBJECT_BUFFER) fail(ErrorCode::kInvalidArgument, "it is not a buffer");
+      if (t.offset > size || size - t.offset < b->bytes)
+        fail(ErrorCode::kInvalidArgument,
+             fmt::format("the tensor has {} bytes; the buffer, {} after offset {}", b->bytes,
+                         t.offset > size ? 0 : size - t.offset, t.offset));
+      if (output && (flags & CL_MEM_READ_ONLY))
+        fail(ErrorCode::kInvalidArgument, "the buffer is CL_MEM_READ_ONLY");
+      if (!output && (flags & CL_MEM_WRITE_ONLY))
+        fail(ErrorCode::kInvalidArgument, "the buffer is CL_MEM_WRITE_ONLY");
+      size_t align = std::max<size_t>(device.mem_base_addr_align_bits / 8, 1);
+      if (aliased || b->bytes == 0) {
+        b->mode = Binding::Mode::kStagedCopy;
+      } else if (t.offset != 0) {
+        // A sub-buffer needs an aligned origin; NVIDIA's driver crashes releasing sub-buffers
+        // (docs/decisions.md). Otherwise the tensor is copied on the device.
+        if (t.offset % align == 0 && !IsNvidia(device)) {
+          cl_buffer_region region{t.offset, b->bytes};
+          cl_int err = CL_SUCCESS;
+          cl_mem sub = clCreateSubBuffer(t.buffer, 0, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+          cl::CheckCL(err, fmt::format("clCreateSubBuffer for {} '{}'", role, tensor.name));
+          b->sub = cl::Buffer::Adopt(sub, b->bytes);
+        } else {
+          b->mode = Binding::Mode::kStagedCopy;
+        }
+      }
+      break;
+    }
+    case ExternalTensor::Kind::kSvm:
+    case ExternalTensor::Kind::kUsm: {
+      bool svm = t.kind == ExternalTensor::Kind::kSvm;
+      if (svm && device.svm == "none")
+        fail(ErrorCode::kUnsupported,
+             fmt::format("device '{}' has no shared virtual memory", device.name));
+      if (!svm && !device.HasExtension("cl_intel_unified_shared_memory"))
+        fail(ErrorCode::kUnsupported,
+             fmt::format("device '{}' has no cl_intel_unified_shared_memory", device.name));
+      if (!t.pointer) fail(ErrorCode::kInvalidArgument, "the pointer is null");
+      if (reinterpret_cast<uintptr_t>(t.pointer) % kPointerAlignment != 0)
+        fail(ErrorCode::kInvalidArgument,
+             fmt::format("the pointer is not {}-byte aligned", kPointerAlignment));
+      if (t.bytes < b->bytes)
+        fail(ErrorCode::kInvalidArgument,
+             fmt::format("the tensor has {} bytes; the memory, {}", b->bytes, t.bytes));
+      if (aliased)
+        fail(ErrorCode::kUnsupported,
+             "the output is a constant or another tensor's memory; bind "
+             "a cl_mem or a host pointer");
+      for (const Use& u : uses_[tensor.buffer])
+        if (calls_[u.step])
+          fail(ErrorCode::kUnsupported,
+               fmt::format("step {} ({}) is a library call, which takes cl_mem buffers only",
+                           u.step, plan.steps[u.step].call));
+      if (!svm && !FindSetArgMemPointer(device))
+        fail(ErrorCode::kUnsupported, "the platform has no clSetKernelArgMemPointerINTEL");
+      break;
+    }
+  }
+  bound_[{output, tensor.name}] = std::move(b);
+  PointUses(tensor.buffer);
+}
+
+void Session::Unbind(bool output, const std::string& name) {
+  auto it = bound_.find({output, name});
+  if (it == bound_.end()) return;
+  int buffer = it->second->buffer;
+  bound_.erase(it);
+  PointUses(buffer);
+}
+
+void Session::PointUses(int buffer) {
+  const Binding* b = nullptr;  // the binding kernels use in place, if any
+  for (const auto& [key, bp] : bound_)
+    if (bp->buffer == buffer && bp->mode == Binding::Mode::kInPlace) b = bp.get();
+  bool staged = !b || b->mode != Binding::Mode::kInPlace;
+  const ExternalTensor* t = staged ? nullptr : &b->tensor;
+  cl_mem mem = staged                                       ? BufferAt(buffer).mem()
+               : b->sub.mem()                               ? b->sub.mem()
+               : t->kind == ExternalTensor::Kind::kClBuffer ? t->buffer
+                                                            : nullptr;
+  for (const Use& u : uses_[buffer]) {
+    if (calls_[u.step]) {
+      call_buffers_[u.step][u.arg] = mem;
+      continue;
+    }
+    cl::Kernel& k = kernels_[u.step];
+    if (mem) {
+      k.SetArg(u.arg, sizeof(mem), &mem);
+    } else if (t->kind == ExternalTensor::Kind::kSvm) {
+      k.SetArgSvm(u.arg, t->pointer);
+    } else {
+      cl::CheckCL(FindSetArgMemPointer(exe_.context().info())(k.get(), u.arg, t->pointer),
+                  fmt::format("clSetKernelArgMemPointerINTEL('{}', {})", k.name(), u.arg));
+    }
+  }
+}
+
+int Session::staged_copies() const {
+  int n = 0;
+  for (const auto& [key, b] : bound_) n += b->mode == Binding::Mode::kStagedCopy;
+  return n;
+}
+
+cl::Event Session::EnqueueRun(const std::vector<cl_event>& wait_in,
+                              std::vector<cl::Event>* step_events) {
+  const cl::Context& ctx = exe_.context();
+  const Plan& plan = exe_.plan();
+  cl_command_queue q = ctx.queue();
+  bool ooo = ctx.out_of_order();
+  // One command of the run: enqueues itself after wait, setting *event when event is not null.
+  struct Command {
+    int step;  // -1 for staging copies
+    std::function<void(const std::vector<cl_event>& wait, cl_event* event)> enqueue;
+  };
+  std::vector<Command> cmds;
+  auto stage = [&](bool outputs) {
+    for (const auto& [key, bp] : bound_) {
+      const Binding& b = *bp;
+      if (b.output != outputs || b.mode == Binding::Mode::kInPlace || b.bytes == 0) continue;
+      cl_mem own = BufferAt(b.buffer).mem();
+      cmds.push_back(
+          {-1, [&b, own, q, outputs, &ctx](const std::vector<cl_event>& w, cl_event* ev) {
+             cl_uint n = static_cast<cl_uint>(w.size());
+             const cl_event* list = w.empty() ? nullptr : w.data();
+             const ExternalTensor& t = b.tensor;
+             if (b.mode == Binding::Mode::kStagedCopy) {
+               cl::CheckCL(
+                   outputs
+                       ? clEnqueueCopyBuffer(q, own, t.buffer, 0, t.offset, b.bytes, n, list, ev)
+                       : clEnqueueCopyBuffer(q, t.buffer, own, t.offset, 0, b.bytes, n, list, ev),
+                   "clEnqueueCopyBuffer");
+               return;
+             }
+             ++ctx.counters().transfers;
+             cl::CheckCL(
+                 outputs
+                     ? clEnqueueReadBuffer(q, own, CL_FALSE, 0, b.bytes, t.pointer, n, list, ev)
+                     : clEnqueueWriteBuffer(q, own, CL_FALSE, 0, b.bytes, t.pointer, n, list, ev),
+                 outputs ? "clEnqueueReadBuffer" : "clEnqueueWriteBuffer");
+           }});
+    }
+  };
+  stage(false);
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const KernelStep& s = plan.steps[i];
+    cmds.push_back(
+        {static_cast<int>(i), [this, &s, i, q, &ctx](const std::vector<cl_event>& w, cl_event* ev) {
+           if (!calls_[i]) {
+             cl::Event out;
+             cl::Launch(ctx, kernels_[i], s.global, s.local, ev ? &out : nullptr, w);
+             if (ev) *ev = out.release();
+             return;
+           }
+           // Library routines take no wait list: a barrier holds them back.
+           if (!w.empty())
+             cl::CheckCL(
+                 clEnqueueBarrierWithWaitList(q, static_cast<cl_uint>(w.size()), w.data(), nullptr),
+                 "clEnqueueBarrierWithWaitList");
+           (*calls_[i])(q, call_buffers_[i], s.call_args, ev);
+         }});
+  }
+  stage(true);
+
+  std::vector<cl_event> wait = wait_in;
+  if (ooo && last_.get()) wait.push_back(last_.get());
+  cl::Event prev;
+  for (size_t c = 0; c < cmds.size(); ++c) {
+    // In order, only the first command waits and only the last one's event is needed.
+    bool want_event = ooo || step_events || c + 1 == cmds.size();
+    std::vector<cl_event> w = c == 0 ? wait
+                              : ooo  ? std::vector<cl_event>{prev.get()}
+                                     : std::vector<cl_event>{};
+    cl::Event ev;
+    try {
+      cmds[c].enqueue(w, want_event ? ev.out() : nullptr);
+    } catch (Error& e) {
+      if (cmds[c].step >= 0) {
+        const KernelStep& s = plan.steps[cmds[c].step];
+        e.AddContext(fmt::format("step {} ({} '{}')", cmds[c].step, s.op, s.node));
+      }
+      throw;
+    }
+    if (!want_event) continue;
+    if (step_events && cmds[c].step >= 0) {
+      cl::CheckCL(clRetainEvent(ev.get()), "clRetainEvent");
+      (*step_events)[cmds[c].step] = cl::Event(ev.get());
+    }
+    prev = std::move(ev);
+  }
+  if (cmds.empty())
+    cl::CheckCL(clEnqueueMarkerWithWaitList(q, static_cast<cl_uint>(wait.size()),
+                                            wait.empty() ? nullptr : wait.data(), prev.out()),
+                "clEnqueueMarkerWithWaitList");
+  if (ooo) {
+    cl::CheckCL(clRetainEvent(prev.get()), "clRetainEvent");
+    last_ = cl::Event(prev.get());
+  }
+  return prev;
+}
+
+cl::Event Session::Enqueue(const std::vector<cl_event>& wait) { return EnqueueRun(wait, nullptr); }
+
+void Session::Execute(std::vector<StepTiming>* timings) {
+  const cl::Context& ctx = exe_.context();
+  if (timings && !ctx.profiling())
+    Fail(ErrorCode::kUnsupported,
+         "step timings need a command queue made with CL_QUEUE_PROFILING_ENABLE");
+  std::vector<cl::Event> events(timings ? exe_.plan().steps.size() : 0);
+  cl::Event done = EnqueueRun({}, timings ? &events : nullptr);
+  ++ctx.counters().syncs;
+  done.Wait();
+  if (timings) {
+    timings->clear();
+    for (size_t i = 0; i < events.size(); ++i)
+      timings->push_back(
+          {&exe_.plan().steps[i], static_cast<double>(events[i].DurationNs()) * 1e-6});
+  }
+}
+
+std::vector<HostTensor> Session::Run(const std::map<std::string, HostTensor>& inputs) {
+  for (const TensorBinding& in : exe_.plan().inputs)
+    if (!inputs.count(in.name))
+      Fail(ErrorCode::kInvalidArgument, "input '{}' ({}[{}]) is not given", in.name,
+           DTypeName(in.dtype), ShapeStr(in.shape));
+  for (const auto& [name, t] : inputs) SetInput(name, t);
+  Execute();
+  std::vector<HostTensor> outs;
+  for (size_t i = 0; i < exe_.plan().outputs.size(); ++i) outs.push_back(GetOutput(i));
+  return outs;
+}
+
+}  // namespace texel::runtime

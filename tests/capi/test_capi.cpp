@@ -1,0 +1,231 @@
+// The C API on a host's context, queue and memory: every external tensor kind PoCL has (cl_mem
+// with and without offsets, SVM), in-order and out-of-order queues, runs ordered by events
+// alone, sessions on several threads; each result equal to the plain texel run.
+#include <thread>
+
+#include "host_framework.h"
+
+namespace texel_test {
+namespace {
+
+class CApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    a = Random(kM * kK, 1);
+    b = Random(kK * kN, 2);
+    plain = PlainRun(a, b);
+    ExpectNear(plain, Reference(a, b), "plain run");
+  }
+  std::vector<float> a, b, plain;
+};
+
+TEST_F(CApiTest, AdoptedQueueAndBuffersEqualThePlainRun) {
+  HostFramework host;
+  texel::Context ctx = texel::Context::Adopt(host.context, host.device, host.queue);
+  EXPECT_EQ(ctx.queue(), host.queue);
+  texel::Model model = texel::Model::FromFile(ctx, DataPath("matmul_add.mlir"));
+  ASSERT_EQ(model.inputs().size(), 2u);
+  EXPECT_STREQ(model.inputs()[0].name, "arg0");
+  EXPECT_EQ(model.inputs()[0].bytes, kBytesA);
+  EXPECT_STREQ(model.outputs()[0].name, "arg2");
+  cl_mem A = host.Buffer(kBytesA), B = host.Buffer(kBytesB), C = host.Buffer(kBytesC);
+  host.Write(A, a);
+  host.Write(B, b);
+  texel::Session s(model);
+  s.BindInput("arg0", texel::Tensor::Buffer(A))
+      .BindInput("arg1", texel::Tensor::Buffer(B))
+      .BindOutput("arg2", texel::Tensor::Buffer(C));
+  texel_host_counters_t before = ctx.host_counters();
+  s.Run();
+  texel_host_counters_t after = ctx.host_counters();
+  EXPECT_EQ(after.transfers, before.transfers);  // in place: no copy
+  EXPECT_EQ(after.syncs, before.syncs + 1);      // the wait for its own event
+  EXPECT_EQ(host.Read(C, kM * kN), plain);
+  // New contents of the same buffers: the next run reads them.
+  std::vector<float> a2 = Random(kM * kK, 3);
+  host.Write(A, a2);
+  s.Run();
+  ExpectNear(host.Read(C, kM * kN), Reference(a2, b), "second run");
+}
+
+TEST_F(CApiTest, ClBuffersAtOffsets) {
+  HostFramework host;
+  texel::Context ctx = texel::Context::Adopt(host.context, host.device, host.queue);
+  texel::Session s(texel::Model::FromFile(ctx, DataPath("matmul_add.mlir")));
+  cl_uint align_bits = 0;
+  CL_OK(clGetDeviceInfo(host.device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof(align_bits), &align_bits,
+                        nullptr));
+  size_t align = align_bits / 8;
+  // Inputs and outputs at aligned offsets (sub-buffers) and at offsets that are not (copied on
+  // the device), in one buffer of the host's.
+  for (size_t skew : {size_t{0}, size_t{4}}) {
+    size_t off_a = align + skew, off_b = off_a + kBytesA + align,
+           off_c = off_b + kBytesB + 3 * align;
+    cl_mem big = host.Buffer(off_c + kBytesC + skew);
+    host.Write(big, a, off_a);
+    host.Write(big, b, off_b);
+    s.BindInput("arg0", texel::Tensor::Buffer(big, off_a))
+        .BindInput("arg1", texel::Tensor::Buffer(big, off_b))
+        .BindOutput("arg2", texel::Tensor::Buffer(big, off_c + skew));
+    s.Run();
+    EXPECT_EQ(host.Read(big, kM * kN, off_c + skew), plain) << "skew " << skew;
+    // The bytes around the output are untouched.
+    EXPECT_EQ(host.Read(big, kM * kK, off_a), a) << "skew " << skew;
+  }
+}
+
+TEST_F(CApiTest, SvmPointers) {
+  HostFramework host;
+  cl_device_svm_capabilities caps = 0;
+  clGetDeviceInfo(host.device, CL_DEVICE_SVM_CAPABILITIES, sizeof(caps), &caps, nullptr);
+  if (!(caps & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER)) GTEST_SKIP() << "the device has no SVM";
+  texel::Context ctx = texel::Context::Adopt(host.context, host.device, host.queue);
+  texel::Session s(texel::Model::FromFile(ctx, DataPath("matmul_add.mlir")));
+  void* A = clSVMAlloc(host.context, CL_MEM_READ_WRITE, kBytesA, 0);
+  void* B = clSVMAlloc(host.context, CL_MEM_READ_WRITE, kBytesB, 0);
+  void* C = clSVMAlloc(host.context, CL_MEM_READ_WRITE, kBytesC, 0);
+  ASSERT_TRUE(A && B && C);
+  CL_OK(clEnqueueSVMMemcpy(host.queue, CL_TRUE, A, a.data(), kBytesA, 0, nullptr, nullptr));
+  CL_OK(clEnqueueSVMMemcpy(host.queue, CL_TRUE, B, b.data(), kBytesB, 0, nullptr, nullptr));
+  s.BindInput("arg0", texel::Tensor::Svm(A, kBytesA))
+      .BindInput("arg1", texel::Tensor::Svm(B, kBytesB))
+      .BindOutput("arg2", texel::Tensor::Svm(C, kBytesC));
+  cl_event done = s.Enqueue();
+  std::vector<float> c(kM * kN);
+  CL_OK(clEnqueueSVMMemcpy(host.queue, CL_TRUE, c.data(), C, kBytesC, 1, &done, nullptr));
+  clReleaseEvent(done);
+  EXPECT_EQ(c, plain);
+  clSVMFree(host.context, A);
+  clSVMFree(host.context, B);
+  clSVMFree(host.context, C);
+}
+
+// host kernel -> texel -> host kernel on an out-of-order queue, ordered by events only; then
+// two runs of one session back to back on other buffers, with no wait in between.
+TEST_F(CApiTest, OutOfOrderQueueOrderedByEvents) {
+  HostFramework host(/*out_of_order=*/true);
+  texel::Context ctx = texel::Context::Adopt(host.context, host.device, host.queue);
+  texel::Session s(texel::Model::FromFile(ctx, DataPath("matmul_add.mlir")));
+  cl_mem A = host.Buffer(kBytesA), B = host.Buffer(kBytesB), C = host.Buffer(kBytesC),
+         D = host.Buffer(kBytesC);
+  cl_event filled[2] = {host.Fill(A, 11, kM * kK), host.Fill(B, 12, kK * kN)};
+  s.BindInput("arg0", texel::Tensor::Buffer(A))
+      .BindInput("arg1", texel::Tensor::Buffer(B))
+      .BindOutput("arg2", texel::Tensor::Buffer(C));
+  texel_host_counters_t before = ctx.host_counters();
+  cl_event ran = s.Enqueue({filled[0], filled[1]});
+  cl_event scaled = host.Scale(C, D, 2.0f, kM * kN, {ran});
+  texel_host_counters_t after = ctx.host_counters();
+  EXPECT_EQ(after.transfers, before.transfers);
+  EXPECT_EQ(after.syncs, before.syncs);  // no host wait while enqueueing
+  CL_OK(clWaitForEvents(1, &scaled));
+  std::vector<float> fa = host.Read(A, kM * kK), fb = host.Read(B, kK * kN);
+  std::vector<float> want = Reference(fa, fb);
+  for (float& x : want) x *= 2.0f;
+  ExpectNear(host.Read(D, kM * kN), want, "host -> texel -> host");
+  for (cl_event e : {filled[0], filled[1], ran, scaled}) clReleaseEvent(e);
+
+  // Run 1 on (A, B) -> C, rebind, run 2 on (B', A') -> D: the session orders its own runs.
+  cl_mem A2 = host.Buffer(kBytesA), C2 = host.Buffer(kBytesC);
+  host.Write(A2, a);
+  cl_event r1 = s.Enqueue();
+  s.BindInput("arg0", texel::Tensor::Buffer(A2)).BindOutput("arg2", texel::Tensor::Buffer(C2));
+  cl_event r2 = s.Enqueue();
+  CL_OK(clWaitForEvents(1, &r2));
+  CL_OK(clWaitForEvents(1, &r1));
+  ExpectNear(host.Read(C, kM * kN), Reference(fa, fb), "first of two runs");
+  ExpectNear(host.Read(C2, kM * kN), Reference(a, fb), "second of two runs");
+  clReleaseEvent(r1);
+  clReleaseEvent(r2);
+}
+
+// An in-order queue: texel's run between two of the host's kernels, no host wait.
+TEST_F(CApiTest, InOrderQueueBetweenHostKernels) {
+  HostFramework host;
+  texel::Context ctx = texel::Context::Adopt(host.context, host.device, host.queue);
+  texel::Session s(texel::Model::FromFile(ctx, DataPath("matmul_add.mlir")));
+  cl_mem A0 = host.Buffer(kBytesA), A = host.Buffer(kBytesA), B = host.Buffer(kBytesB),
+         C = host.Buffer(kBytesC), D = host.Buffer(kBytesC);
+  host.Write(A0, a);
+  host.Write(B, b);
+  s.BindInput("arg0", texel::Tensor::Buffer(A))
+      .BindInput("arg1", texel::Tensor::Buffer(B))
+      .BindOutput("arg2", texel::Tensor::Buffer(C));
+  texel_host_counters_t before = ctx.host_counters();
+  cl_event e1 = host.Scale(A0, A, 1.0f, kM * kK);
+  cl_event e2 = s.Enqueue({e1});
+  cl_event e3 = host.Scale(C, D, -1.0f, kM * kN, {e2});
+  texel_host_counters_t after = ctx.host_counters();
+  EXPECT_EQ(after.transfers - before.transfers, 0);
+  EXPECT_EQ(after.syncs - before.syncs, 0);
+  CL_OK(clWaitForEvents(1, &e3));
+  std::vector<float> d = host.Read(D, kM * kN);
+  for (size_t i = 0; i < d.size(); ++i) ASSERT_EQ(d[i], -plain[i]) << i;
+  for (cl_event e : {e1, e2, e3}) clReleaseEvent(e);
+}
+
+TEST_F(CApiTest, SessionsOnSeveralThreads) {
+  HostFramework host;
+  texel::Context ctx = texel::Context::Adopt(host.context, host.device, host.queue);
+  texel::Model model = texel::Model::FromFile(ctx, DataPath("matmul_add.mlir"));
+  constexpr int kThreads = 4, kRuns = 3;
+  std::vector<std::vector<float>> got(kThreads * kRuns), want(kThreads * kRuns);
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        texel::Session s(model);
+        cl_int err = CL_SUCCESS;
+        cl_mem A = clCreateBuffer(host.context, CL_MEM_READ_WRITE, kBytesA, nullptr, &err);
+        cl_mem B = clCreateBuffer(host.context, CL_MEM_READ_WRITE, kBytesB, nullptr, &err);
+        cl_mem C = clCreateBuffer(host.context, CL_MEM_READ_WRITE, kBytesC, nullptr, &err);
+        s.BindInput("arg0", texel::Tensor::Buffer(A))
+            .BindInput("arg1", texel::Tensor::Buffer(B))
+            .BindOutput("arg2", texel::Tensor::Buffer(C));
+        for (int r = 0; r < kRuns; ++r) {
+          int i = t * kRuns + r;
+          std::vector<float> x = Random(kM * kK, 100 + i), y = Random(kK * kN, 200 + i);
+          clEnqueueWriteBuffer(host.queue, A, CL_TRUE, 0, kBytesA, x.data(), 0, nullptr, nullptr);
+          clEnqueueWriteBuffer(host.queue, B, CL_TRUE, 0, kBytesB, y.data(), 0, nullptr, nullptr);
+          if (r % 2 == 0) {
+            s.Run();
+          } else {
+            cl_event e = s.Enqueue();
+            clWaitForEvents(1, &e);
+            clReleaseEvent(e);
+          }
+          got[i].resize(kM * kN);
+          clEnqueueReadBuffer(host.queue, C, CL_TRUE, 0, kBytesC, got[i].data(), 0, nullptr,
+                              nullptr);
+          want[i] = Reference(x, y);
+        }
+        for (cl_mem m : {A, B, C}) clReleaseMemObject(m);
+      } catch (const std::exception& e) {
+        errors[t] = e.what();
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(errors[t], "") << "thread " << t;
+  for (int i = 0; i < kThreads * kRuns; ++i)
+    ExpectNear(got[i], want[i], ("run " + std::to_string(i)).c_str());
+}
+
+TEST_F(CApiTest, CompiledFromMemoryAndOwnContext) {
+  texel::Context ctx;  // texel's own context and queue
+  texel::Model model =
+      texel::Model::FromMemory(ctx, ReadFile(DataPath("matmul_add.mlir")), texel::ModelOptions{});
+  texel::Session s(model);
+  std::vector<float> c(kM * kN);
+  s.BindInput("arg0", texel::Tensor::Host(a.data(), kBytesA))
+      .BindInput("arg1", texel::Tensor::Host(b.data(), kBytesB))
+      .BindOutput("arg2", texel::Tensor::Host(c.data(), kBytesC));
+  cl_event done = s.Enqueue();  // host copies too are enqueued, not blocking
+  CL_OK(clWaitForEvents(1, &done));
+  clReleaseEvent(done);
+  EXPECT_EQ(c, plain);
+  EXPECT_GE(ctx.host_counters().transfers, 3);
+}
+
+}  // namespace
+}  // namespace texel_test
