@@ -6,8 +6,10 @@
  * through out_ parameters, which are left untouched on failure. texel_last_error() gives the
  * message of the calling thread's last failure. Handles are reference counted: a create, adopt or
  * compile function returns a handle holding one reference; _retain adds one, _release drops one,
- * and the object goes when none is left (a model keeps its context, a session its model). Options
- * structs are filled by their _init() function before fields are set.
+ * and the object goes when none is left (a model keeps its context, a session its model). Input
+ * structs (options, tensors) are filled by their _init() function before fields are set; their
+ * struct_size lets later versions add fields at the end. A model whose output has a
+ * data-dependent row count (NonZero and the like) cannot run through this API yet.
  *
  * Thread safety: contexts and models may be used from any thread. A session is used by one
  * thread at a time; several sessions of one model may run at once, on one queue.
@@ -30,7 +32,11 @@
 extern "C" {
 #endif
 
+#if defined(__GNUC__) || defined(__clang__)
 #define TEXEL_API __attribute__((visibility("default")))
+#else
+#define TEXEL_API
+#endif
 
 typedef enum texel_status_t {
   TEXEL_OK = 0,

@@ -63,6 +63,10 @@ struct Tensor {
   static Tensor Host(void* pointer, size_t bytes) {
     return Pointer(TEXEL_MEMORY_HOST, pointer, bytes);
   }
+  // An input's host memory: texel only reads it.
+  static Tensor Host(const void* pointer, size_t bytes) {
+    return Pointer(TEXEL_MEMORY_HOST, const_cast<void*>(pointer), bytes);
+  }
   static Tensor Svm(void* pointer, size_t bytes) {
     return Pointer(TEXEL_MEMORY_SVM, pointer, bytes);
   }
@@ -180,6 +184,7 @@ class Model {
   Ptr h_;
 };
 
+// Move-only: a session is used by one thread at a time, so copies sharing one are not offered.
 class Session {
  public:
   explicit Session(const Model& model) {
@@ -187,6 +192,10 @@ class Session {
     Check(texel_session_create(model.get(), &h));
     h_ = Ptr(h);
   }
+  Session(Session&&) = default;
+  Session& operator=(Session&&) = default;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
   texel_session_t get() const { return h_.get(); }
   Session& BindInput(const std::string& name, const Tensor& t) {
     Check(texel_session_bind_input(get(), name.c_str(), &t.desc));
@@ -198,7 +207,7 @@ class Session {
   }
   void Run() { Check(texel_session_run(get())); }
   // Returns the run's event; the caller releases it (clReleaseEvent).
-  cl_event Enqueue(const std::vector<cl_event>& wait = {}) {
+  [[nodiscard]] cl_event Enqueue(const std::vector<cl_event>& wait = {}) {
     cl_event done = nullptr;
     Check(texel_session_enqueue(get(), static_cast<cl_uint>(wait.size()),
                                 wait.empty() ? nullptr : wait.data(), &done));

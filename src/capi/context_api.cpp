@@ -60,7 +60,7 @@ texel_status_t texel_context_create(const texel_context_options_t* options,
                                     texel_context_t* out_context) {
   return Guard(__func__, [&] {
     Require(out_context, "out_context");
-    if (options && options->struct_size != sizeof(*options))
+    if (options && options->struct_size < sizeof(*options))
       Fail(ErrorCode::kInvalidArgument, "options were not set up by texel_context_options_init");
     std::string spec = options && options->device ? options->device : "";
     auto ctx = std::make_shared<texel::cl::Context>(texel::cl::SelectDevice(spec));

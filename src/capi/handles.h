@@ -45,28 +45,29 @@ struct texel_session_s {
 
 namespace texel::capi {
 
-// Records message as the calling thread's last error and returns status.
-texel_status_t Failed(texel_status_t status, const std::string& message);
-void ClearLastError();
-const char* LastError();
-texel_status_t StatusOf(ErrorCode code);
+// Records "<function>: <message>" as the calling thread's last error and returns status. Never
+// throws: without memory for the message, a fixed one is kept.
+texel_status_t Failed(texel_status_t status, const char* function, const char* message) noexcept;
+void ClearLastError() noexcept;
+const char* LastError() noexcept;
+texel_status_t StatusOf(ErrorCode code) noexcept;
 
 // Runs body (which returns nothing and throws on failure), turning every exception into a
 // status and the thread's last error, prefixed with the entry point's name.
 template <class F>
-texel_status_t Guard(const char* function, F&& body) {
+texel_status_t Guard(const char* function, F&& body) noexcept {
   ClearLastError();
   try {
     body();
     return TEXEL_OK;
   } catch (const Error& e) {
-    return Failed(StatusOf(e.code()), std::string(function) + ": " + e.what());
+    return Failed(StatusOf(e.code()), function, e.what());
   } catch (const std::bad_alloc&) {
-    return Failed(TEXEL_ERROR_INTERNAL, std::string(function) + ": out of host memory");
+    return Failed(TEXEL_ERROR_INTERNAL, function, "out of host memory");
   } catch (const std::exception& e) {
-    return Failed(TEXEL_ERROR_INTERNAL, std::string(function) + ": " + e.what());
+    return Failed(TEXEL_ERROR_INTERNAL, function, e.what());
   } catch (...) {
-    return Failed(TEXEL_ERROR_INTERNAL, std::string(function) + ": unknown exception");
+    return Failed(TEXEL_ERROR_INTERNAL, function, "unknown exception");
   }
 }
 

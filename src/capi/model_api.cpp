@@ -9,7 +9,7 @@ namespace {
 CompileOptions ToOptions(const texel_compile_options_t* o) {
   CompileOptions opts;
   if (!o) return opts;
-  if (o->struct_size != sizeof(*o))
+  if (o->struct_size < sizeof(*o))
     Fail(ErrorCode::kInvalidArgument, "options were not set up by texel_compile_options_init");
   if (o->backends) {
     std::stringstream list(o->backends);
@@ -55,11 +55,20 @@ using texel::capi::Guard;
 using texel::capi::Require;
 
 // texel_dtype_t mirrors texel::DType value for value.
-static_assert(TEXEL_DTYPE_F32 == static_cast<int>(texel::DType::kFloat32) &&
-              TEXEL_DTYPE_F16 == static_cast<int>(texel::DType::kFloat16) &&
-              TEXEL_DTYPE_I32 == static_cast<int>(texel::DType::kInt32) &&
-              TEXEL_DTYPE_I64 == static_cast<int>(texel::DType::kInt64) &&
-              TEXEL_DTYPE_BOOL == static_cast<int>(texel::DType::kBool));
+#define TEXEL_SAME(c, k) static_assert(c == static_cast<int>(texel::DType::k))
+TEXEL_SAME(TEXEL_DTYPE_F32, kFloat32);
+TEXEL_SAME(TEXEL_DTYPE_F16, kFloat16);
+TEXEL_SAME(TEXEL_DTYPE_F64, kFloat64);
+TEXEL_SAME(TEXEL_DTYPE_I8, kInt8);
+TEXEL_SAME(TEXEL_DTYPE_U8, kUInt8);
+TEXEL_SAME(TEXEL_DTYPE_I16, kInt16);
+TEXEL_SAME(TEXEL_DTYPE_U16, kUInt16);
+TEXEL_SAME(TEXEL_DTYPE_I32, kInt32);
+TEXEL_SAME(TEXEL_DTYPE_U32, kUInt32);
+TEXEL_SAME(TEXEL_DTYPE_I64, kInt64);
+TEXEL_SAME(TEXEL_DTYPE_U64, kUInt64);
+TEXEL_SAME(TEXEL_DTYPE_BOOL, kBool);
+#undef TEXEL_SAME
 
 extern "C" {
 

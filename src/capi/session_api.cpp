@@ -1,21 +1,24 @@
 // Sessions: texel_tensor_init, texel_session_*.
+#include <cstring>
+
 #include "capi/handles.h"
 
 namespace texel::capi {
 namespace {
 
 runtime::ExternalTensor ToExternal(const texel_tensor_t* t) {
-  if (t->struct_size != sizeof(*t))
+  if (t->struct_size < sizeof(*t))
     Fail(ErrorCode::kInvalidArgument, "the tensor was not set up by texel_tensor_init");
   runtime::ExternalTensor e;
-  switch (t->kind) {
+  int kind = 0;  // read as the int a C caller stored: it may be no texel_memory_kind_t at all
+  static_assert(sizeof(kind) == sizeof(t->kind));
+  std::memcpy(&kind, &t->kind, sizeof(kind));
+  switch (kind) {
     case TEXEL_MEMORY_HOST: e.kind = runtime::ExternalTensor::Kind::kHost; break;
     case TEXEL_MEMORY_CL_BUFFER: e.kind = runtime::ExternalTensor::Kind::kClBuffer; break;
     case TEXEL_MEMORY_SVM: e.kind = runtime::ExternalTensor::Kind::kSvm; break;
     case TEXEL_MEMORY_USM: e.kind = runtime::ExternalTensor::Kind::kUsm; break;
-    default:
-      Fail(ErrorCode::kInvalidArgument, "memory kind {} is not a texel_memory_kind_t",
-           static_cast<int>(t->kind));
+    default: Fail(ErrorCode::kInvalidArgument, "memory kind {} is not a texel_memory_kind_t", kind);
   }
   e.buffer = t->buffer;
   e.offset = t->offset;

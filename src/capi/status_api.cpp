@@ -4,18 +4,27 @@
 namespace texel::capi {
 namespace {
 thread_local std::string last_error;
+thread_local const char* fixed_error = nullptr;  // when last_error could not be set
 }  // namespace
 
-texel_status_t Failed(texel_status_t status, const std::string& message) {
-  last_error = message;
+texel_status_t Failed(texel_status_t status, const char* function, const char* message) noexcept {
+  try {
+    last_error = std::string(function) + ": " + message;
+    fixed_error = nullptr;
+  } catch (...) {
+    fixed_error = "texel: out of host memory while reporting an error";
+  }
   return status;
 }
 
-void ClearLastError() { last_error.clear(); }
+void ClearLastError() noexcept {
+  last_error.clear();
+  fixed_error = nullptr;
+}
 
-const char* LastError() { return last_error.c_str(); }
+const char* LastError() noexcept { return fixed_error ? fixed_error : last_error.c_str(); }
 
-texel_status_t StatusOf(ErrorCode code) {
+texel_status_t StatusOf(ErrorCode code) noexcept {
   switch (code) {
     case ErrorCode::kInvalidArgument: return TEXEL_ERROR_INVALID_ARGUMENT;
     case ErrorCode::kNotFound: return TEXEL_ERROR_NOT_FOUND;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "ir/infer.h"
 
@@ -118,14 +119,13 @@ Node* Graph::InsertNodeAfter(const Node* after, OpKind op, std::vector<Value*> i
   return n;
 }
 
-const char* StorageName(Storage s) {
-  switch (s) {
-    case Storage::kBuffer: return "buffer";
-    case Storage::kTexture: return "texture";
-    case Storage::kTextureWeight: return "texture-weight";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumName<Storage> kStorageNames[] = {{Storage::kBuffer, "buffer"},
+                                               {Storage::kTexture, "texture"},
+                                               {Storage::kTextureWeight, "texture-weight"}};
+}  // namespace
+
+const char* StorageName(Storage s) { return NameIn(kStorageNames, s); }
 
 void Graph::RemoveDeadNodes() {
   // Walk backwards so that a chain of unused nodes disappears in one sweep.

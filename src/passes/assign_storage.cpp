@@ -19,6 +19,7 @@
 #include <map>
 #include <mutex>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/texture_layout.h"
 #include "passes/pipeline.h"
@@ -80,24 +81,16 @@ bool PrefersTextures(const cl::DeviceInfo& d) {
   return false;
 }
 
+constexpr EnumName<StoragePolicy> kStoragePolicyNames[] = {{StoragePolicy::kBuffer, "buffer"},
+                                                           {StoragePolicy::kTexture, "texture"},
+                                                           {StoragePolicy::kAuto, "auto"}};
+
 }  // namespace
 
-const char* StoragePolicyName(StoragePolicy p) {
-  switch (p) {
-    case StoragePolicy::kBuffer: return "buffer";
-    case StoragePolicy::kTexture: return "texture";
-    case StoragePolicy::kAuto: return "auto";
-  }
-  return "?";
-}
+const char* StoragePolicyName(StoragePolicy p) { return NameIn(kStoragePolicyNames, p); }
 
 bool ParseStoragePolicy(std::string_view s, StoragePolicy* p) {
-  for (StoragePolicy q : {StoragePolicy::kBuffer, StoragePolicy::kTexture, StoragePolicy::kAuto})
-    if (s == StoragePolicyName(q)) {
-      *p = q;
-      return true;
-    }
-  return false;
+  return ParseIn(kStoragePolicyNames, s, p);
 }
 
 Stats AssignStorage(ir::Graph& g, const PassContext& ctx) {

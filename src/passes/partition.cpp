@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "backends/backend.h"
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "passes/pipeline.h"
 
@@ -35,26 +36,15 @@ std::set<std::pair<std::string, ir::OpKind>> ParseDeny(const std::vector<std::st
 // What leaving the native kernels costs: about one kernel launch.
 constexpr double kBoundarySeconds = 5e-6;
 
+constexpr EnumName<PartitionPolicy> kPolicyNames[] = {{PartitionPolicy::kEstimate, "estimate"},
+                                                      {PartitionPolicy::kMeasure, "measure"},
+                                                      {PartitionPolicy::kFirst, "first"}};
+
 }  // namespace
 
-const char* PolicyName(PartitionPolicy p) {
-  switch (p) {
-    case PartitionPolicy::kEstimate: return "estimate";
-    case PartitionPolicy::kMeasure: return "measure";
-    case PartitionPolicy::kFirst: return "first";
-  }
-  return "?";
-}
+const char* PolicyName(PartitionPolicy p) { return NameIn(kPolicyNames, p); }
 
-bool ParsePolicy(std::string_view s, PartitionPolicy* p) {
-  for (PartitionPolicy q :
-       {PartitionPolicy::kEstimate, PartitionPolicy::kMeasure, PartitionPolicy::kFirst})
-    if (s == PolicyName(q)) {
-      *p = q;
-      return true;
-    }
-  return false;
-}
+bool ParsePolicy(std::string_view s, PartitionPolicy* p) { return ParseIn(kPolicyNames, s, p); }
 
 Stats Partition(ir::Graph& g, const PassContext& ctx) {
   std::vector<std::string> names =

@@ -138,6 +138,7 @@ void Session::SetInput(const std::string& name, const HostTensor& t) {
       Fail(ErrorCode::kInvalidArgument, "input '{}' must have shape {}, got {}", name,
            ShapeStr(in.shape), ShapeStr(t.shape));
     Unbind(false, name);
+    AwaitPreviousRun();
     if (!t.bytes.empty()) BufferAt(in.buffer).Write(exe_.context(), t.bytes.data(), t.bytes.size());
     return;
   }
@@ -148,6 +149,9 @@ HostTensor Session::GetOutput(size_t index) const {
   const TensorBinding& out = exe_.plan().outputs.at(index);
   if (bound_.count({true, out.name}))
     Fail(ErrorCode::kInvalidArgument, "output '{}' is bound to the caller's memory", out.name);
+  if (MemoryOf(out.buffer) != BufferAt(out.buffer).mem())
+    Fail(ErrorCode::kInvalidArgument, "output '{}' is the memory of a bound input", out.name);
+  AwaitPreviousRun();
   Shape shape = out.shape;
   if (out.rows_buffer >= 0) {  // a data-dependent output: keep the rows the device counted
     int64_t rows = 0;
@@ -244,8 +248,13 @@ void Session::Bind(const TensorBinding& tensor, bool output, const ExternalTenso
           cl_buffer_region region{t.offset, b->bytes};
           cl_int err = CL_SUCCESS;
           cl_mem sub = clCreateSubBuffer(t.buffer, 0, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
-          cl::CheckCL(err, fmt::format("clCreateSubBuffer for {} '{}'", role, tensor.name));
-          b->sub = cl::Buffer::Adopt(sub, b->bytes);
+          // The caller's buffer may itself be a sub-buffer, or another device of its context
+          // may want a coarser alignment: then the tensor is copied instead.
+          if (err == CL_INVALID_MEM_OBJECT || err == CL_MISALIGNED_SUB_BUFFER_OFFSET)
+            b->mode = Binding::Mode::kStagedCopy;
+          else
+            cl::CheckCL(err, fmt::format("clCreateSubBuffer for {} '{}'", role, tensor.name));
+          if (err == CL_SUCCESS) b->sub = cl::Buffer::Adopt(sub, b->bytes);
         } else {
           b->mode = Binding::Mode::kStagedCopy;
         }
@@ -282,8 +291,58 @@ void Session::Bind(const TensorBinding& tensor, bool output, const ExternalTenso
       break;
     }
   }
-  bound_[{output, tensor.name}] = std::move(b);
-  PointUses(tensor.buffer);
+  // Kernels read inputs while they write outputs: the caller's output memory must overlap no
+  // input's and no other output's.
+  for (const auto& [key, other] : bound_)
+    if ((key.first != output || (output && key.second != tensor.name)) && Overlap(*other, *b))
+      fail(ErrorCode::kInvalidArgument, fmt::format("its memory overlaps that of {} '{}'",
+                                                    key.first ? "output" : "input", key.second));
+  // Commit only when every argument points at the new memory; else restore the old binding.
+  std::pair<bool, std::string> key{output, tensor.name};
+  std::unique_ptr<Binding> old;
+  if (auto it = bound_.find(key); it != bound_.end()) old = std::move(it->second);
+  bound_[key] = std::move(b);
+  try {
+    PointUses(tensor.buffer);
+  } catch (...) {
+    if (old)
+      bound_[key] = std::move(old);
+    else
+      bound_.erase(key);
+    PointUses(tensor.buffer);
+    throw;
+  }
+}
+
+bool Session::Overlap(const Binding& x, const Binding& y) {
+  using Kind = ExternalTensor::Kind;
+  const ExternalTensor &a = x.tensor, &b = y.tensor;
+  if (x.bytes == 0 || y.bytes == 0 || a.kind == Kind::kHost || b.kind == Kind::kHost)
+    return false;  // host memory is copied, so it may alias freely
+  if ((a.kind == Kind::kClBuffer) != (b.kind == Kind::kClBuffer)) return false;
+  if (a.kind == Kind::kClBuffer) {
+    if (a.buffer != b.buffer) return false;
+    return a.offset < b.offset + y.bytes && b.offset < a.offset + x.bytes;
+  }
+  auto pa = reinterpret_cast<uintptr_t>(a.pointer), pb = reinterpret_cast<uintptr_t>(b.pointer);
+  return pa < pb + y.bytes && pb < pa + x.bytes;
+}
+
+cl_mem Session::MemoryOf(int buffer) const {
+  for (const auto& [key, b] : bound_) {
+    if (b->buffer != buffer || b->mode != Binding::Mode::kInPlace) continue;
+    if (b->sub.mem()) return b->sub.mem();
+    if (b->tensor.kind == ExternalTensor::Kind::kClBuffer) return b->tensor.buffer;
+    return nullptr;  // an SVM or USM pointer
+  }
+  return BufferAt(buffer).mem();
+}
+
+void Session::AwaitPreviousRun() const {
+  if (last_.get()) {
+    ++exe_.context().counters().syncs;
+    last_.Wait();
+  }
 }
 
 void Session::Unbind(bool output, const std::string& name) {
@@ -343,7 +402,12 @@ cl::Event Session::EnqueueRun(const std::vector<cl_event>& wait_in,
     for (const auto& [key, bp] : bound_) {
       const Binding& b = *bp;
       if (b.output != outputs || b.mode == Binding::Mode::kInPlace || b.bytes == 0) continue;
-      cl_mem own = BufferAt(b.buffer).mem();
+      // Outputs copy from where kernels wrote them: an aliased input may be the caller's.
+      cl_mem own = outputs ? MemoryOf(b.buffer) : BufferAt(b.buffer).mem();
+      if (!own)
+        Fail(ErrorCode::kUnsupported,
+             "an output is the memory of an input bound to an SVM or USM pointer; bind one of "
+             "them as a cl_mem or host pointer");
       cmds.push_back(
           {-1, [&b, own, q, outputs, &ctx](const std::vector<cl_event>& w, cl_event* ev) {
              cl_uint n = static_cast<cl_uint>(w.size());
@@ -403,6 +467,15 @@ cl::Event Session::EnqueueRun(const std::vector<cl_event>& wait_in,
       if (cmds[c].step >= 0) {
         const KernelStep& s = plan.steps[cmds[c].step];
         e.AddContext(fmt::format("step {} ({} '{}')", cmds[c].step, s.op, s.node));
+      }
+      // What was enqueued still runs and may read the caller's host memory: wait for it before
+      // the caller hears of the failure (an in-order marker follows everything before it).
+      if (c > 0) {
+        cl::Event partial;
+        cl_event last = prev.get();
+        if (clEnqueueMarkerWithWaitList(q, last ? 1 : 0, last ? &last : nullptr, partial.out()) ==
+            CL_SUCCESS)
+          clWaitForEvents(1, partial.out());
       }
       throw;
     }

@@ -81,6 +81,11 @@ class Session {
   cl::Event last_;    // out-of-order queues: the previous run's final event
 
   const cl::Buffer& BufferAt(int index) const;
+  // The cl_mem kernels use for a buffer: a bound input's or output's in place, else the
+  // Session's own; null for an SVM or USM pointer.
+  cl_mem MemoryOf(int buffer) const;
+  static bool Overlap(const Binding& a, const Binding& b);  // caller memory shared by both
+  void AwaitPreviousRun() const;  // out-of-order queues: before blocking host copies
   void Bind(const TensorBinding& tensor, bool output, const ExternalTensor& t);
   void Unbind(bool output, const std::string& name);
   void PointUses(int buffer);  // sets the kernel and library-call arguments of buffer's uses

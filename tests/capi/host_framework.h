@@ -158,13 +158,14 @@ class HostFramework {
   std::vector<cl_mem> buffers;
 };
 
-// The plain texel run: texel's own context, host memory in and out.
+// The plain texel run: texel's own context, host memory in and out, on the device the host
+// framework uses (its first platform's first device: texel's "0:0").
 inline std::vector<float> PlainRun(const std::vector<float>& a, const std::vector<float>& b) {
-  texel::Context ctx;
+  texel::Context ctx("0:0");
   texel::Session s(texel::Model::FromFile(ctx, DataPath("matmul_add.mlir")));
   std::vector<float> c(kM * kN, -7.0f);
-  s.BindInput("arg0", texel::Tensor::Host(const_cast<float*>(a.data()), kBytesA))
-      .BindInput("arg1", texel::Tensor::Host(const_cast<float*>(b.data()), kBytesB))
+  s.BindInput("arg0", texel::Tensor::Host(a.data(), kBytesA))
+      .BindInput("arg1", texel::Tensor::Host(b.data(), kBytesB))
       .BindOutput("arg2", texel::Tensor::Host(c.data(), kBytesC))
       .Run();
   return c;

@@ -129,7 +129,8 @@ TEST_F(CApiErrorsTest, WrongKindsForTheDevice) {
                  "SVM pointer", "16-byte aligned");
     clSVMFree(host.context, svm);
   }
-  t.kind = static_cast<texel_memory_kind_t>(42);
+  int bad_kind = 42;  // as a C caller could store it
+  std::memcpy(&t.kind, &bad_kind, sizeof(bad_kind));
   EXPECT_FAILS(texel_session_bind_input(session, "arg0", &t), TEXEL_ERROR_INVALID_ARGUMENT,
                "memory kind 42");
 }
