@@ -279,6 +279,49 @@ TEST(LinalgErrors, SniffsTextFromOnnx) {
   }
 }
 
+// Found in review: each of these was accepted, crashed or was misreported before.
+TEST(LinalgErrors, ReviewedCorners) {
+  // Ops with a syntax of their own are named, not parsed.
+  ExpectError(Edit("%4 = linalg.matmul", "%4 = linalg.reduce"), ErrorCode::kUnsupported, "7:8",
+              "'linalg.reduce' is not supported");
+  // Element counts that overflow int64 while multiplying.
+  ExpectError(Edit("%2 = tensor.empty() : tensor<4x6xf32>",
+                   "%2 = tensor.empty() : tensor<4294967296x2147483648xf32>"),
+              ErrorCode::kUnsupported, "4:25", "more than 2^32 elements");
+  // Aliases of aliases grow geometrically: capped.
+  std::string aliases = "#a0 = [0, 0, 0, 0, 0, 0, 0, 0]\n";
+  for (int i = 1; i < 12; ++i) {
+    std::string prev = "#a" + std::to_string(i - 1);
+    aliases += "#a" + std::to_string(i) + " = [" + prev + ", " + prev + ", " + prev + ", " + prev +
+               ", " + prev + ", " + prev + ", " + prev + ", " + prev + "]\n";
+  }
+  try {
+    ImportLinalgText(aliases + kGood, "bad.mlir");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("aliases expand to more than"), std::string::npos)
+        << e.what();
+  }
+  // A byte-order mark is skipped, as the sniffer skips it.
+  EXPECT_NO_THROW(ImportLinalgText("\xEF\xBB\xBF" + std::string(kGood), "bom.mlir"));
+  // MLIR's i1 is a signed 1-bit integer; texel's bool is not, so i1 arithmetic is refused.
+  ExpectError(R"(func.func @f(%a: memref<4xi1>, %o: memref<4xi1>) {
+  %0 = bufferization.to_tensor %a : memref<4xi1>
+  %e = tensor.empty() : tensor<4xi1>
+  %1 = linalg.add ins(%0, %0 : tensor<4xi1>, tensor<4xi1>) outs(%e : tensor<4xi1>) -> tensor<4xi1>
+  bufferization.materialize_in_destination %1 in %o : (tensor<4xi1>, memref<4xi1>) -> ()
+  return
+})",
+              ErrorCode::kUnsupported, "4:8", "'linalg.add' on i1 is not supported");
+  // A returned result may not take an input's name.
+  ExpectError(R"(func.func @f(%result0: tensor<4xf32>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  %1 = linalg.exp ins(%result0 : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+})",
+              ErrorCode::kUnsupported, "1:1", "has the name of an input");
+}
+
 // Every prefix of valid fragments, and random byte edits of them, import or throw texel::Error.
 TEST(LinalgErrors, GarbageNeverCrashes) {
   std::vector<std::string> texts = {kGood};

@@ -121,11 +121,22 @@ ast::Attr ParseArray(Cursor& c, ast::Attr a) {
   return a;
 }
 
+int64_t NodeCount(const ast::Attr& a) {
+  int64_t n = 1 + static_cast<int64_t>(a.dense.size());
+  for (const ast::Attr& e : a.elems) n += NodeCount(e);
+  return n;
+}
+
 // #name: an alias defined above, or a dialect attribute (#linalg.iterator_type<parallel>).
 ast::Attr ParseHash(Cursor& c, ast::Attr a) {
   const Token& t = c.Next();
   auto it = c.attr_aliases.find(t.text);
   if (it != c.attr_aliases.end()) {
+    c.alias_nodes += NodeCount(it->second);
+    if (c.alias_nodes > Cursor::kMaxAliasNodes)
+      c.Fail(t,
+             fmt::format("attribute aliases expand to more than {} nodes", Cursor::kMaxAliasNodes),
+             ErrorCode::kUnsupported);
     ast::Attr v = it->second;
     v.loc = t.loc;
     if (v.kind == ast::Attr::Kind::kMap) v.map.loc = t.loc;

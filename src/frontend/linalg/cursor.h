@@ -2,6 +2,7 @@
 // the error helpers every parsing function uses. Thread safety: none; one per parse.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -48,6 +49,10 @@ class Cursor {
   };
 
   std::map<std::string, ast::Attr> attr_aliases;  // "#map" -> its value
+  // Attribute nodes copied by alias expansion so far: aliases of aliases grow geometrically, so
+  // the total is capped (kMaxAliasNodes) to keep hostile text from exhausting memory.
+  int64_t alias_nodes = 0;
+  static constexpr int64_t kMaxAliasNodes = int64_t{1} << 20;
   std::map<std::string, ast::Type> type_aliases;  // "!t" -> its type
 
  private:

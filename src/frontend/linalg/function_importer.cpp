@@ -12,8 +12,6 @@
 namespace texel::linalg_frontend {
 namespace {
 
-std::string Pos(Location loc) { return fmt::format("{}:{}", loc.line, loc.col); }
-
 bool IsStatic(const ast::Type& t) {
   return std::none_of(t.shape.begin(), t.shape.end(), [](int64_t d) { return d < 0; });
 }
@@ -82,10 +80,10 @@ class FunctionImporter {
       if (it == arg_index_.end()) continue;  // reported while lowering
       int i = it->second;
       if (writes && written_[i])
-        l_.Fail(
-            op.loc,
-            fmt::format("argument {} is written twice (first at {})", arg.name, Pos(*written_[i])),
-            ErrorCode::kUnsupported);
+        l_.Fail(op.loc,
+                fmt::format("argument {} is written twice (first at {})", arg.name,
+                            PosText(*written_[i])),
+                ErrorCode::kUnsupported);
       auto& mine = reads ? read_[i] : written_[i];
       if (!mine) mine = op.loc;
       const auto& other = reads ? written_[i] : read_[i];
@@ -94,7 +92,7 @@ class FunctionImporter {
                 fmt::format("argument {} is both read (bufferization.to_tensor at {}) and "
                             "written (bufferization.materialize_in_destination at {}); "
                             "in-place updates are not supported",
-                            arg.name, Pos(*read_[i]), Pos(*written_[i])),
+                            arg.name, PosText(*read_[i]), PosText(*written_[i])),
                 ErrorCode::kUnsupported);
     }
   }
@@ -236,8 +234,15 @@ class FunctionImporter {
     }
     g_->RemoveDeadNodes();
     // Outputs carry the names of the arguments they are written to (`texel run` names files so).
+    // A graph input keeps its name too: an output whose name an input has is an error (a
+    // returned result0 when an argument is called %result0).
     for (size_t i = 0; i < outputs_.size(); ++i) {
       const std::string& want = outputs_[i].name;
+      for (const ir::Value* in : g_->inputs())
+        if (in->name == want)
+          l_.Fail(f_.loc,
+                  fmt::format("output '{}' has the name of an input; rename the argument", want),
+                  ErrorCode::kUnsupported);
       for (const auto& v : g_->values())
         if (v->name == want && v.get() != g_->outputs()[i]) v->name = g_->UniqueName(want);
       g_->outputs()[i]->name = want;

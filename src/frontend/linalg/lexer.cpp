@@ -15,7 +15,9 @@ bool IsSuffixChar(char c) { return IsIdChar(c) || c == '-'; }
 
 class Lexer {
  public:
-  Lexer(const std::string& text, const std::string& source) : s_(text), source_(source) {}
+  Lexer(const std::string& text, const std::string& source) : s_(text), source_(source) {
+    if (s_.rfind("\xEF\xBB\xBF", 0) == 0) i_ = 3;  // a UTF-8 byte-order mark, as the sniffer allows
+  }
 
   std::vector<Token> Run() {
     std::vector<Token> out;

@@ -4,6 +4,8 @@
 
 namespace texel::linalg_frontend {
 
+std::string PosText(Location loc) { return fmt::format("{}:{}", loc.line, loc.col); }
+
 void FailAt(ErrorCode code, const std::string& source, Location loc, const std::string& what) {
   Error e(code, what);
   e.AddContext(fmt::format("{}:{}:{}", source, loc.line, loc.col));

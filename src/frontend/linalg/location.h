@@ -14,6 +14,9 @@ struct Location {
   int col = 0;
 };
 
+// "<line>:<col>", for messages that point at a second place.
+std::string PosText(Location loc);
+
 // Throws Error(code) whose what() reads "<source>:<line>:<col>: <what>". The position is the
 // error's only context, so callers can tell positioned errors from others (context().empty()).
 [[noreturn]] void FailAt(ErrorCode code, const std::string& source, Location loc,

@@ -103,6 +103,10 @@ void CheckKind(Lowering& l, const ast::Operation& op, DType t, bool want_float) 
   if (IsFloat(t) != want_float)
     l.Fail(op.loc, fmt::format("'{}' needs {} type, got {}", op.name,
                                want_float ? "a float" : "an integer", ast::ElementTypeText(t)));
+  // MLIR's i1 is a signed 1-bit integer (true is -1, 1 + 1 is 0); texel's bool is 0/1, so
+  // integer arithmetic, comparisons and casts on i1 are refused rather than computed otherwise.
+  if (t == DType::kBool)
+    l.Fail(op.loc, fmt::format("'{}' on i1 is not supported", op.name), ErrorCode::kUnsupported);
 }
 
 // Scalar ops of the body with a core op each: name -> op, operand count, float (or integer).

@@ -99,6 +99,9 @@ std::vector<ir::Value*> ElementwiseIns(Lowering& l, const ast::Operation& op, in
   if (float_only && !IsFloat(out.dtype))
     l.Fail(op.loc, fmt::format("'{}' needs a float element type, got {}", op.name,
                                ast::ElementTypeText(out.dtype)));
+  // i1 arithmetic wraps in MLIR (1 + 1 is 0); texel's bool does not (lower_generic.cpp).
+  if (out.dtype == DType::kBool && op.name != "linalg.copy")
+    l.Fail(op.loc, fmt::format("'{}' on i1 is not supported", op.name), ErrorCode::kUnsupported);
   return ins;
 }
 

@@ -8,8 +8,6 @@
 namespace texel::linalg_frontend {
 namespace {
 
-std::string Pos(Location loc) { return fmt::format("{}:{}", loc.line, loc.col); }
-
 // Element i of a constant from a literal number.
 void Store(HostTensor& t, int64_t i, const ast::Number& n) {
   switch (t.dtype) {
@@ -49,8 +47,8 @@ void Lowering::Define(const ast::Operand& name, Binding b) {
   for (const auto& scope : scopes_) {
     auto it = scope.find(name.name);
     if (it != scope.end())
-      Fail(name.loc,
-           fmt::format("redefinition of {} (first defined at {})", name.name, Pos(it->second.loc)));
+      Fail(name.loc, fmt::format("redefinition of {} (first defined at {})", name.name,
+                                 PosText(it->second.loc)));
   }
   b.loc = name.loc;
   scopes_.back()[name.name] = std::move(b);

@@ -213,14 +213,9 @@ class Parser {
     ParseStructuredAttrs(op);
     if (c_.TryKeyword("ins")) ParseOperandGroup(op, "ins");
     op.num_ins = static_cast<int>(op.operands.size());
-    if (!c_.TryKeyword("outs")) {
-      // An op outside the subset may have a syntax of its own (linalg.softmax dimension(1)):
-      // name it rather than its first unexpected token.
-      if (op.name != "linalg.generic" && !NamedOpLowerings().count(op.name))
-        c_.Fail(op.loc, "'" + op.name + "' is not supported", ErrorCode::kUnsupported);
+    if (!c_.TryKeyword("outs"))
       c_.Fail(c_.Peek(),
               fmt::format("expected 'outs(...)' in '{}', got {}", op.name, Describe(c_.Peek())));
-    }
     ParseOperandGroup(op, "outs");
     ParseStructuredAttrs(op);
     if (c_.Peek().IsPunct("{")) ParseRegion(op);
@@ -303,6 +298,10 @@ class Parser {
                op.name == "linalg.index") {
       ParseSimple(op);
     } else if (StartsWith(op.name, "linalg.")) {
+      // An op outside the subset may have a syntax of its own (linalg.softmax dimension(1),
+      // linalg.reduce's region): name it before parsing its structure.
+      if (op.name != "linalg.generic" && !NamedOpLowerings().count(op.name))
+        c_.Fail(op.loc, "'" + op.name + "' is not supported", ErrorCode::kUnsupported);
       ParseStructured(op);
     } else if (StartsWith(op.name, "arith.") || StartsWith(op.name, "math.")) {
       ParseSimple(op);

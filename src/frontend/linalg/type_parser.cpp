@@ -42,7 +42,7 @@ ast::Type SplitShapedBody(Cursor& c, const std::string& body, Location loc, ast:
           loc,
           fmt::format("{} has a zero-sized dim; empty tensors are not supported", ast::TypeText(t)),
           ErrorCode::kUnsupported);
-    if (d > 0 && (elements *= d) > kMaxElements)
+    if (d > 0 && (d > kMaxElements / elements || (elements *= d) > kMaxElements))
       c.Fail(loc, fmt::format("{} has more than 2^32 elements", ast::TypeText(t)),
              ErrorCode::kUnsupported);
   }
