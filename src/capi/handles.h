@@ -6,7 +6,6 @@
 
 #include <atomic>
 #include <memory>
-#include <set>
 #include <string>
 
 #include "api/compiler.h"
@@ -40,7 +39,6 @@ struct texel_session_s {
   std::atomic<int> refs{1};
   std::unique_ptr<texel_model_s, texel::capi::Releaser<texel_model_s, texel_model_release>> model;
   std::unique_ptr<texel::runtime::Session> session;
-  std::set<std::string> bound_inputs, bound_outputs;
 };
 
 namespace texel::capi {

@@ -31,10 +31,10 @@ runtime::ExternalTensor ToExternal(const texel_tensor_t* t) {
 // written where nobody looks.
 void RequireAllBound(const texel_session_s& s) {
   for (const auto& in : s.model->plan().inputs)
-    if (!s.bound_inputs.count(in.name))
+    if (!s.session->IsBound(false, in.name))
       Fail(ErrorCode::kInvalidArgument, "input '{}' is not bound", in.name);
   for (const auto& out : s.model->plan().outputs)
-    if (!s.bound_outputs.count(out.name))
+    if (!s.session->IsBound(true, out.name))
       Fail(ErrorCode::kInvalidArgument, "output '{}' is not bound", out.name);
 }
 
@@ -82,7 +82,6 @@ texel_status_t texel_session_bind_input(texel_session_t session, const char* nam
     Require(name, "name");
     Require(tensor, "tensor");
     session->session->BindInput(name, texel::capi::ToExternal(tensor));
-    session->bound_inputs.insert(name);
   });
 }
 
@@ -93,7 +92,6 @@ texel_status_t texel_session_bind_output(texel_session_t session, const char* na
     Require(name, "name");
     Require(tensor, "tensor");
     session->session->BindOutput(name, texel::capi::ToExternal(tensor));
-    session->bound_outputs.insert(name);
   });
 }
 

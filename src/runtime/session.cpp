@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <functional>
 
 #include "core/error.h"
 #include "runtime/memory_plan.h"
@@ -392,81 +391,30 @@ cl::Event Session::EnqueueRun(const std::vector<cl_event>& wait_in,
   const Plan& plan = exe_.plan();
   cl_command_queue q = ctx.queue();
   bool ooo = ctx.out_of_order();
-  // One command of the run: enqueues itself after wait, setting *event when event is not null.
-  struct Command {
-    int step;  // -1 for staging copies
-    std::function<void(const std::vector<cl_event>& wait, cl_event* event)> enqueue;
+  auto staged = [](const Binding& b, bool outputs) {
+    return b.output == outputs && b.mode != Binding::Mode::kInPlace && b.bytes > 0;
   };
-  std::vector<Command> cmds;
-  auto stage = [&](bool outputs) {
-    for (const auto& [key, bp] : bound_) {
-      const Binding& b = *bp;
-      if (b.output != outputs || b.mode == Binding::Mode::kInPlace || b.bytes == 0) continue;
-      // Outputs copy from where kernels wrote them: an aliased input may be the caller's.
-      cl_mem own = outputs ? MemoryOf(b.buffer) : BufferAt(b.buffer).mem();
-      if (!own)
-        Fail(ErrorCode::kUnsupported,
-             "an output is the memory of an input bound to an SVM or USM pointer; bind one of "
-             "them as a cl_mem or host pointer");
-      cmds.push_back(
-          {-1, [&b, own, q, outputs, &ctx](const std::vector<cl_event>& w, cl_event* ev) {
-             cl_uint n = static_cast<cl_uint>(w.size());
-             const cl_event* list = w.empty() ? nullptr : w.data();
-             const ExternalTensor& t = b.tensor;
-             if (b.mode == Binding::Mode::kStagedCopy) {
-               cl::CheckCL(
-                   outputs
-                       ? clEnqueueCopyBuffer(q, own, t.buffer, 0, t.offset, b.bytes, n, list, ev)
-                       : clEnqueueCopyBuffer(q, t.buffer, own, t.offset, 0, b.bytes, n, list, ev),
-                   "clEnqueueCopyBuffer");
-               return;
-             }
-             ++ctx.counters().transfers;
-             cl::CheckCL(
-                 outputs
-                     ? clEnqueueReadBuffer(q, own, CL_FALSE, 0, b.bytes, t.pointer, n, list, ev)
-                     : clEnqueueWriteBuffer(q, own, CL_FALSE, 0, b.bytes, t.pointer, n, list, ev),
-                 outputs ? "clEnqueueReadBuffer" : "clEnqueueWriteBuffer");
-           }});
-    }
-  };
-  stage(false);
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    const KernelStep& s = plan.steps[i];
-    cmds.push_back(
-        {static_cast<int>(i), [this, &s, i, q, &ctx](const std::vector<cl_event>& w, cl_event* ev) {
-           if (!calls_[i]) {
-             cl::Event out;
-             cl::Launch(ctx, kernels_[i], s.global, s.local, ev ? &out : nullptr, w);
-             if (ev) *ev = out.release();
-             return;
-           }
-           // Library routines take no wait list: a barrier holds them back.
-           if (!w.empty())
-             cl::CheckCL(
-                 clEnqueueBarrierWithWaitList(q, static_cast<cl_uint>(w.size()), w.data(), nullptr),
-                 "clEnqueueBarrierWithWaitList");
-           (*calls_[i])(q, call_buffers_[i], s.call_args, ev);
-         }});
-  }
-  stage(true);
+  size_t total = plan.steps.size();
+  for (const auto& [key, b] : bound_) total += staged(*b, b->output);
 
-  std::vector<cl_event> wait = wait_in;
-  if (ooo && last_.get()) wait.push_back(last_.get());
+  std::vector<cl_event> first = wait_in;
+  if (ooo && last_.get()) first.push_back(last_.get());
+  std::vector<cl_event> chained(1), none;
   cl::Event prev;
-  for (size_t c = 0; c < cmds.size(); ++c) {
-    // In order, only the first command waits and only the last one's event is needed.
-    bool want_event = ooo || step_events || c + 1 == cmds.size();
-    std::vector<cl_event> w = c == 0 ? wait
-                              : ooo  ? std::vector<cl_event>{prev.get()}
-                                     : std::vector<cl_event>{};
+  size_t c = 0;  // commands issued so far
+  // Issues one command of the run (step -1: a staging copy) after the right events: in order,
+  // only the first command waits and only the last one's event is needed; out of order, each
+  // waits for the one before. enqueue(wait, event) sets *event when event is not null.
+  auto issue = [&](int step, auto&& enqueue) {
+    bool want_event = ooo || step_events || c + 1 == total;
+    const std::vector<cl_event>& w = c == 0 ? first : ooo ? chained : none;
     cl::Event ev;
     try {
-      cmds[c].enqueue(w, want_event ? ev.out() : nullptr);
+      enqueue(w, want_event ? ev.out() : nullptr);
     } catch (Error& e) {
-      if (cmds[c].step >= 0) {
-        const KernelStep& s = plan.steps[cmds[c].step];
-        e.AddContext(fmt::format("step {} ({} '{}')", cmds[c].step, s.op, s.node));
+      if (step >= 0) {
+        const KernelStep& k = plan.steps[step];
+        e.AddContext(fmt::format("step {} ({} '{}')", step, k.op, k.node));
       }
       // What was enqueued still runs and may read the caller's host memory: wait for it before
       // the caller hears of the failure (an in-order marker follows everything before it).
@@ -479,16 +427,68 @@ cl::Event Session::EnqueueRun(const std::vector<cl_event>& wait_in,
       }
       throw;
     }
-    if (!want_event) continue;
-    if (step_events && cmds[c].step >= 0) {
+    ++c;
+    if (!want_event) return;
+    if (step_events && step >= 0) {
       cl::CheckCL(clRetainEvent(ev.get()), "clRetainEvent");
-      (*step_events)[cmds[c].step] = cl::Event(ev.get());
+      (*step_events)[step] = cl::Event(ev.get());
     }
     prev = std::move(ev);
+    chained[0] = prev.get();
+  };
+  auto stage = [&](bool outputs) {
+    for (const auto& [key, bp] : bound_) {
+      const Binding& b = *bp;
+      if (!staged(b, outputs)) continue;
+      // Outputs copy from where kernels wrote them: an aliased input may be the caller's.
+      cl_mem own = outputs ? MemoryOf(b.buffer) : BufferAt(b.buffer).mem();
+      if (!own)
+        Fail(ErrorCode::kUnsupported,
+             "an output is the memory of an input bound to an SVM or USM pointer; bind one of "
+             "them as a cl_mem or host pointer");
+      issue(-1, [&](const std::vector<cl_event>& w, cl_event* ev) {
+        cl_uint n = static_cast<cl_uint>(w.size());
+        const cl_event* list = w.empty() ? nullptr : w.data();
+        const ExternalTensor& t = b.tensor;
+        if (b.mode == Binding::Mode::kStagedCopy) {
+          cl::CheckCL(
+              outputs ? clEnqueueCopyBuffer(q, own, t.buffer, 0, t.offset, b.bytes, n, list, ev)
+                      : clEnqueueCopyBuffer(q, t.buffer, own, t.offset, 0, b.bytes, n, list, ev),
+              "clEnqueueCopyBuffer");
+          return;
+        }
+        ++ctx.counters().transfers;
+        cl::CheckCL(
+            outputs ? clEnqueueReadBuffer(q, own, CL_FALSE, 0, b.bytes, t.pointer, n, list, ev)
+                    : clEnqueueWriteBuffer(q, own, CL_FALSE, 0, b.bytes, t.pointer, n, list, ev),
+            outputs ? "clEnqueueReadBuffer" : "clEnqueueWriteBuffer");
+      });
+    }
+  };
+
+  stage(false);
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const KernelStep& s = plan.steps[i];
+    issue(static_cast<int>(i), [&](const std::vector<cl_event>& w, cl_event* ev) {
+      if (!calls_[i]) {
+        cl::Event out;
+        cl::Launch(ctx, kernels_[i], s.global, s.local, ev ? &out : nullptr, w);
+        if (ev) *ev = out.release();
+        return;
+      }
+      // Library routines take no wait list: a barrier holds them back.
+      if (!w.empty())
+        cl::CheckCL(
+            clEnqueueBarrierWithWaitList(q, static_cast<cl_uint>(w.size()), w.data(), nullptr),
+            "clEnqueueBarrierWithWaitList");
+      (*calls_[i])(q, call_buffers_[i], s.call_args, ev);
+    });
   }
-  if (cmds.empty())
-    cl::CheckCL(clEnqueueMarkerWithWaitList(q, static_cast<cl_uint>(wait.size()),
-                                            wait.empty() ? nullptr : wait.data(), prev.out()),
+  stage(true);
+
+  if (total == 0)
+    cl::CheckCL(clEnqueueMarkerWithWaitList(q, static_cast<cl_uint>(first.size()),
+                                            first.empty() ? nullptr : first.data(), prev.out()),
                 "clEnqueueMarkerWithWaitList");
   if (ooo) {
     cl::CheckCL(clRetainEvent(prev.get()), "clRetainEvent");

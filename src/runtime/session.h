@@ -49,6 +49,9 @@ class Session {
   // kUnsupported: a kind the device lacks, or one a step cannot take) naming the tensor.
   void BindInput(const std::string& name, const ExternalTensor& t);
   void BindOutput(const std::string& name, const ExternalTensor& t);
+  bool IsBound(bool output, const std::string& name) const {
+    return bound_.count({output, name}) > 0;
+  }
 
   // Enqueues one run after the events in wait; returns an event that completes when the outputs
   // are written. No host synchronisation.
