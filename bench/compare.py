@@ -18,6 +18,8 @@ waiting until the result is complete:
   onnxruntime  InferenceSession.run, CPU execution provider on all cores
   tinygrad     its OpenCL device (CL) running the ONNX model through TinyJit, then synchronize
   torch        eager PyTorch (CUDA when --device gpu, float32, TF32 off), then synchronize
+  torch_graph  PyTorch's CUDA-graph replay (float32, TF32 off), then synchronize
+  texel_unfused  texel without its attention and normalize passes (--disable-pass)
 Each (model, system) pair is measured in its own process, so that no system's threads, caches
 or device contexts linger into another's timing. Peers that cannot run are reported with
 their error, not silently skipped.
@@ -57,19 +59,32 @@ def timed(fn, runs, warmup):
     return statistics.median(ts)
 
 
-def run_texel(args, d, x):
+def input_files(d):
+    """Every model input file of DIR: input.npy and one NAME.npy per further input."""
+    return {f[:-4]: os.path.join(d, f) for f in sorted(os.listdir(d))
+            if f.endswith(".npy") and f != "output.npy"}
+
+
+def run_texel(args, d, x, extra=()):
     device = ["--device", args.device]
+    inputs = [a for n, f in input_files(d).items() for a in ("--input", f"{n}={f}")]
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([args.texel, "run", f"{d}/model.onnx", "--input", f"input={d}/input.npy",
-                        "-o", tmp, "--repeat", "1", "--warmup", "0"] + device,
+        subprocess.run([args.texel, "run", f"{d}/model.onnx", "-o", tmp, "--repeat", "1",
+                        "--warmup", "0"] + inputs + device + list(extra),
                        check=True, stdout=subprocess.DEVNULL)
         out = np.load(os.path.join(tmp, "output.npy"))
         js = os.path.join(tmp, "bench.json")
-        subprocess.run([args.texel, "bench", f"{d}/model.onnx", "--input", f"input={d}/input.npy",
-                        "--repeat", str(args.runs), "--warmup", str(args.warmup), "--top", "1",
-                        "--json", js] + device, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([args.texel, "bench", f"{d}/model.onnx", "--repeat", str(args.runs),
+                        "--warmup", str(args.warmup), "--top", "1", "--json", js]
+                       + inputs + device + list(extra), check=True, stdout=subprocess.DEVNULL)
         with open(js) as f:
-            return json.load(f)["latency_ms"]["median"], out
+            j = json.load(f)
+        return j["latency_ms"]["median"], out, j["kernels"]
+
+
+def run_texel_unfused(args, d, x):
+    """texel without the attention and normalize passes: what they buy, in the same run."""
+    return run_texel(args, d, x, ["--disable-pass", "attention", "--disable-pass", "normalize"])
 
 
 def run_onnxruntime(args, d, x):
@@ -122,7 +137,38 @@ def run_torch(args, d, x):
     return timed(once, args.runs, args.warmup), out
 
 
-PEERS = {"onnxruntime": run_onnxruntime, "tinygrad": run_tinygrad, "torch": run_torch}
+def run_torch_graph(args, d, x):
+    """PyTorch's fastest path without extra tools: the model captured once in a CUDA graph and
+    replayed (float32, TF32 off)."""
+    import torch
+    import export_models
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    model = export_models.build_model(os.path.basename(d)).cuda().eval()
+    inps = [torch.from_numpy(np.load(f)).cuda() for f in input_files(d).values()]
+    with torch.no_grad():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                model(*inps)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            y = model(*inps)
+
+    def once():
+        graph.replay()
+        torch.cuda.synchronize()
+        return y
+
+    out = once().cpu().numpy()
+    return timed(once, args.runs, args.warmup), out
+
+
+PEERS = {"onnxruntime": run_onnxruntime, "tinygrad": run_tinygrad, "torch": run_torch,
+         "torch_graph": run_torch_graph, "texel_unfused": run_texel_unfused}
 
 
 def measure_one(args, model, system):
@@ -132,8 +178,10 @@ def measure_one(args, model, system):
     ref = np.load(f"{d}/output.npy")
     fn = run_texel if system == "texel" else PEERS[system]
     try:
-        ms, out = fn(args, d, x)
+        ms, out, *kernels = fn(args, d, x)
         result = {"ms": ms, "rel_l2": rel_l2(ref, out)}
+        if kernels:
+            result["kernels"] = kernels[0]
     except Exception as e:  # a peer that cannot run a model is a result too
         msg = str(e).strip().splitlines()
         result = {"error": f"{type(e).__name__}: {msg[-1] if msg else ''}"[:120]}
@@ -194,14 +242,15 @@ def main():
     print("|" + "---|" * (2 + len(peers)))
     for m in models:
         t = results[(m, "texel")]
-        cells = [f"{t['ms']:.3f} [{t['rel_l2']:.1e}]" if "ms" in t else t["error"]]
+        kernels = lambda r: f", {r['kernels']} kernels" if "kernels" in r else ""
+        cells = [f"{t['ms']:.3f}{kernels(t)} [{t['rel_l2']:.1e}]" if "ms" in t else t["error"]]
         for p in peers:
             r = results[(m, p)]
             if "ms" not in r:
                 cells.append(r["error"])
                 continue
             ratio = f", {r['ms'] / t['ms']:.2f}x" if "ms" in t else ""
-            cells.append(f"{r['ms']:.3f}{ratio} [{r['rel_l2']:.1e}]")
+            cells.append(f"{r['ms']:.3f}{ratio}{kernels(r)} [{r['rel_l2']:.1e}]")
         print(f"| {m} | " + " | ".join(cells) + " |")
     if args.json:
         with open(args.json, "w") as f:

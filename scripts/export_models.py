@@ -5,11 +5,15 @@ For each model NAME this writes
   DIR/NAME/model.onnx   input "input", output "output"; the opset is per model (MODELS)
   DIR/NAME/input.npy    the input, numpy RNG seeded with 0: float32 standard normal
                         (1x3x224x224 for the image models) or int64 token ids
-  DIR/NAME/output.npy   PyTorch's float32 output on that input
+  DIR/NAME/<name>.npy   each further input of a model that has more (Spec.extra_inputs), e.g.
+                        bert_masked's attention_mask.npy
+  DIR/NAME/output.npy   PyTorch's float32 output on those inputs
 
 The models are torchvision classifiers (1x3x224x224 in, 1x1000 out), a torchvision
-segmentation model that returns only its 'out' map, and a BERT-style encoder built from
-torch.nn ([1, 128] int64 token ids in, [1, 128, 256] hidden states out). Each is built with
+segmentation model that returns only its 'out' map, and transformers built from torch.nn: a
+BERT-style encoder ([1, 128] int64 token ids in, [1, 128, 256] hidden states out), the same with
+hand-written attention and an attention_mask input (bert_masked), and a GPT-2-style causal
+decoder ([1, 64] ids in, [1, 64, 256] out; gpt2_decoder). Each is built with
 weights=None (no downloads) after torch.manual_seed(0). The defaults would make every
 BatchNorm an identity (mean 0, var 1, weight 1, bias 0) that hides folding bugs, so each
 BatchNorm gets a random weight and bias and running statistics measured on a random
@@ -40,14 +44,17 @@ class Spec:
     """How to build and export one model.
 
     build: a function returning the torch.nn.Module (called right after torch.manual_seed(0));
-    input_shape, input_dtype: the one input "input" ("float32": standard normal; "int64":
-    uniform integers in [0, input_high)); opset: the ONNX opset to export with.
+    input_shape, input_dtype: the first input "input" ("float32": standard normal; "int64":
+    uniform integers in [0, input_high)); extra_inputs: further inputs, in the order forward()
+    takes them after "input", as (name, make) pairs where make(rng) returns the numpy array
+    (rng: the numpy Generator that made "input"); opset: the ONNX opset to export with.
     """
 
     build: typing.Callable
     input_shape: tuple = (1, 3, 224, 224)
     input_dtype: str = "float32"
     input_high: int = 0
+    extra_inputs: tuple = ()
     opset: int = 13
 
 
@@ -143,6 +150,199 @@ def bert_encoder(vocab=1000, seq=128, d_model=256, nhead=4, dim_feedforward=1024
     )
 
 
+def random_layer_norms(model):
+    """LayerNorm starts as weight 1, bias 0, which would hide a lost scale or shift; give each a
+    random weight in [0.5, 1.5) and bias in [-0.2, 0.2) instead."""
+    import torch
+
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.LayerNorm):
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.2, 0.2)
+    return model
+
+
+def gpt2_decoder(vocab=1000, seq=64, d_model=256, nhead=4, dim_feedforward=1024, layers=2):
+    """A GPT-2-style causal decoder from torch.nn, its attention written out the way Hugging
+    Face's GPT2Attention writes it: token and learned position embeddings, pre-norm blocks whose
+    attention is one fused c_attn Linear split into q, k and v, heads by view and transpose,
+    q @ k^T / sqrt(head_dim), a causal mask from torch.tril(torch.ones(S, S)) applied with
+    torch.where(mask, scores, finfo(float32).min), a softmax between a .float() and a .to(dtype)
+    (two Casts in the graph), @ v, heads merged by transpose and reshape, then c_proj; the MLP is
+    c_fc, tanh GELU, c_proj; a final LayerNorm. Input: [1, seq] int64 token ids; output: the final
+    hidden states [1, seq, d_model]."""
+
+    def build():
+        import math
+
+        import torch
+
+        class Attention(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.c_attn = torch.nn.Linear(d_model, 3 * d_model)
+                self.c_proj = torch.nn.Linear(d_model, d_model)
+
+            def forward(self, h):
+                b, s, _ = h.shape
+                head_dim = d_model // nhead
+                q, k, v = self.c_attn(h).split(d_model, dim=2)
+                q, k, v = (t.view(b, s, nhead, head_dim).transpose(1, 2) for t in (q, k, v))
+                scores = q @ k.transpose(-1, -2) / math.sqrt(head_dim)
+                causal = torch.tril(torch.ones(s, s, device=h.device)).to(torch.bool).view(1, 1, s, s)
+                min_value = torch.full([], torch.finfo(torch.float32).min, dtype=scores.dtype, device=h.device)
+                scores = torch.where(causal, scores, min_value)
+                probs = torch.softmax(scores.float(), dim=-1).to(v.dtype)
+                out = (probs @ v).transpose(1, 2).reshape(b, s, d_model)
+                return self.c_proj(out)
+
+        class Block(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ln_1 = torch.nn.LayerNorm(d_model)
+                self.attn = Attention()
+                self.ln_2 = torch.nn.LayerNorm(d_model)
+                self.mlp = torch.nn.Sequential(
+                    torch.nn.Linear(d_model, dim_feedforward),  # c_fc
+                    torch.nn.GELU(approximate="tanh"),
+                    torch.nn.Linear(dim_feedforward, d_model),  # c_proj
+                )
+
+            def forward(self, h):
+                h = h + self.attn(self.ln_1(h))
+                return h + self.mlp(self.ln_2(h))
+
+        class Gpt2Decoder(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.wte = torch.nn.Embedding(vocab, d_model)
+                self.wpe = torch.nn.Embedding(seq, d_model)
+                self.h = torch.nn.ModuleList(Block() for _ in range(layers))
+                self.ln_f = torch.nn.LayerNorm(d_model)
+
+            def forward(self, ids):
+                positions = torch.arange(ids.shape[1], dtype=torch.long, device=ids.device).unsqueeze(0)
+                h = self.wte(ids) + self.wpe(positions)
+                for block in self.h:
+                    h = block(h)
+                return self.ln_f(h)
+
+        return random_layer_norms(Gpt2Decoder())
+
+    # Opset 14: every LayerNorm decomposes (ReduceMean, Sub, Pow, Sqrt, Div, ...), unlike in
+    # bert_encoder; Trilu needs 14.
+    return Spec(
+        build=build, input_shape=(1, seq), input_dtype="int64", input_high=vocab, opset=14
+    )
+
+
+def padding_mask(seq, padding):
+    """A make function for Spec.extra_inputs: an int64 [1, seq] attention mask, ones then
+    `padding` zeros."""
+
+    def make(rng):
+        import numpy as np
+
+        mask = np.ones((1, seq), dtype=np.int64)
+        mask[:, seq - padding :] = 0
+        return mask
+
+    return make
+
+
+def bert_masked(
+    vocab=1000, seq=128, padding=28, d_model=256, nhead=4, dim_feedforward=1024, layers=2
+):
+    """A BERT-style encoder from torch.nn written out the way Hugging Face's BertModel writes
+    it, with a padding mask: token and position embeddings and a LayerNorm, then post-norm
+    layers with separate query, key and value Linears, heads by view and permute,
+    q @ k^T / sqrt(head_dim) plus the extended mask (1 - mask[:, None, None, :].float()) *
+    finfo(float32).min, softmax, @ v, heads merged, dense + residual + LayerNorm, and an erf
+    GELU FFN with its own dense + residual + LayerNorm. Inputs: "input", [1, seq] int64 token
+    ids, and "attention_mask", [1, seq] int64, ones then `padding` zeros; output: the final
+    hidden states [1, seq, d_model]."""
+
+    def build():
+        import math
+
+        import torch
+
+        class SelfAttention(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.query = torch.nn.Linear(d_model, d_model)
+                self.key = torch.nn.Linear(d_model, d_model)
+                self.value = torch.nn.Linear(d_model, d_model)
+
+            def heads(self, t):
+                b, s, _ = t.shape
+                return t.view(b, s, nhead, d_model // nhead).permute(0, 2, 1, 3)
+
+            def forward(self, h, extended_mask):
+                q, k, v = (self.heads(f(h)) for f in (self.query, self.key, self.value))
+                scores = q @ k.transpose(-1, -2) / math.sqrt(d_model // nhead)
+                probs = torch.softmax(scores + extended_mask, dim=-1)
+                out = (probs @ v).permute(0, 2, 1, 3).contiguous()
+                return out.view(out.shape[0], out.shape[1], d_model)
+
+        class Layer(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.attention = SelfAttention()
+                self.attention_dense = torch.nn.Linear(d_model, d_model)
+                self.attention_norm = torch.nn.LayerNorm(d_model, eps=1e-12)
+                self.intermediate = torch.nn.Linear(d_model, dim_feedforward)
+                self.gelu = torch.nn.GELU()
+                self.output = torch.nn.Linear(dim_feedforward, d_model)
+                self.output_norm = torch.nn.LayerNorm(d_model, eps=1e-12)
+
+            def forward(self, h, extended_mask):
+                a = self.attention_norm(self.attention_dense(self.attention(h, extended_mask)) + h)
+                return self.output_norm(self.output(self.gelu(self.intermediate(a))) + a)
+
+        class BertMasked(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.word_embeddings = torch.nn.Embedding(vocab, d_model)
+                self.position_embeddings = torch.nn.Embedding(seq, d_model)
+                self.embeddings_norm = torch.nn.LayerNorm(d_model, eps=1e-12)
+                self.layers = torch.nn.ModuleList(Layer() for _ in range(layers))
+
+            def forward(self, ids, attention_mask):
+                positions = torch.arange(ids.shape[1], dtype=torch.long, device=ids.device).unsqueeze(0)
+                h = self.word_embeddings(ids) + self.position_embeddings(positions)
+                h = self.embeddings_norm(h)
+                extended = attention_mask[:, None, None, :].float()
+                extended = (1.0 - extended) * torch.finfo(torch.float32).min
+                for layer in self.layers:
+                    h = layer(h, extended)
+                return h
+
+        return random_layer_norms(BertMasked())
+
+    return Spec(
+        build=build,
+        input_shape=(1, seq),
+        input_dtype="int64",
+        input_high=vocab,
+        extra_inputs=(("attention_mask", padding_mask(seq, padding)),),
+        opset=17,
+    )
+
+
+def Sdpa():
+    """softmax(q kᵀ / 8) v over one input holding q, k and v stacked on the first axis."""
+    import torch
+
+    class Sdpa(torch.nn.Module):
+        def forward(self, x):
+            q, k, v = x[0:1], x[1:2], x[2:3]
+            return torch.softmax(q @ k.transpose(-1, -2) / 8.0, dim=-1) @ v
+
+    return Sdpa()
+
+
 MODELS = {
     "squeezenet1_0": torchvision_model("squeezenet1_0"),
     "squeezenet1_1": torchvision_model("squeezenet1_1"),
@@ -167,15 +367,25 @@ MODELS = {
     "googlenet": torchvision_model("googlenet", aux_logits=False, init_weights=True),
     "convnext_tiny": torchvision_model("convnext_tiny", init=strong_layer_scale),
     "vit_b_16": torchvision_model("vit_b_16", opset=14, init=random_vit_head),
+    "swin_t": torchvision_model("swin_t", opset=14),
+    # Attention alone at sequence 1024, 12 heads, head dim 64: the attention kernel's benchmark.
+    "sdpa_1024": Spec(build=lambda: Sdpa(), input_shape=(3, 12, 1024, 64), opset=14),
     "bert_encoder": bert_encoder(),
     # BERT-base width (d 768, 12 heads, FFN 3072), 4 layers, sequence 128: issue 4's target.
     "bert_base4": bert_encoder(vocab=30522, d_model=768, nhead=12, dim_feedforward=3072, layers=4),
+    # Attention written out as Hugging Face writes it: masks built in the graph (Trilu, Where)
+    # and given as an input (attention_mask), softmax between Casts, decomposed LayerNorm.
+    "gpt2_decoder": gpt2_decoder(),
+    "bert_masked": bert_masked(),
     "lraspp_mobilenet_v3_large": segmentation_model("lraspp_mobilenet_v3_large"),
     "deeplabv3_mobilenet_v3_large": segmentation_model("deeplabv3_mobilenet_v3_large"),
     "fcn_resnet50": segmentation_model("fcn_resnet50"),
 }
 
-FILES = ("model.onnx", "input.npy", "output.npy")
+def files_of(spec):
+    """The files exported for a model, output.npy last (written last: a complete entry)."""
+    extra = tuple(f"{name}.npy" for name, _ in spec.extra_inputs)
+    return ("model.onnx", "input.npy") + extra + ("output.npy",)
 
 
 def make_input(spec, rng):
@@ -186,6 +396,14 @@ def make_input(spec, rng):
     if spec.input_dtype == "int64":
         return rng.integers(0, spec.input_high, size=spec.input_shape, dtype=np.int64)
     raise ValueError(f"unsupported input dtype {spec.input_dtype}")
+
+
+def make_inputs(spec, rng):
+    """Every input of the model by name, "input" first, in the order forward() takes them."""
+    inputs = {"input": make_input(spec, rng)}
+    for name, make in spec.extra_inputs:
+        inputs[name] = make(rng)
+    return inputs
 
 
 # --image-size: the image models' input height and width (default 224).
@@ -235,12 +453,14 @@ def export(name, out_dir, keep_batchnorm):
 
     spec = spec_of(name)
     model = build_model(name)
-    x = make_input(spec, np.random.default_rng(0))
+    inputs = make_inputs(spec, np.random.default_rng(0))
+    args = tuple(torch.from_numpy(a) for a in inputs.values())
     with torch.no_grad():
-        y = model(torch.from_numpy(x))
+        y = model(*args)
         # How much the output moves on another input: near 0 means the comparison with PyTorch
         # says little about the ops before the point where the input stops mattering.
-        y2 = model(torch.from_numpy(make_input(spec, np.random.default_rng(1))))
+        other = make_inputs(spec, np.random.default_rng(1))
+        y2 = model(*(torch.from_numpy(a) for a in other.values()))
     if not isinstance(y, torch.Tensor):
         raise RuntimeError(f"{name}: the model returned {type(y).__name__}, not one tensor")
     y = y.numpy().astype(np.float32)
@@ -259,7 +479,8 @@ def export(name, out_dir, keep_batchnorm):
     # Write to temporary names and rename, output last, so that an interrupted run never leaves
     # a complete-looking cache entry.
     os.makedirs(out_dir, exist_ok=True)
-    paths = {f: os.path.join(out_dir, f) for f in FILES}
+    files = files_of(spec)
+    paths = {f: os.path.join(out_dir, f) for f in files}
     tmp = {f: p + ".tmp" for f, p in paths.items()}
     # Newer torch defaults to the dynamo exporter; texel's tests use the TorchScript one.
     import inspect
@@ -267,10 +488,10 @@ def export(name, out_dir, keep_batchnorm):
     extra = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(
         model,
-        torch.from_numpy(x),
+        args,
         tmp["model.onnx"],
         opset_version=spec.opset,
-        input_names=["input"],
+        input_names=list(inputs),
         output_names=["output"],
         do_constant_folding=True,
         training=training,
@@ -278,11 +499,12 @@ def export(name, out_dir, keep_batchnorm):
     )
     proto = onnx.load(tmp["model.onnx"])
     onnx.checker.check_model(proto)
-    with open(tmp["input.npy"], "wb") as f:
-        np.save(f, x)
+    for input_name, a in inputs.items():
+        with open(tmp[f"{input_name}.npy"], "wb") as f:
+            np.save(f, a)
     with open(tmp["output.npy"], "wb") as f:
         np.save(f, y)
-    for f in FILES:
+    for f in files:
         os.replace(tmp[f], paths[f])
     return proto, sensitivity
 
@@ -324,7 +546,8 @@ def main():
     failed = 0
     for name in names:
         out_dir = os.path.join(args.out, name)
-        if not args.force and all(os.path.isfile(os.path.join(out_dir, f)) for f in FILES):
+        files = files_of(spec_of(name))
+        if not args.force and all(os.path.isfile(os.path.join(out_dir, f)) for f in files):
             print(f"{name}: cached in {out_dir}", flush=True)
             continue
         start = time.time()

@@ -57,7 +57,9 @@ std::unique_ptr<ir::Graph> ImportModelBytes(const std::string& bytes, const std:
 std::unique_ptr<ir::Graph> ImportAndOptimize(const std::string& model_path,
                                              const CompileOptions& options) {
   auto graph = ImportModelFile(model_path, options.import);
-  passes::RunPipeline(*graph, passes::PassContext{}, options.after_pass);
+  passes::PassContext pc;
+  pc.disabled = options.disabled_passes;
+  passes::RunPipeline(*graph, pc, options.after_pass);
   return graph;
 }
 
@@ -76,6 +78,7 @@ CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl:
       return MeasureNode(n, *backends::FindBackend("native"), ctx, s);
     };
   pc.half_texels = options.half_texels;
+  pc.disabled = options.disabled_passes;
   if (options.partition == passes::PartitionPolicy::kMeasure)
     pc.measure = [&ctx](const ir::Node& n, const backends::Backend& b) {
       return MeasureNode(n, b, ctx);

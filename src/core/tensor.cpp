@@ -50,6 +50,14 @@ double HostTensor::GetDouble(int64_t i) const {
   return VisitDType(dtype, [&](auto t) { return static_cast<double>(data<decltype(t)>()[i]); });
 }
 
+void HostTensor::SetDouble(int64_t i, double v) {
+  if (dtype == DType::kFloat16) {
+    data<uint16_t>()[i] = FloatToHalf(static_cast<float>(v));
+    return;
+  }
+  VisitDType(dtype, [&](auto t) { data<decltype(t)>()[i] = static_cast<decltype(t)>(v); });
+}
+
 int64_t HostTensor::GetInt(int64_t i) const {
   if (IsFloat(dtype)) return static_cast<int64_t>(GetDouble(i));
   return VisitDType(dtype, [&](auto t) { return static_cast<int64_t>(data<decltype(t)>()[i]); });

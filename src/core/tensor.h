@@ -33,6 +33,8 @@ struct HostTensor {
   double GetDouble(int64_t i) const;
   int64_t GetInt(int64_t i) const;
   std::vector<int64_t> ToInts() const;
+  // Stores v converted to the element type (f16 encoded; integers truncated).
+  void SetDouble(int64_t i, double v);
 };
 
 using ConstTensorPtr = std::shared_ptr<const HostTensor>;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "ir/index_map.h"
 
 namespace texel::ir {
 namespace {
@@ -129,6 +130,49 @@ TensorType InferScatterND(const std::vector<TensorType>& in, const Attrs& a) {
   Expect(in[2].shape == u,
          fmt::format("updates shape {} expected {}", ShapeStr(in[2].shape), ShapeStr(u)));
   return in[0];
+}
+
+// Attention: q, k, v are read through views (ir/index_map.h) of logical shapes [..., Sq, D],
+// [..., Sk, D], [..., Sk, Dv] of one rank whose batch dims broadcast; biases broadcast to the
+// scores [..., Sq, Sk]. The result [..., Sq, Dv] is written through view "o" into a value of
+// shape out_shape when one is stored, else it is the value.
+TensorType InferAttention(const std::vector<TensorType>& in, const Attrs& a) {
+  Expect(in.size() >= 3, "Attention takes q, k, v and optional biases");
+  for (const auto& t : in) Expect(t.dtype == in[0].dtype, "Attention's inputs must share a type");
+  Expect(IsFloat(in[0].dtype), "Attention expects float inputs");
+  IndexMap q = IndexMap::Load(a, "q", in[0].shape), k = IndexMap::Load(a, "k", in[1].shape),
+           v = IndexMap::Load(a, "v", in[2].shape);
+  size_t r = q.shape.size();
+  Expect(r >= 2 && k.shape.size() == r && v.shape.size() == r,
+         "Attention's q, k and v views must have one rank >= 2");
+  for (int i = 0; i < 3; ++i) {
+    const IndexMap& m = i == 0 ? q : i == 1 ? k : v;
+    Expect(m.shape.size() == r && m.InBounds(NumElements(in[i].shape)),
+           fmt::format("Attention's {} view is not within its input", "qkv"[i]));
+  }
+  Expect(q.shape[r - 1] == k.shape[r - 1], "Attention's q and k differ in their last dim");
+  Expect(k.shape[r - 2] == v.shape[r - 2], "Attention's k and v differ in sequence length");
+  Shape batch = BroadcastShapes(Shape(q.shape.begin(), q.shape.end() - 2),
+                                BroadcastShapes(Shape(k.shape.begin(), k.shape.end() - 2),
+                                                Shape(v.shape.begin(), v.shape.end() - 2)));
+  Expect(batch.size() == r - 2, "Attention's batch dims must broadcast within one rank");
+  Shape scores = batch, out = batch;
+  scores.push_back(q.shape[r - 2]);
+  scores.push_back(k.shape[r - 2]);
+  out.push_back(q.shape[r - 2]);
+  out.push_back(v.shape[r - 1]);
+  for (size_t b = 3; b < in.size(); ++b)
+    Expect(BroadcastShapes(scores, in[b].shape) == scores,
+           fmt::format("Attention bias {} does not broadcast to the scores {}",
+                       ShapeStr(in[b].shape), ShapeStr(scores)));
+  if (!a.Has("out_shape")) return {in[0].dtype, out};
+  const std::vector<int64_t>& os = a.Ints("out_shape");
+  Shape physical(os.begin(), os.end());
+  IndexMap o = IndexMap::Load(a, "o", physical);
+  Expect(o.InBounds(NumElements(physical)), "Attention's output view is not within its output");
+  Expect(o.shape == out, fmt::format("Attention's output view {} is not the result {}",
+                                     ShapeStr(o.shape), ShapeStr(out)));
+  return {in[0].dtype, physical};
 }
 
 }  // namespace
@@ -341,9 +385,12 @@ std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in,
     }
     case OpClass::kNormalize: {
       int64_t axis = a.Int("axis");
-      Expect(axis >= 0 && axis < static_cast<int64_t>(in[0].shape.size()), "bad softmax axis");
+      Expect(axis >= 0 && axis < static_cast<int64_t>(in[0].shape.size()), "bad axis");
+      Expect(in.size() == 1, "expects 1 input");
+      if (op == OpKind::kLayerNorm) Expect(IsFloat(in[0].dtype), "LayerNorm expects a float input");
       return {in[0]};
     }
+    case OpClass::kAttention: return {InferAttention(in, a)};
     case OpClass::kSelect: {  // NonMaxSuppression
       const Shape& b = in[0].shape;
       const Shape& sc = in[1].shape;

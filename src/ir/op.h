@@ -20,6 +20,7 @@ enum class OpClass : uint8_t {
   kMatMul,     // batched matrix product
   kNormalize,  // softmax family
   kSelect,     // data-dependent selection: a padded output whose valid rows are counted at run time
+  kAttention,  // scaled dot-product attention (passes/match_attention.cpp)
 };
 
 // X(name, class, inputs (-1 = variadic), outputs)
@@ -112,6 +113,11 @@ enum class OpClass : uint8_t {
   X(ArgMin, kReduce, 1, 1)                                                                          \
   X(Softmax, kNormalize, 1, 1)    /* axis */                                                        \
   X(LogSoftmax, kNormalize, 1, 1) /* axis */                                                        \
+  /* (x - mean) / sqrt(var + epsilon) over dims >= axis; rms = 1: x / sqrt(mean(x^2) + eps)  */  \
+  X(LayerNorm, kNormalize, 1, 1)                                                                    \
+  /* q, k, v, biases...: softmax(scale * q k^T + sum(biases)) v, each operand read through a    \
+     view (ir/index_map.h); scale, causal (passes/match_attention.cpp) */                         \
+  X(Attention, kAttention, -1, 1)                                                                   \
   /* boxes [B, N, 4], scores [B, C, N] -> selected [B*C*min(max, N), 3] i64 padded, count i64 []; \
      max_per_class, iou_threshold, score_threshold (NaN: none), center_point_box */               \
   X(NonMaxSuppression, kSelect, 2, 2)

@@ -3,8 +3,8 @@
 // BatchNorm, activations, residual adds and scales after a conv; long elementwise chains).
 // A node N joins the group of the producer P of one of its inputs when
 //   - N is elementwise (unary, binary, ternary) with P's output shape,
-//   - P is an anchor (Conv, ConvTranspose, MatMul, pooling, reduction: their kernels apply an
-//     epilogue)
+//   - P is an anchor (Conv, ConvTranspose, MatMul, pooling, reduction, LayerNorm: their kernels
+//     apply an epilogue)
 //     or elementwise, and P's result is used once, by N, and is not a graph output,
 //   - both run on one backend that fuses epilogues (an unassigned node counts as native),
 //   - for an anchor's group, every output keeps the anchor's float type.
@@ -29,7 +29,8 @@ bool IsAnchor(const ir::Node& n) {
   OpClass c = n.info().cls;
   return (c == OpClass::kConv || c == OpClass::kMatMul ||
           (c == OpClass::kPool && n.op != OpKind::kMaxPoolIndices) ||
-          (c == OpClass::kReduce && n.op != OpKind::kArgMax && n.op != OpKind::kArgMin)) &&
+          (c == OpClass::kReduce && n.op != OpKind::kArgMax && n.op != OpKind::kArgMin) ||
+          n.op == OpKind::kLayerNorm) &&
          IsFloat(n.outputs[0]->type.dtype);
 }
 

@@ -1,5 +1,7 @@
 #include "passes/pipeline.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "ir/verifier.h"
 
@@ -10,6 +12,8 @@ const std::vector<Pass>& Pipeline() {
       {"fold-constants", "evaluate nodes whose inputs are all constants on the host",
        FoldConstants},
       {"simplify", "drop identities and merge chains of views", Simplify},
+      {"attention", "make scaled dot-product attention one Attention node", MatchAttention},
+      {"normalize", "make layer and RMS normalisations one LayerNorm node each", MatchNorm},
       {"fold-conv-affine", "move per-channel constant scales and shifts into Conv filters and bias",
        FoldConvAffine},
       {"partition", "assign each node to a backend", Partition},
@@ -25,6 +29,7 @@ void RunPipeline(
   for (const Pass& p : Pipeline()) {
     std::string_view name = p.name;
     if (!ctx.device && (name == "partition" || name == "assign-storage")) continue;
+    if (std::find(ctx.disabled.begin(), ctx.disabled.end(), name) != ctx.disabled.end()) continue;
     Stats stats = p.run(g, ctx);
     try {
       ir::Verify(g);

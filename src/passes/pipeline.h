@@ -40,6 +40,8 @@ struct PassContext {
   PartitionPolicy policy = PartitionPolicy::kEstimate;
   StoragePolicy storage = StoragePolicy::kBuffer;
   bool half_texels = false;  // images with f16 channels (--texture-precision fp16)
+  // Passes skipped by name (--disable-pass; comparisons and tests of what a pass buys).
+  std::vector<std::string> disabled;
   // With kAuto and --measure: device seconds of `node` (native) alone with its main input and
   // result in `storage`; auto then puts a group in images where its anchor measured faster so.
   std::function<double(const ir::Node& node, ir::Storage storage)> measure_storage;
@@ -64,6 +66,8 @@ void RunPipeline(
 // The passes (one file each).
 Stats FoldConstants(ir::Graph& g, const PassContext& ctx);
 Stats Simplify(ir::Graph& g, const PassContext& ctx);
+Stats MatchAttention(ir::Graph& g, const PassContext& ctx);
+Stats MatchNorm(ir::Graph& g, const PassContext& ctx);
 Stats FoldConvAffine(ir::Graph& g, const PassContext& ctx);
 Stats Partition(ir::Graph& g, const PassContext& ctx);
 Stats Fuse(ir::Graph& g, const PassContext& ctx);

@@ -2,6 +2,9 @@
 //   Copy(x)                -> x            (unless it defines a graph output)
 //   Reshape(x) to x.shape  -> x            (unless it defines a graph output)
 //   Reshape(Reshape(x))    -> Reshape(x)
+//   Cast(x) to x's type    -> x            (exporters put f32 -> f32 Cast pairs around Softmax)
+//   Transpose(x)           -> Reshape(x)   (when it moves only dims of size 1: same element order,
+//                                           and a Reshape is a view, not a kernel)
 //   MatMul(Transpose(x))   -> MatMul[trans_a](x) (a transpose of the last two axes, either
 //                             operand: the product reads the operand transposed)
 #include "passes/pipeline.h"
@@ -20,10 +23,22 @@ bool SwapsLastTwo(const ir::Node* n) {
   return perm[r - 2] == static_cast<int64_t>(r - 1) && perm[r - 1] == static_cast<int64_t>(r - 2);
 }
 
+// Whether Transpose n keeps the order of the dims of size > 1 (it only moves dims of size 1).
+bool MovesOnlyUnitDims(const ir::Node& n) {
+  const Shape& in = n.inputs[0]->type.shape;
+  int64_t last = -1;
+  for (int64_t p : n.attrs.Ints("perm")) {
+    if (in[p] == 1) continue;
+    if (p < last) return false;
+    last = p;
+  }
+  return true;
+}
+
 }  // namespace
 
 Stats Simplify(ir::Graph& g, const PassContext&) {
-  int64_t removed = 0, merged = 0, transposes = 0;
+  int64_t removed = 0, merged = 0, transposes = 0, unit_transposes = 0;
   auto is_output = [&](const ir::Value* v) {
     for (const ir::Value* o : g.outputs())
       if (o == v) return true;
@@ -37,6 +52,15 @@ Stats Simplify(ir::Graph& g, const PassContext&) {
       n.inputs[0] = n.inputs[0]->producer->inputs[0];
       ++merged;
     }
+    if (n.op == ir::OpKind::kTranspose && !n.inputs[0]->is_image() && MovesOnlyUnitDims(n)) {
+      n.op = ir::OpKind::kReshape;
+      n.attrs = {{"shape", std::vector<int64_t>(out->type.shape.begin(), out->type.shape.end())}};
+      ++unit_transposes;
+      if (n.inputs[0]->producer && n.inputs[0]->producer->op == ir::OpKind::kReshape) {
+        n.inputs[0] = n.inputs[0]->producer->inputs[0];
+        ++merged;
+      }
+    }
     for (int i = 0; i < 2 && n.op == ir::OpKind::kMatMul; ++i) {
       const ir::Node* t = n.inputs[i]->producer;
       if (!SwapsLastTwo(t)) continue;
@@ -46,6 +70,7 @@ Stats Simplify(ir::Graph& g, const PassContext&) {
       ++transposes;
     }
     bool identity = n.op == ir::OpKind::kCopy ||
+                    (n.op == ir::OpKind::kCast && n.inputs[0]->type == out->type) ||
                     (n.op == ir::OpKind::kReshape && n.inputs[0]->type == out->type);
     if (identity && !is_output(out)) {
       g.ReplaceAllUses(out, n.inputs[0]);
@@ -56,7 +81,8 @@ Stats Simplify(ir::Graph& g, const PassContext&) {
   g.RemoveDeadNodes();
   return {{"identities-removed", removed},
           {"reshapes-merged", merged},
-          {"transposes-into-matmul", transposes}};
+          {"transposes-into-matmul", transposes},
+          {"transposes-to-reshapes", unit_transposes}};
 }
 
 }  // namespace texel::passes

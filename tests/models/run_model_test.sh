@@ -1,8 +1,10 @@
 #!/bin/bash
 # Runs one exported model through texel and compares its output with PyTorch's.
 # Usage: run_model_test.sh TEXEL_BINARY MODEL_DIR OUT_DIR
-#   MODEL_DIR holds model.onnx, input.npy and output.npy (scripts/export_models.py);
-#   OUT_DIR is scratch space, emptied first so that a stale output cannot pass.
+#   MODEL_DIR holds model.onnx, input.npy and output.npy (scripts/export_models.py), and one
+#   NAME.npy per further model input (e.g. attention_mask.npy): every *.npy but output.npy is
+#   bound to the input named after it; OUT_DIR is scratch space, emptied first so that a stale
+#   output cannot pass.
 # The interpreter for compare_npy.py is $TEXEL_PYTHON (default /usr/bin/python3); TEXEL_MODEL_ARGS
 # adds texel options (e.g. "--backends clblast,native").
 set -euo pipefail
@@ -20,9 +22,19 @@ scripts=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../scripts" && pwd)
 rm -rf "$out_dir"
 mkdir -p "$out_dir"
 
+if [[ ! -f "$model_dir/input.npy" ]]; then
+  echo "$0: no $model_dir/input.npy" >&2
+  exit 2
+fi
+inputs=()
+for npy in "$model_dir"/*.npy; do
+  name=$(basename "$npy" .npy)
+  [[ $name == output ]] || inputs+=(--input "$name=$npy")
+done
+
 set -x
 # One run, no warmup: these tests check the output, not the latency.
 # shellcheck disable=SC2086  # TEXEL_MODEL_ARGS: extra texel options, split on spaces
-"$texel" run "$model_dir/model.onnx" --input "input=$model_dir/input.npy" --output-dir "$out_dir" \
+"$texel" run "$model_dir/model.onnx" "${inputs[@]}" --output-dir "$out_dir" \
   --repeat 1 --warmup 0 ${TEXEL_MODEL_ARGS:-}
 "$python" "$scripts/compare_npy.py" "$model_dir/output.npy" "$out_dir/output.npy" --rel-l2 1e-4

@@ -68,6 +68,11 @@ void AddCompilerFlags(CLI::App* cmd, CompilerFlags* f) {
   cmd->add_option("--texture-precision", f->texture_precision,
                   "channel type of images: fp32 (default) or fp16")
       ->check(CLI::IsMember({"fp32", "fp16"}));
+  std::vector<std::string> names;
+  for (const passes::Pass& p : passes::Pipeline()) names.push_back(p.name);
+  cmd->add_option("--disable-pass", f->disabled_passes,
+                  "skip a pass of the pipeline (repeatable; e.g. attention, normalize)")
+      ->check(CLI::IsMember(names));
 }
 
 CompileOptions ToCompileOptions(const CompilerFlags& f) {
@@ -79,6 +84,7 @@ CompileOptions ToCompileOptions(const CompilerFlags& f) {
   passes::ParsePolicy(f.measure ? "measure" : f.partition, &opts.partition);
   passes::ParseStoragePolicy(f.storage, &opts.storage);
   opts.half_texels = f.texture_precision == "fp16";
+  opts.disabled_passes = f.disabled_passes;
   return opts;
 }
 

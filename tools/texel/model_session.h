@@ -17,14 +17,14 @@ namespace texel::cli {
 
 // The compile options every compiling command (run, bench, compile, partition) takes.
 struct CompilerFlags {
-  std::vector<std::string> shapes, freeze, backends, deny;
+  std::vector<std::string> shapes, freeze, backends, deny, disabled_passes;
   bool measure = false;
   std::string partition = "estimate";
   std::string storage = "buffer", texture_precision = "fp32";
 };
 
-// Adds --input-shape, --freeze, --backends, --deny, --partition, --measure, --storage and
-// --texture-precision.
+// Adds --input-shape, --freeze, --backends, --deny, --partition, --measure, --storage,
+// --texture-precision and --disable-pass.
 void AddCompilerFlags(CLI::App* cmd, CompilerFlags* f);
 CompileOptions ToCompileOptions(const CompilerFlags& f);
 

@@ -28,6 +28,38 @@ int RowWorkers(int64_t rows, int64_t r, const Target& t) {
   return lw;
 }
 
+// Defines ROW_MAX(v) and ROW_SUM(v) for templates that share a row among LW work-items: v over
+// the work-group's __local `part`, the result returned to every work-item (v itself when
+// LW == 1). The second barrier lets `part` be reused.
+void DefineRowCombine(KernelSource& src, const std::string& kernel_name, int lw) {
+  if (lw == 1) {
+    src.Define("ROW_MAX(v)", "(v)").Define("ROW_SUM(v)", "(v)");
+    return;
+  }
+  for (const char* op : {"max", "sum"}) {
+    std::string fn = fmt::format("{}_row_{}", kernel_name, op);
+    src.Define(fmt::format("ROW_{}(v)", op[0] == 'm' ? "MAX" : "SUM"), fn + "(v, part, l)");
+    src.Prelude(
+        fmt::format("inline T {}(T v, __local T* part, int l) {{\n"
+                    "  part[l] = v;\n  barrier(CLK_LOCAL_MEM_FENCE);\n"
+                    "  for (int h = LW / 2; h > 0; h /= 2) {{\n"
+                    "    if (l < h) part[l] = {};\n    barrier(CLK_LOCAL_MEM_FENCE);\n  }}\n"
+                    "  const T r = part[0];\n  barrier(CLK_LOCAL_MEM_FENCE);\n  return r;\n}}\n",
+                    fn, op[0] == 'm' ? "fmax(part[l], part[l + h])" : "part[l] + part[l + h]"));
+  }
+}
+
+// Launch geometry of a row kernel: a work-group of lw per row, or one work-item per row.
+void SetRowLaunch(KernelSpec& spec, int64_t rows, int lw) {
+  if (lw > 1) {
+    spec.global = {static_cast<size_t>(rows) * lw};
+    spec.local = {static_cast<size_t>(lw)};
+  } else {
+    spec.global = {RoundUp(static_cast<size_t>(std::max<int64_t>(rows, 1)), 64)};
+    spec.local = {64};
+  }
+}
+
 }  // namespace
 
 KernelSpec GenerateReduce(const ir::Node& n, const std::string& kernel_name, const Target& target,
@@ -129,34 +161,36 @@ KernelSpec GenerateSoftmax(const ir::Node& n, const std::string& kernel_name,
   src.Define("LOG", n.op == ir::OpKind::kLogSoftmax ? 1 : 0);
   int lw = inner == 1 ? RowWorkers(outer, xs[axis], target) : 1;
   src.Define("LW", lw);
-  if (lw == 1) {
-    src.Define("ROW_MAX(v)", "(v)").Define("ROW_SUM(v)", "(v)");
-  } else {
-    // Every work-item gets the result; the second barrier lets `part` be reused.
-    for (const char* op : {"max", "sum"}) {
-      std::string fn = fmt::format("{}_row_{}", kernel_name, op);
-      src.Define(fmt::format("ROW_{}(v)", op[0] == 'm' ? "MAX" : "SUM"), fn + "(v, part, l)");
-      src.Prelude(
-          fmt::format("inline T {}(T v, __local T* part, int l) {{\n"
-                      "  part[l] = v;\n  barrier(CLK_LOCAL_MEM_FENCE);\n"
-                      "  for (int h = LW / 2; h > 0; h /= 2) {{\n"
-                      "    if (l < h) part[l] = {};\n    barrier(CLK_LOCAL_MEM_FENCE);\n  }}\n"
-                      "  const T r = part[0];\n  barrier(CLK_LOCAL_MEM_FENCE);\n  return r;\n}}\n",
-                      fn, op[0] == 'm' ? "fmax(part[l], part[l + h])" : "part[l] + part[l + h]"));
-    }
-  }
+  DefineRowCombine(src, kernel_name, lw);
   KernelSpec spec;
   spec.name = kernel_name;
   spec.source = src.Render();
   spec.args = {n.inputs[0]->id, n.outputs[0]->id};
-  if (lw > 1) {
-    spec.global = {static_cast<size_t>(outer) * lw};
-    spec.local = {static_cast<size_t>(lw)};
-  } else {
-    spec.global = {RoundUp(static_cast<size_t>(std::max<int64_t>(outer * inner, 1)), 64)};
-    spec.local = {64};
-  }
+  SetRowLaunch(spec, outer * inner, lw);
   spec.flops = 4.0 * static_cast<double>(NumElements(xs));
+  return spec;
+}
+
+KernelSpec GenerateLayerNorm(const ir::Node& n, const std::string& kernel_name,
+                             const Target& target, const Chain& epilogue) {
+  const Shape& xs = n.inputs[0]->type.shape;
+  int64_t axis = n.attrs.Int("axis");
+  int64_t rows = NumElements(Shape(xs.begin(), xs.begin() + axis));
+  int64_t r = NumElements(Shape(xs.begin() + axis, xs.end()));
+  KernelSource src(kernel_name, "layer_norm");
+  DefineStorage(src, RequireOneFloatType(n));
+  int lw = target.gpu ? std::max(RowWorkers(0, r, target), 1) : 1;
+  src.Define("ROWS", fmt::format("{}L", rows)).Define("R", r).Define("LW", lw);
+  src.Define("EPS", FloatLiteral(n.attrs.Float("epsilon")));
+  src.Define("RMS", n.attrs.Int("rms", 0));
+  DefineRowCombine(src, kernel_name, lw);
+  KernelSpec spec;
+  spec.name = kernel_name;
+  spec.args = {n.inputs[0]->id, n.outputs[0]->id};
+  ApplyEpilogue(src, kernel_name, n.outputs[0], epilogue, spec);
+  spec.source = src.Render();
+  SetRowLaunch(spec, rows, lw);
+  spec.flops = 8.0 * static_cast<double>(NumElements(xs));
   return spec;
 }
 

@@ -74,6 +74,10 @@ std::vector<KernelSpec> GenerateGroup(const Chain& nodes, const std::string& ker
     case ir::OpClass::kPool: return {GeneratePool(node, kernel_name, epilogue)};
     case ir::OpClass::kReduce: return {GenerateReduce(node, kernel_name, target, epilogue)};
     case ir::OpClass::kMatMul: return GenerateMatMul(node, kernel_name, target, epilogue);
+    case ir::OpClass::kNormalize:
+      if (node.op == ir::OpKind::kLayerNorm)
+        return {GenerateLayerNorm(node, kernel_name, target, epilogue)};
+      break;
     default: break;
   }
   TEXEL_CHECK(epilogue.empty(), "{} takes no fused epilogue", OpName(node.op));
@@ -81,6 +85,7 @@ std::vector<KernelSpec> GenerateGroup(const Chain& nodes, const std::string& ker
     case ir::OpClass::kMovement: return {GeneratePointwise(node, kernel_name)};
     case ir::OpClass::kNormalize: return {GenerateSoftmax(node, kernel_name, target)};
     case ir::OpClass::kSelect: return {GenerateNonMaxSuppression(node, kernel_name)};
+    case ir::OpClass::kAttention: return {GenerateAttention(node, kernel_name, target)};
     default: break;
   }
   Fail(ErrorCode::kInternal, "no generator for {}", OpName(node.op));

@@ -1,0 +1,157 @@
+// Attention (kernels/attention.cl): one kernel per Attention node, generated for its head
+// dims, views and biases. Parameters (explicit, so that a tuner can choose them later): BQ
+// query rows per work-group, BK keys per local-memory tile, VW lanes per vector access.
+#include <algorithm>
+
+#include "codegen/opencl/elementwise_chain.h"
+#include "codegen/opencl/generator.h"
+#include "core/error.h"
+#include "ir/host_eval.h"
+#include "ir/index_map.h"
+
+namespace texel::codegen {
+
+AttentionParams ChooseAttentionParams(int64_t sq, int64_t batch, int64_t d, int64_t dv,
+                                      size_t elem_bytes, const Target& t) {
+  AttentionParams p;
+  p.vw = d % 4 == 0 && dv % 4 == 0 ? 4 : 1;
+  int64_t rows = 1;
+  while (rows < sq) rows *= 2;
+  if (t.gpu) {
+    // Whole warps; halve the rows per work-group while that leaves compute units idle.
+    p.bq = 64;
+    while (p.bq > 32 && (sq + p.bq - 1) / p.bq * batch < static_cast<int64_t>(t.compute_units))
+      p.bq /= 2;
+  } else {
+    p.bq = static_cast<int>(std::min<int64_t>(16, rows));
+  }
+  p.bq = static_cast<int>(std::min<size_t>(p.bq, t.max_work_group_size));
+  // K and V tiles take at most half the local memory.
+  p.bk = 32;
+  while (p.bk > 4 && static_cast<uint64_t>(p.bk * (d + dv)) * elem_bytes > t.local_mem_bytes / 2)
+    p.bk /= 2;
+  return p;
+}
+
+namespace {
+
+// The batch coordinates bc<d> of work-group g over `batch` (statements).
+std::string BatchCoords(const Shape& batch) {
+  std::string s = "long t = g;";
+  for (size_t d = batch.size(); d-- > 0;)
+    s += fmt::format(" const long bc{} = t % {}; t /= {};", d, batch[d], batch[d]);
+  return s + " (void)t;";
+}
+
+// "var = offset + bc0 * s0 + ...;" over the batch dims where the operand varies (broadcast dims of size
+// 1 add nothing), plus its constant offset.
+std::string BatchOffset(const std::string& var, const Shape& shape,
+                        const std::vector<int64_t>& strides, int64_t offset, size_t nbatch) {
+  std::string s = fmt::format(" {} = {}", var, offset);
+  size_t lead = nbatch + 2 - shape.size();  // a bias may have fewer dims
+  for (size_t d = 0; d + 2 < shape.size(); ++d)
+    if (shape[d] != 1 && strides[d] != 0) s += fmt::format(" + bc{} * {}", d + lead, strides[d]);
+  return s + ";";
+}
+
+// Reads VW elements c*VW.. of row `row` of operand p (offset var `off`), strides rs (row), cs
+// (lane), as one VT.
+std::string VectorLoad(const std::string& p, const std::string& off, int64_t rs, int64_t cs,
+                       int vw, DType t) {
+  std::string row = fmt::format("{} + (long)(r) * {}", off, rs);
+  if (vw == 1) return fmt::format("LOAD({}, {} + (long)(c) * {})", p, row, cs);
+  if (cs == 1 && t == DType::kFloat16) return fmt::format("vload_half4((c), {} + {})", p, row);
+  if (cs == 1) return fmt::format("vload4((c), {} + {})", p, row);
+  std::string lanes;
+  for (int e = 0; e < vw; ++e)
+    lanes += fmt::format("{}LOAD({}, {} + (long)((c) * {} + {}) * {})", e ? ", " : "", p, row, vw,
+                         e, cs);
+  return fmt::format("((VT)({}))", lanes);
+}
+
+std::string VectorStore(int64_t rs, int64_t cs, int vw, DType t) {
+  std::string row = fmt::format("oo + (long)(r) * {}", rs);
+  if (vw == 1) return fmt::format("STORE(o, {} + (long)(c) * {}, x)", row, cs);
+  if (cs == 1 && t == DType::kFloat16) return fmt::format("vstore_half4_rte(x, (c), o + {})", row);
+  if (cs == 1) return fmt::format("vstore4(x, (c), o + {})", row);
+  std::string s = "do { const VT y_ = (x);";
+  const char* lane[] = {"s0", "s1", "s2", "s3"};
+  for (int e = 0; e < vw; ++e)
+    s += fmt::format(" STORE(o, {} + (long)((c) * {} + {}) * {}, y_.{});", row, vw, e, cs, lane[e]);
+  return s + " } while (0)";
+}
+
+}  // namespace
+
+KernelSpec GenerateAttention(const ir::Node& n, const std::string& kernel_name,
+                             const Target& target) {
+  DType t = RequireOneFloatType(n);
+  const ir::Attrs& a = n.attrs;
+  ir::IndexMap q = ir::IndexMap::Load(a, "q", n.inputs[0]->type.shape);
+  ir::IndexMap k = ir::IndexMap::Load(a, "k", n.inputs[1]->type.shape);
+  ir::IndexMap v = ir::IndexMap::Load(a, "v", n.inputs[2]->type.shape);
+  size_t r = q.shape.size();
+  Shape batch(r - 2);
+  for (size_t d = 0; d + 2 < r; ++d) batch[d] = std::max({q.shape[d], k.shape[d], v.shape[d]});
+  Shape out_logical = batch;
+  int64_t sq = q.shape[r - 2], sk = k.shape[r - 2], dh = q.shape[r - 1], dv = v.shape[r - 1];
+  out_logical.push_back(sq);
+  out_logical.push_back(dv);
+  ir::IndexMap o = a.Has("out_shape")
+                       ? ir::IndexMap::Load(a, "o", n.outputs[0]->type.shape)
+                       : ir::IndexMap::Contiguous(n.outputs[0]->type.shape);
+  TEXEL_CHECK(o.shape == out_logical, "attention output view");
+  int64_t nb = NumElements(batch);
+  size_t elem = t == DType::kFloat64 ? 8 : 4;
+  AttentionParams p = ChooseAttentionParams(sq, nb, dh, dv, elem, target);
+
+  KernelSource src(kernel_name, "attention");
+  DefineStorage(src, t);
+  std::string vt = p.vw == 1 ? "T" : (t == DType::kFloat64 ? "double4" : "float4");
+  src.Define("VW", p.vw).Define("VT", vt);
+  src.Define("SUMV(a)", p.vw == 1 ? "(a)" : "((a).s0 + (a).s1 + (a).s2 + (a).s3)");
+  src.Define("D", dh).Define("DV", dv).Define("SQ", sq).Define("SK", sk);
+  src.Define("BQ", p.bq).Define("BK", p.bk);
+  src.Define("SCALE", FloatLiteral(a.Float("scale")));
+  src.Define("CAUSAL", a.Int("causal", 0));
+  std::string offsets = BatchCoords(batch);
+  offsets += BatchOffset("qo", q.shape, q.strides, q.offset, r - 2);
+  offsets += BatchOffset("ko", k.shape, k.strides, k.offset, r - 2);
+  offsets += BatchOffset("vo", v.shape, v.strides, v.offset, r - 2);
+  offsets += BatchOffset("oo", o.shape, o.strides, o.offset, r - 2);
+  Shape scores = batch;
+  scores.push_back(sq);
+  scores.push_back(sk);
+  std::string bias = "0", bias_params;
+  KernelSpec spec;
+  spec.name = kernel_name;
+  spec.args = {n.inputs[0]->id, n.inputs[1]->id, n.inputs[2]->id, n.outputs[0]->id};
+  for (size_t b = 3; b < n.inputs.size(); ++b) {
+    const ir::Value* bv = n.inputs[b];
+    std::vector<int64_t> bs = ir::BroadcastStrides(bv->type.shape, scores);
+    Shape full(scores.size() - bv->type.shape.size(), 1);
+    full.insert(full.end(), bv->type.shape.begin(), bv->type.shape.end());
+    std::string var = fmt::format("bo{}", b - 3);
+    offsets += fmt::format(" long {};", var) + BatchOffset(var, full, bs, 0, r - 2);
+    bias += fmt::format(" + LOAD(b{}, {} + (long)(i) * {} + (j) * {})", b - 3, var,
+                        bs[r - 2], bs[r - 1]);
+    bias_params += fmt::format(", __global const T_STORE* b{}", b - 3);
+    spec.args.push_back(bv->id);
+  }
+  src.Define("BATCH_OFFSETS", offsets);
+  src.Define("BIAS(i, j)", "(" + bias + ")").Define("BIAS_PARAMS", bias_params);
+  src.Define("Q_AT(r, c)", VectorLoad("q", "qo", q.strides[r - 2], q.strides[r - 1], p.vw, t));
+  src.Define("K_AT(r, c)", VectorLoad("k", "ko", k.strides[r - 2], k.strides[r - 1], p.vw, t));
+  src.Define("V_AT(r, c)", VectorLoad("v", "vo", v.strides[r - 2], v.strides[r - 1], p.vw, t));
+  src.Define("O_STORE(r, c, x)", VectorStore(o.strides[r - 2], o.strides[r - 1], p.vw, t));
+  spec.source = src.Render();
+  size_t groups = static_cast<size_t>((sq + p.bq - 1) / p.bq);
+  spec.global = {groups * p.bq, static_cast<size_t>(nb)};
+  spec.local = {static_cast<size_t>(p.bq), 1};
+  double pairs = static_cast<double>(nb) * static_cast<double>(sq) * static_cast<double>(sk);
+  if (a.Int("causal", 0)) pairs /= 2;
+  spec.flops = 2.0 * pairs * static_cast<double>(dh + dv);
+  return spec;
+}
+
+}  // namespace texel::codegen

@@ -1,0 +1,339 @@
+// The attention and normalize passes and their kernels, end to end on PoCL: graphs written the
+// ways exporters write attention and normalisation, checked against a float64 reference, with
+// the fused node counted; near-misses that must stay unfused, checked against the same graph
+// compiled without the passes. Also IndexMap, the views the attention kernel reads through.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "ir/index_map.h"
+#include "kernel_test_util.h"
+
+namespace texel {
+namespace {
+
+using ir::OpKind;
+using testing::F;
+using Ints = std::vector<int64_t>;
+using Builder = std::function<void(ir::Graph&)>;
+
+ir::Value* Op(ir::Graph& g, OpKind op, std::vector<ir::Value*> in, ir::Attrs attrs = {}) {
+  return g.AddNode(op, std::move(in), std::move(attrs), "n")->outputs[0];
+}
+ir::Value* Scalar(ir::Graph& g, double v) {
+  auto t = std::make_shared<HostTensor>(DType::kFloat32, Shape{});
+  t->SetDouble(0, v);
+  return g.AddConstant("c", t);
+}
+ir::Value* Reshape(ir::Graph& g, ir::Value* x, Ints s) {
+  return Op(g, OpKind::kReshape, {x}, {{"shape", s}});
+}
+ir::Value* Transpose(ir::Graph& g, ir::Value* x, Ints perm) {
+  return Op(g, OpKind::kTranspose, {x}, {{"perm", perm}});
+}
+ir::Value* Softmax(ir::Graph& g, ir::Value* x, int64_t axis) {
+  return Op(g, OpKind::kSoftmax, {x}, {{"axis", axis}});
+}
+
+struct Result {
+  std::vector<HostTensor> fused, plain;
+  int attentions = 0, norms = 0, transposes = 0;
+};
+
+// Compiles the graph twice (with and without the pattern passes) and runs both on `inputs`.
+Result CompileBoth(const Builder& build, const std::map<std::string, HostTensor>& inputs) {
+  Result r;
+  for (bool fused : {true, false}) {
+    auto g = std::make_unique<ir::Graph>();
+    build(*g);
+    CompileOptions opts;
+    if (!fused) opts.disabled_passes = {"attention", "normalize"};
+    CompiledModel m = CompileGraph(std::move(g), testing::SharedContext(), opts);
+    runtime::Session s(*m.executable);
+    (fused ? r.fused : r.plain) = s.Run(inputs);
+    if (!fused) continue;
+    for (const auto& n : m.graph->nodes()) {
+      r.attentions += n->op == OpKind::kAttention;
+      r.norms += n->op == OpKind::kLayerNorm;
+      r.transposes += n->op == OpKind::kTranspose;
+    }
+  }
+  return r;
+}
+
+// softmax(scale * q kᵀ + bias(b, i, j)) v over q [B, Sq, D], k [B, Sk, D], v [B, Sk, Dv], in
+// float64; bias may return -inf.
+HostTensor RefAttention(const HostTensor& q, const HostTensor& k, const HostTensor& v, double scale,
+                        const std::function<double(int64_t, int64_t, int64_t)>& bias) {
+  int64_t b = q.shape[0], sq = q.shape[1], d = q.shape[2], sk = k.shape[1], dv = v.shape[2];
+  HostTensor out(DType::kFloat32, {b, sq, dv});
+  for (int64_t n = 0; n < b; ++n)
+    for (int64_t i = 0; i < sq; ++i) {
+      std::vector<double> s(sk);
+      double m = -INFINITY;
+      for (int64_t j = 0; j < sk; ++j) {
+        double acc = 0;
+        for (int64_t c = 0; c < d; ++c) acc += F(q, (n * sq + i) * d + c) * F(k, (n * sk + j) * d + c);
+        s[j] = scale * acc + bias(n, i, j);
+        m = std::max(m, s[j]);
+      }
+      double sum = 0;
+      for (double& x : s) sum += (x = std::exp(x - m));
+      for (int64_t c = 0; c < dv; ++c) {
+        double acc = 0;
+        for (int64_t j = 0; j < sk; ++j) acc += s[j] / sum * F(v, (n * sk + j) * dv + c);
+        out.data<float>()[(n * sq + i) * dv + c] = static_cast<float>(acc);
+      }
+    }
+  return out;
+}
+
+HostTensor Reshaped(HostTensor t, Shape s) {
+  t.shape = std::move(s);
+  return t;
+}
+
+// [B, S, H*D] -> [B*H, S, D] on the host (heads split).
+HostTensor SplitHeads(const HostTensor& x, int64_t h) {
+  int64_t b = x.shape[0], s = x.shape[1], d = x.shape[2] / h;
+  HostTensor out(DType::kFloat32, {b * h, s, d});
+  for (int64_t n = 0; n < b; ++n)
+    for (int64_t i = 0; i < s; ++i)
+      for (int64_t hh = 0; hh < h; ++hh)
+        for (int64_t c = 0; c < d; ++c)
+          out.data<float>()[((n * h + hh) * s + i) * d + c] = F(x, (n * s + i) * h * d + hh * d + c);
+  return out;
+}
+
+TEST(AttentionTest, PlainBatchedWithBiasOddShapes) {
+  // [2, 37, 20] (D not a multiple of 4: scalar lanes), Sk 45, Dv 12, bias [1, 37, 45] + scale.
+  HostTensor q = testing::RandomF32({2, 37, 20}, 1), k = testing::RandomF32({2, 45, 20}, 2),
+             v = testing::RandomF32({2, 45, 12}, 3), bias = testing::RandomF32({1, 37, 45}, 4);
+  Builder build = [&](ir::Graph& g) {
+    ir::Value* s = Op(g, OpKind::kMatMul,
+                      {g.AddInput("q", {DType::kFloat32, q.shape}),
+                       g.AddInput("k", {DType::kFloat32, k.shape})},
+                      {{"trans_b", int64_t{1}}});
+    s = Op(g, OpKind::kDiv, {s, Scalar(g, std::sqrt(20.0))});
+    s = Op(g, OpKind::kAdd, {g.AddInput("bias", {DType::kFloat32, bias.shape}), s});
+    g.AddOutput(Op(g, OpKind::kMatMul,
+                   {Softmax(g, s, 2), g.AddInput("v", {DType::kFloat32, v.shape})}));
+  };
+  Result r = CompileBoth(build, {{"q", q}, {"k", k}, {"v", v}, {"bias", bias}});
+  EXPECT_EQ(r.attentions, 1);
+  HostTensor want = RefAttention(q, k, v, 1 / std::sqrt(20.0), [&](int64_t, int64_t i, int64_t j) {
+    return F(bias, i * 45 + j);
+  });
+  testing::ExpectClose(r.fused.at(0), want, "attention");
+  testing::ExpectClose(r.plain.at(0), want, "unfused");
+}
+
+TEST(AttentionTest, HeadsAsViewsWithCausalMask) {
+  // GPT-2's form: one projection [1, S, 3*H*D] sliced into q, k, v, heads split by Reshape +
+  // Transpose, K transposed by the Transpose (no trans_b), scale on q, a constant causal mask
+  // through Where, heads merged by Transpose + Reshape. S 19, H 3, D 16.
+  const int64_t s = 19, h = 3, d = 16, e = h * d;
+  HostTensor x = testing::RandomF32({1, s, 3 * e}, 5);
+  auto tril = std::make_shared<HostTensor>(DType::kBool, Shape{s, s});
+  for (int64_t i = 0; i < s; ++i)
+    for (int64_t j = 0; j < s; ++j) tril->data<uint8_t>()[i * s + j] = j <= i;
+  Builder build = [&](ir::Graph& g) {
+    ir::Value* xv = g.AddInput("x", {DType::kFloat32, x.shape});
+    auto part = [&](int64_t p, Ints perm) {
+      ir::Value* sl = Op(g, OpKind::kSlice, {xv},
+                         {{"starts", Ints{0, 0, p * e}}, {"steps", Ints{1, 1, 1}},
+                          {"sizes", Ints{1, s, e}}});
+      return Transpose(g, Reshape(g, sl, {1, s, h, d}), perm);
+    };
+    ir::Value* q = Op(g, OpKind::kMul, {part(0, {0, 2, 1, 3}), Scalar(g, 0.25)});
+    ir::Value* sc = Op(g, OpKind::kMatMul, {q, part(1, {0, 2, 3, 1})});
+    sc = Op(g, OpKind::kWhere, {g.AddConstant("tril", tril), sc, Scalar(g, -3.4028234663852886e38)});
+    ir::Value* o = Op(g, OpKind::kMatMul, {Softmax(g, sc, 3), part(2, {0, 2, 1, 3})});
+    g.AddOutput(Reshape(g, Transpose(g, o, {0, 2, 1, 3}), {1, s, e}));
+  };
+  Result r = CompileBoth(build, {{"x", x}});
+  EXPECT_EQ(r.attentions, 1);
+  EXPECT_EQ(r.transposes, 0) << "heads split and merged through views";
+  // Reference on [H, S, D] operands.
+  HostTensor q(DType::kFloat32, {1, s, e}), k(DType::kFloat32, {1, s, e}),
+      v(DType::kFloat32, {1, s, e});
+  for (int64_t i = 0; i < s; ++i)
+    for (int64_t c = 0; c < e; ++c)
+      for (auto [t, p] : {std::pair{&q, 0}, std::pair{&k, 1}, std::pair{&v, 2}})
+        t->data<float>()[i * e + c] = F(x, i * 3 * e + p * e + c);
+  HostTensor ref = RefAttention(SplitHeads(q, h), SplitHeads(k, h), SplitHeads(v, h), 0.25,
+                                [](int64_t, int64_t i, int64_t j) { return j <= i ? 0 : -INFINITY; });
+  HostTensor want(DType::kFloat32, {1, s, e});  // heads merged
+  for (int64_t hh = 0; hh < h; ++hh)
+    for (int64_t i = 0; i < s; ++i)
+      for (int64_t c = 0; c < d; ++c)
+        want.data<float>()[i * e + hh * d + c] = F(ref, (hh * s + i) * d + c);
+  testing::ExpectClose(r.fused.at(0), want, "causal attention");
+  testing::ExpectClose(r.plain.at(0), want, "unfused");
+}
+
+TEST(AttentionTest, PaddingMaskInputAsBias) {
+  // BERT's form: a mask input [B, 1, 1, Sk] turned into (1 - m) * min and added; Where with a
+  // run-time condition. B 2, H 2, S 33, D 8.
+  const int64_t b = 2, h = 2, s = 33, d = 8;
+  HostTensor q = testing::RandomF32({b, h, s, d}, 6), k = testing::RandomF32({b, h, s, d}, 7),
+             v = testing::RandomF32({b, h, s, d}, 8);
+  HostTensor mask(DType::kBool, {b, 1, 1, s});
+  for (int64_t i = 0; i < b * s; ++i) mask.data<uint8_t>()[i] = i % s < s - 5 - 7 * (i / s);
+  Builder build = [&](ir::Graph& g) {
+    ir::Value* sc = Op(g, OpKind::kMatMul,
+                       {g.AddInput("q", {DType::kFloat32, q.shape}),
+                        g.AddInput("k", {DType::kFloat32, k.shape})},
+                       {{"trans_b", int64_t{1}}});
+    sc = Op(g, OpKind::kMul, {Scalar(g, 0.5), sc});
+    sc = Op(g, OpKind::kWhere,
+            {g.AddInput("mask", {DType::kBool, mask.shape}), sc, Scalar(g, -INFINITY)});
+    g.AddOutput(Op(g, OpKind::kMatMul,
+                   {Softmax(g, sc, 3), g.AddInput("v", {DType::kFloat32, v.shape})}));
+  };
+  Result r = CompileBoth(build, {{"q", q}, {"k", k}, {"v", v}, {"mask", mask}});
+  EXPECT_EQ(r.attentions, 1);
+  HostTensor want = RefAttention(
+      Reshaped(q, {b * h, s, d}), Reshaped(k, {b * h, s, d}), Reshaped(v, {b * h, s, d}), 0.5,
+      [&](int64_t n, int64_t, int64_t j) {
+        return mask.data<uint8_t>()[(n / h) * s + j] ? 0.0 : -INFINITY;
+      });
+  testing::ExpectClose(r.fused.at(0), Reshaped(want, {b, h, s, d}), "masked attention");
+}
+
+// Near-misses: attention-like graphs that must stay unfused (and agree with the unfused
+// compile, which the ONNX conformance tests check).
+void ExpectUnfused(const std::string& what, const std::function<ir::Value*(ir::Graph&, ir::Value*)>&
+                                                middle, int64_t softmax_axis = 2) {
+  HostTensor q = testing::RandomF32({2, 9, 8}, 9), k = testing::RandomF32({2, 9, 8}, 10),
+             v = testing::RandomF32({2, 9, 8}, 11);
+  Builder build = [&](ir::Graph& g) {
+    ir::Value* s = Op(g, OpKind::kMatMul,
+                      {g.AddInput("q", {DType::kFloat32, q.shape}),
+                       g.AddInput("k", {DType::kFloat32, k.shape})},
+                      {{"trans_b", int64_t{1}}});
+    s = middle(g, s);
+    g.AddOutput(Op(g, OpKind::kMatMul,
+                   {Softmax(g, s, softmax_axis), g.AddInput("v", {DType::kFloat32, v.shape})}));
+  };
+  Result r = CompileBoth(build, {{"q", q}, {"k", k}, {"v", v}});
+  EXPECT_EQ(r.attentions, 0) << what;
+  testing::ExpectClose(r.fused.at(0), r.plain.at(0), what);
+}
+
+TEST(AttentionTest, NearMissesStayUnfused) {
+  ExpectUnfused("softmax on another axis", [](ir::Graph&, ir::Value* s) { return s; }, 1);
+  ExpectUnfused("scale that is not a scalar", [](ir::Graph& g, ir::Value* s) {
+    ir::Value* w = g.AddConstant("w", std::make_shared<HostTensor>(testing::RandomF32({9}, 12)));
+    return Op(g, OpKind::kMul, {s, w});
+  });
+  ExpectUnfused("mask of an unexpected shape (it broadcasts the scores up)",
+                [](ir::Graph& g, ir::Value* s) {
+                  ir::Value* m = g.AddConstant(
+                      "m", std::make_shared<HostTensor>(testing::RandomF32({1, 1, 9, 9}, 13)));
+                  ir::Value* big = Op(g, OpKind::kAdd, {s, m});  // [1, 2, 9, 9]
+                  return Reshape(g, big, {2, 9, 9});
+                });
+  ExpectUnfused("Where whose fill is a finite score", [](ir::Graph& g, ir::Value* s) {
+    auto c = std::make_shared<HostTensor>(DType::kBool, Shape{9, 9});
+    for (int64_t i = 0; i < 81; ++i) c->data<uint8_t>()[i] = i % 3 != 0;
+    return Op(g, OpKind::kWhere, {g.AddConstant("c", c), s, Scalar(g, -5)});
+  });
+  ExpectUnfused("scores also read elsewhere", [](ir::Graph& g, ir::Value* s) {
+    g.AddOutput(s);
+    return s;
+  });
+  ExpectUnfused("a scale after the bias", [](ir::Graph& g, ir::Value* s) {
+    ir::Value* b = g.AddConstant("b", std::make_shared<HostTensor>(testing::RandomF32({9}, 14)));
+    return Op(g, OpKind::kMul, {Op(g, OpKind::kAdd, {s, b}), Scalar(g, 0.3)});
+  });
+}
+
+// Layer normalisation as exporters write it: x [3, 5, 48] over the last axis (with Pow and
+// Div, then scale and bias), RMS norm (Mul and Reciprocal), and GroupNorm's form over two axes.
+TEST(NormalizeTest, DecomposedFormsBecomeOneKernel) {
+  HostTensor x = testing::RandomF32({3, 5, 48}, 20);
+  auto scale = std::make_shared<HostTensor>(testing::RandomF32({48}, 21));
+  for (int form = 0; form < 3; ++form) {
+    Builder build = [&](ir::Graph& g) {
+      ir::Value* xv = g.AddInput("x", {DType::kFloat32, x.shape});
+      Ints axes = form == 2 ? Ints{1, 2} : Ints{2};
+      ir::Attrs keep = {{"axes", axes}, {"keepdims", int64_t{1}}};
+      ir::Value* dv = xv;
+      if (form != 1) dv = Op(g, OpKind::kSub, {xv, Op(g, OpKind::kReduceMean, {xv}, keep)});
+      ir::Value* sq = form == 0 ? Op(g, OpKind::kPow, {dv, Scalar(g, 2)})
+                                : Op(g, OpKind::kMul, {dv, dv});
+      ir::Value* sd = Op(g, OpKind::kSqrt, {Op(g, OpKind::kAdd, {Op(g, OpKind::kReduceMean, {sq}, keep),
+                                                                Scalar(g, 1e-5)})});
+      ir::Value* y = form == 0 ? Op(g, OpKind::kDiv, {dv, sd})
+                               : Op(g, OpKind::kMul, {Op(g, OpKind::kReciprocal, {sd}), dv});
+      y = Op(g, OpKind::kAdd, {Op(g, OpKind::kMul, {y, g.AddConstant("s", scale)}), Scalar(g, 0.1)});
+      g.AddOutput(y);
+    };
+    Result r = CompileBoth(build, {{"x", x}});
+    EXPECT_EQ(r.norms, 1) << "form " << form;
+    // float64 reference.
+    int64_t rows = form == 2 ? 3 : 15, n = form == 2 ? 240 : 48;
+    HostTensor want(DType::kFloat32, x.shape);
+    for (int64_t row = 0; row < rows; ++row) {
+      double mean = 0, var = 0;
+      if (form != 1)
+        for (int64_t c = 0; c < n; ++c) mean += F(x, row * n + c) / n;
+      for (int64_t c = 0; c < n; ++c) var += std::pow(F(x, row * n + c) - mean, 2) / n;
+      for (int64_t c = 0; c < n; ++c) {
+        int64_t i = row * n + c;
+        want.data<float>()[i] = static_cast<float>(
+            (F(x, i) - mean) / std::sqrt(var + 1e-5) * scale->data<float>()[i % 48] + 0.1);
+      }
+    }
+    testing::ExpectClose(r.fused.at(0), want, "norm form " + std::to_string(form));
+  }
+}
+
+TEST(NormalizeTest, NearMissesStayUnfused) {
+  HostTensor x = testing::RandomF32({4, 16}, 30);
+  for (int miss = 0; miss < 3; ++miss) {
+    Builder build = [&](ir::Graph& g) {
+      ir::Value* xv = g.AddInput("x", {DType::kFloat32, x.shape});
+      // 0: mean over a leading axis; 1: epsilon not a scalar; 2: the deviation read again.
+      ir::Attrs keep = {{"axes", miss == 0 ? Ints{0} : Ints{1}}, {"keepdims", int64_t{1}}};
+      ir::Value* dv = Op(g, OpKind::kSub, {xv, Op(g, OpKind::kReduceMean, {xv}, keep)});
+      ir::Value* var = Op(g, OpKind::kReduceMean, {Op(g, OpKind::kMul, {dv, dv})}, keep);
+      ir::Value* eps = miss == 1 ? g.AddConstant("e", std::make_shared<HostTensor>(
+                                                          testing::RandomF32({4, 1}, 31)))
+                                 : Scalar(g, 1e-5);
+      if (miss == 1) eps = Op(g, OpKind::kAbs, {eps});
+      ir::Value* sd = Op(g, OpKind::kSqrt, {Op(g, OpKind::kAdd, {var, eps})});
+      g.AddOutput(Op(g, OpKind::kDiv, {dv, sd}));
+      if (miss == 2) g.AddOutput(sd);
+    };
+    Result r = CompileBoth(build, {{"x", x}});
+    EXPECT_EQ(r.norms, 0) << "near-miss " << miss;
+    testing::ExpectClose(r.fused.at(0), r.plain.at(0), "near-miss " + std::to_string(miss));
+  }
+}
+
+TEST(IndexMapTest, ReshapeOfViews) {
+  using ir::IndexMap;
+  // Heads split from a slice of a projection: [1, 7, 96] sliced to [1, 7, 32] at 32, viewed
+  // as [1, 7, 4, 8], transposed to [1, 4, 7, 8].
+  IndexMap m = IndexMap::Contiguous({1, 7, 96}).Sliced({0, 0, 32}, {1, 1, 1}, {1, 7, 32});
+  auto r = m.Reshaped({1, 7, 4, 8});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->strides, (Ints{0, 96, 8, 1}));
+  EXPECT_EQ(r->offset, 32);
+  IndexMap t = r->Permuted({0, 2, 1, 3});
+  EXPECT_EQ(t.shape, (Shape{1, 4, 7, 8}));
+  EXPECT_EQ(t.strides, (Ints{0, 8, 96, 1}));
+  EXPECT_TRUE(t.InBounds(640));  // the last element is at 32 + 3 * 8 + 6 * 96 + 7 = 639
+  EXPECT_FALSE(t.InBounds(639));
+  // Merging the transposed heads back is not a view; merging rows of a contiguous one is.
+  EXPECT_FALSE(t.Reshaped({1, 28, 8}));
+  auto merged = IndexMap::Contiguous({2, 3, 4}).Reshaped({6, 4});
+  ASSERT_TRUE(merged);
+  EXPECT_TRUE(merged->IsContiguous());
+}
+
+}  // namespace
+}  // namespace texel
