@@ -22,7 +22,7 @@ struct CompileOptions {
   // How to choose among the allowed backends; kMeasure times nodes with api/measure.h.
   passes::PartitionPolicy partition = passes::PartitionPolicy::kEstimate;
   passes::StoragePolicy storage = passes::StoragePolicy::kBuffer;  // --storage
-  bool half_texels = false;  // --texture-precision fp16: images with f16 channels
+  bool half_texels = false;                  // --texture-precision fp16: images with f16 channels
   std::vector<std::string> disabled_passes;  // --disable-pass: passes skipped by name
   // Called after each pass (for --print-ir-after / --stats).
   std::function<void(const passes::Pass&, const passes::Stats&, const ir::Graph&)> after_pass;

@@ -114,8 +114,8 @@ std::optional<IndexMap> Apply(const Node& p, const IndexMap& in) {
 IndexMap ViewThroughMovement(const Value* v, const Value** source,
                              std::vector<const Node*>* folded) {
   const Node* p = v->producer;
-  bool movement = p && (p->op == OpKind::kTranspose || p->op == OpKind::kSlice ||
-                        p->op == OpKind::kReshape);
+  bool movement =
+      p && (p->op == OpKind::kTranspose || p->op == OpKind::kSlice || p->op == OpKind::kReshape);
   if (movement && !p->inputs[0]->is_image() && !v->is_image()) {
     const Value* src = nullptr;
     std::vector<const Node*> deeper;

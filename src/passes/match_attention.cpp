@@ -32,10 +32,10 @@ using ir::OpKind;
 
 // What one node between Q·Kᵀ and Softmax contributes.
 struct Step {
-  double scale = 1;                 // a factor, or
-  ir::Value* bias = nullptr;        // an additive bias, or
-  ir::Value* cond = nullptr;        // a mask: Where(cond, 0, fill), or Where(cond, fill, 0)
-  double fill = 0;                  //   when keep_when_true is false
+  double scale = 1;           // a factor, or
+  ir::Value* bias = nullptr;  // an additive bias, or
+  ir::Value* cond = nullptr;  // a mask: Where(cond, 0, fill), or Where(cond, fill, 0)
+  double fill = 0;            //   when keep_when_true is false
   bool keep_when_true = true;
 };
 
@@ -57,11 +57,8 @@ bool WalkScores(const UseMap& uses, ir::Value* s, const ir::Node* reader, const 
     return false;
   };
   switch (p->op) {
-    case OpKind::kMatMul:
-      *qk = p;
-      return p->attrs.Int("trans_a", 0) == 0;
-    case OpKind::kCast:
-      return p->inputs[0]->type == s->type && through(p->inputs[0], {});
+    case OpKind::kMatMul: *qk = p; return p->attrs.Int("trans_a", 0) == 0;
+    case OpKind::kCast: return p->inputs[0]->type == s->type && through(p->inputs[0], {});
     case OpKind::kMul:
       for (int i = 0; i < 2; ++i)
         if (auto c = ScalarConstant(p->inputs[1 - i])) return through(p->inputs[i], {.scale = *c});
@@ -114,8 +111,7 @@ IndexMap SwapLastTwo(const IndexMap& m) {
 // Folds scalar constant Mul/Div nodes read only by `reader` off operand *v into *scale.
 void FoldOperandScale(const UseMap& uses, ir::Value** v, const ir::Node* reader, double* scale) {
   for (ir::Node* p = (*v)->producer; p && uses.OnlyUsedBy(*v, reader); p = (*v)->producer) {
-    if (p->op == OpKind::kMul && IsScalarConst(p->inputs[1]) &&
-        p->inputs[0]->type == (*v)->type) {
+    if (p->op == OpKind::kMul && IsScalarConst(p->inputs[1]) && p->inputs[0]->type == (*v)->type) {
       *scale *= *ScalarConstant(p->inputs[1]);
     } else if (p->op == OpKind::kMul && IsScalarConst(p->inputs[0]) &&
                p->inputs[1]->type == (*v)->type) {
@@ -202,10 +198,10 @@ bool MatchAt(ir::Graph& g, const UseMap& uses, ir::Node& sm) {
     };
     ir::Value* zero = scalar(0);
     ir::Value* fill = scalar(s.fill);
-    ir::Node* where = g.InsertNodeAfter(
-        insert_after, OpKind::kWhere,
-        {s.cond, s.keep_when_true ? zero : fill, s.keep_when_true ? fill : zero}, {},
-        sm.name + "_mask");
+    ir::Node* where =
+        g.InsertNodeAfter(insert_after, OpKind::kWhere,
+                          {s.cond, s.keep_when_true ? zero : fill, s.keep_when_true ? fill : zero},
+                          {}, sm.name + "_mask");
     insert_after = where;
     inputs.push_back(where->outputs[0]);
   }

@@ -95,9 +95,9 @@ Stats MatchNorm(ir::Graph& g, const PassContext&) {
   std::map<const ir::Value*, ir::Value*> replaced;  // a later match may read an earlier's result
   for (const Match& m : matches) {
     ir::Value* x = replaced.count(m.x) ? replaced[m.x] : m.x;
-    ir::Node* n = g.InsertNodeAfter(
-        m.last, OpKind::kLayerNorm, {x},
-        {{"axis", m.axis}, {"epsilon", m.eps}, {"rms", int64_t{m.rms}}}, m.last->name);
+    ir::Node* n = g.InsertNodeAfter(m.last, OpKind::kLayerNorm, {x},
+                                    {{"axis", m.axis}, {"epsilon", m.eps}, {"rms", int64_t{m.rms}}},
+                                    m.last->name);
     ReplaceValue(g, m.last->outputs[0], n->outputs[0]);
     replaced[m.last->outputs[0]] = n->outputs[0];
     ++(m.rms ? rms : layer);

@@ -74,7 +74,8 @@ HostTensor RefAttention(const HostTensor& q, const HostTensor& k, const HostTens
       double m = -INFINITY;
       for (int64_t j = 0; j < sk; ++j) {
         double acc = 0;
-        for (int64_t c = 0; c < d; ++c) acc += F(q, (n * sq + i) * d + c) * F(k, (n * sk + j) * d + c);
+        for (int64_t c = 0; c < d; ++c)
+          acc += F(q, (n * sq + i) * d + c) * F(k, (n * sk + j) * d + c);
         s[j] = scale * acc + bias(n, i, j);
         m = std::max(m, s[j]);
       }
@@ -102,7 +103,8 @@ HostTensor SplitHeads(const HostTensor& x, int64_t h) {
     for (int64_t i = 0; i < s; ++i)
       for (int64_t hh = 0; hh < h; ++hh)
         for (int64_t c = 0; c < d; ++c)
-          out.data<float>()[((n * h + hh) * s + i) * d + c] = F(x, (n * s + i) * h * d + hh * d + c);
+          out.data<float>()[((n * h + hh) * s + i) * d + c] =
+              F(x, (n * s + i) * h * d + hh * d + c);
   return out;
 }
 
@@ -111,14 +113,14 @@ TEST(AttentionTest, PlainBatchedWithBiasOddShapes) {
   HostTensor q = testing::RandomF32({2, 37, 20}, 1), k = testing::RandomF32({2, 45, 20}, 2),
              v = testing::RandomF32({2, 45, 12}, 3), bias = testing::RandomF32({1, 37, 45}, 4);
   Builder build = [&](ir::Graph& g) {
-    ir::Value* s = Op(g, OpKind::kMatMul,
-                      {g.AddInput("q", {DType::kFloat32, q.shape}),
-                       g.AddInput("k", {DType::kFloat32, k.shape})},
-                      {{"trans_b", int64_t{1}}});
+    ir::Value* s = Op(
+        g, OpKind::kMatMul,
+        {g.AddInput("q", {DType::kFloat32, q.shape}), g.AddInput("k", {DType::kFloat32, k.shape})},
+        {{"trans_b", int64_t{1}}});
     s = Op(g, OpKind::kDiv, {s, Scalar(g, std::sqrt(20.0))});
     s = Op(g, OpKind::kAdd, {g.AddInput("bias", {DType::kFloat32, bias.shape}), s});
-    g.AddOutput(Op(g, OpKind::kMatMul,
-                   {Softmax(g, s, 2), g.AddInput("v", {DType::kFloat32, v.shape})}));
+    g.AddOutput(
+        Op(g, OpKind::kMatMul, {Softmax(g, s, 2), g.AddInput("v", {DType::kFloat32, v.shape})}));
   };
   Result r = CompileBoth(build, {{"q", q}, {"k", k}, {"v", v}, {"bias", bias}});
   EXPECT_EQ(r.attentions, 1);
@@ -141,14 +143,15 @@ TEST(AttentionTest, HeadsAsViewsWithCausalMask) {
   Builder build = [&](ir::Graph& g) {
     ir::Value* xv = g.AddInput("x", {DType::kFloat32, x.shape});
     auto part = [&](int64_t p, Ints perm) {
-      ir::Value* sl = Op(g, OpKind::kSlice, {xv},
-                         {{"starts", Ints{0, 0, p * e}}, {"steps", Ints{1, 1, 1}},
-                          {"sizes", Ints{1, s, e}}});
+      ir::Value* sl =
+          Op(g, OpKind::kSlice, {xv},
+             {{"starts", Ints{0, 0, p * e}}, {"steps", Ints{1, 1, 1}}, {"sizes", Ints{1, s, e}}});
       return Transpose(g, Reshape(g, sl, {1, s, h, d}), perm);
     };
     ir::Value* q = Op(g, OpKind::kMul, {part(0, {0, 2, 1, 3}), Scalar(g, 0.25)});
     ir::Value* sc = Op(g, OpKind::kMatMul, {q, part(1, {0, 2, 3, 1})});
-    sc = Op(g, OpKind::kWhere, {g.AddConstant("tril", tril), sc, Scalar(g, -3.4028234663852886e38)});
+    sc =
+        Op(g, OpKind::kWhere, {g.AddConstant("tril", tril), sc, Scalar(g, -3.4028234663852886e38)});
     ir::Value* o = Op(g, OpKind::kMatMul, {Softmax(g, sc, 3), part(2, {0, 2, 1, 3})});
     g.AddOutput(Reshape(g, Transpose(g, o, {0, 2, 1, 3}), {1, s, e}));
   };
@@ -162,8 +165,9 @@ TEST(AttentionTest, HeadsAsViewsWithCausalMask) {
     for (int64_t c = 0; c < e; ++c)
       for (auto [t, p] : {std::pair{&q, 0}, std::pair{&k, 1}, std::pair{&v, 2}})
         t->data<float>()[i * e + c] = F(x, i * 3 * e + p * e + c);
-  HostTensor ref = RefAttention(SplitHeads(q, h), SplitHeads(k, h), SplitHeads(v, h), 0.25,
-                                [](int64_t, int64_t i, int64_t j) { return j <= i ? 0 : -INFINITY; });
+  HostTensor ref =
+      RefAttention(SplitHeads(q, h), SplitHeads(k, h), SplitHeads(v, h), 0.25,
+                   [](int64_t, int64_t i, int64_t j) { return j <= i ? 0 : -INFINITY; });
   HostTensor want(DType::kFloat32, {1, s, e});  // heads merged
   for (int64_t hh = 0; hh < h; ++hh)
     for (int64_t i = 0; i < s; ++i)
@@ -182,37 +186,38 @@ TEST(AttentionTest, PaddingMaskInputAsBias) {
   HostTensor mask(DType::kBool, {b, 1, 1, s});
   for (int64_t i = 0; i < b * s; ++i) mask.data<uint8_t>()[i] = i % s < s - 5 - 7 * (i / s);
   Builder build = [&](ir::Graph& g) {
-    ir::Value* sc = Op(g, OpKind::kMatMul,
-                       {g.AddInput("q", {DType::kFloat32, q.shape}),
-                        g.AddInput("k", {DType::kFloat32, k.shape})},
-                       {{"trans_b", int64_t{1}}});
+    ir::Value* sc = Op(
+        g, OpKind::kMatMul,
+        {g.AddInput("q", {DType::kFloat32, q.shape}), g.AddInput("k", {DType::kFloat32, k.shape})},
+        {{"trans_b", int64_t{1}}});
     sc = Op(g, OpKind::kMul, {Scalar(g, 0.5), sc});
     sc = Op(g, OpKind::kWhere,
             {g.AddInput("mask", {DType::kBool, mask.shape}), sc, Scalar(g, -INFINITY)});
-    g.AddOutput(Op(g, OpKind::kMatMul,
-                   {Softmax(g, sc, 3), g.AddInput("v", {DType::kFloat32, v.shape})}));
+    g.AddOutput(
+        Op(g, OpKind::kMatMul, {Softmax(g, sc, 3), g.AddInput("v", {DType::kFloat32, v.shape})}));
   };
   Result r = CompileBoth(build, {{"q", q}, {"k", k}, {"v", v}, {"mask", mask}});
   EXPECT_EQ(r.attentions, 1);
-  HostTensor want = RefAttention(
-      Reshaped(q, {b * h, s, d}), Reshaped(k, {b * h, s, d}), Reshaped(v, {b * h, s, d}), 0.5,
-      [&](int64_t n, int64_t, int64_t j) {
-        return mask.data<uint8_t>()[(n / h) * s + j] ? 0.0 : -INFINITY;
-      });
+  HostTensor want =
+      RefAttention(Reshaped(q, {b * h, s, d}), Reshaped(k, {b * h, s, d}),
+                   Reshaped(v, {b * h, s, d}), 0.5, [&](int64_t n, int64_t, int64_t j) {
+                     return mask.data<uint8_t>()[(n / h) * s + j] ? 0.0 : -INFINITY;
+                   });
   testing::ExpectClose(r.fused.at(0), Reshaped(want, {b, h, s, d}), "masked attention");
 }
 
 // Near-misses: attention-like graphs that must stay unfused (and agree with the unfused
 // compile, which the ONNX conformance tests check).
-void ExpectUnfused(const std::string& what, const std::function<ir::Value*(ir::Graph&, ir::Value*)>&
-                                                middle, int64_t softmax_axis = 2) {
+void ExpectUnfused(const std::string& what,
+                   const std::function<ir::Value*(ir::Graph&, ir::Value*)>& middle,
+                   int64_t softmax_axis = 2) {
   HostTensor q = testing::RandomF32({2, 9, 8}, 9), k = testing::RandomF32({2, 9, 8}, 10),
              v = testing::RandomF32({2, 9, 8}, 11);
   Builder build = [&](ir::Graph& g) {
-    ir::Value* s = Op(g, OpKind::kMatMul,
-                      {g.AddInput("q", {DType::kFloat32, q.shape}),
-                       g.AddInput("k", {DType::kFloat32, k.shape})},
-                      {{"trans_b", int64_t{1}}});
+    ir::Value* s = Op(
+        g, OpKind::kMatMul,
+        {g.AddInput("q", {DType::kFloat32, q.shape}), g.AddInput("k", {DType::kFloat32, k.shape})},
+        {{"trans_b", int64_t{1}}});
     s = middle(g, s);
     g.AddOutput(Op(g, OpKind::kMatMul,
                    {Softmax(g, s, softmax_axis), g.AddInput("v", {DType::kFloat32, v.shape})}));
@@ -223,18 +228,19 @@ void ExpectUnfused(const std::string& what, const std::function<ir::Value*(ir::G
 }
 
 TEST(AttentionTest, NearMissesStayUnfused) {
-  ExpectUnfused("softmax on another axis", [](ir::Graph&, ir::Value* s) { return s; }, 1);
+  ExpectUnfused(
+      "softmax on another axis", [](ir::Graph&, ir::Value* s) { return s; }, 1);
   ExpectUnfused("scale that is not a scalar", [](ir::Graph& g, ir::Value* s) {
     ir::Value* w = g.AddConstant("w", std::make_shared<HostTensor>(testing::RandomF32({9}, 12)));
     return Op(g, OpKind::kMul, {s, w});
   });
-  ExpectUnfused("mask of an unexpected shape (it broadcasts the scores up)",
-                [](ir::Graph& g, ir::Value* s) {
-                  ir::Value* m = g.AddConstant(
-                      "m", std::make_shared<HostTensor>(testing::RandomF32({1, 1, 9, 9}, 13)));
-                  ir::Value* big = Op(g, OpKind::kAdd, {s, m});  // [1, 2, 9, 9]
-                  return Reshape(g, big, {2, 9, 9});
-                });
+  ExpectUnfused(
+      "mask of an unexpected shape (it broadcasts the scores up)", [](ir::Graph& g, ir::Value* s) {
+        ir::Value* m =
+            g.AddConstant("m", std::make_shared<HostTensor>(testing::RandomF32({1, 1, 9, 9}, 13)));
+        ir::Value* big = Op(g, OpKind::kAdd, {s, m});  // [1, 2, 9, 9]
+        return Reshape(g, big, {2, 9, 9});
+      });
   ExpectUnfused("Where whose fill is a finite score", [](ir::Graph& g, ir::Value* s) {
     auto c = std::make_shared<HostTensor>(DType::kBool, Shape{9, 9});
     for (int64_t i = 0; i < 81; ++i) c->data<uint8_t>()[i] = i % 3 != 0;
@@ -262,13 +268,15 @@ TEST(NormalizeTest, DecomposedFormsBecomeOneKernel) {
       ir::Attrs keep = {{"axes", axes}, {"keepdims", int64_t{1}}};
       ir::Value* dv = xv;
       if (form != 1) dv = Op(g, OpKind::kSub, {xv, Op(g, OpKind::kReduceMean, {xv}, keep)});
-      ir::Value* sq = form == 0 ? Op(g, OpKind::kPow, {dv, Scalar(g, 2)})
-                                : Op(g, OpKind::kMul, {dv, dv});
-      ir::Value* sd = Op(g, OpKind::kSqrt, {Op(g, OpKind::kAdd, {Op(g, OpKind::kReduceMean, {sq}, keep),
-                                                                Scalar(g, 1e-5)})});
+      ir::Value* sq =
+          form == 0 ? Op(g, OpKind::kPow, {dv, Scalar(g, 2)}) : Op(g, OpKind::kMul, {dv, dv});
+      ir::Value* sd =
+          Op(g, OpKind::kSqrt,
+             {Op(g, OpKind::kAdd, {Op(g, OpKind::kReduceMean, {sq}, keep), Scalar(g, 1e-5)})});
       ir::Value* y = form == 0 ? Op(g, OpKind::kDiv, {dv, sd})
                                : Op(g, OpKind::kMul, {Op(g, OpKind::kReciprocal, {sd}), dv});
-      y = Op(g, OpKind::kAdd, {Op(g, OpKind::kMul, {y, g.AddConstant("s", scale)}), Scalar(g, 0.1)});
+      y = Op(g, OpKind::kAdd,
+             {Op(g, OpKind::kMul, {y, g.AddConstant("s", scale)}), Scalar(g, 0.1)});
       g.AddOutput(y);
     };
     Result r = CompileBoth(build, {{"x", x}});
@@ -300,9 +308,10 @@ TEST(NormalizeTest, NearMissesStayUnfused) {
       ir::Attrs keep = {{"axes", miss == 0 ? Ints{0} : Ints{1}}, {"keepdims", int64_t{1}}};
       ir::Value* dv = Op(g, OpKind::kSub, {xv, Op(g, OpKind::kReduceMean, {xv}, keep)});
       ir::Value* var = Op(g, OpKind::kReduceMean, {Op(g, OpKind::kMul, {dv, dv})}, keep);
-      ir::Value* eps = miss == 1 ? g.AddConstant("e", std::make_shared<HostTensor>(
-                                                          testing::RandomF32({4, 1}, 31)))
-                                 : Scalar(g, 1e-5);
+      ir::Value* eps =
+          miss == 1
+              ? g.AddConstant("e", std::make_shared<HostTensor>(testing::RandomF32({4, 1}, 31)))
+              : Scalar(g, 1e-5);
       if (miss == 1) eps = Op(g, OpKind::kAbs, {eps});
       ir::Value* sd = Op(g, OpKind::kSqrt, {Op(g, OpKind::kAdd, {var, eps})});
       g.AddOutput(Op(g, OpKind::kDiv, {dv, sd}));

@@ -11,7 +11,7 @@
 
 namespace texel::codegen {
 
-AttentionParams ChooseAttentionParams(int64_t sq, int64_t batch, int64_t d, int64_t dv,
+AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int64_t d, int64_t dv,
                                       size_t elem_bytes, const Target& t) {
   AttentionParams p;
   p.vw = d % 4 == 0 && dv % 4 == 0 ? 4 : 1;
@@ -30,6 +30,14 @@ AttentionParams ChooseAttentionParams(int64_t sq, int64_t batch, int64_t d, int6
   p.bk = 32;
   while (p.bk > 4 && static_cast<uint64_t>(p.bk * (d + dv)) * elem_bytes > t.local_mem_bytes / 2)
     p.bk /= 2;
+  // One row per work-item leaves a GPU mostly idle when rows are few (a sequence of 1024 with
+  // 12 heads is 384 warps on 132 compute units): split the keys until there are about 8
+  // work-groups per compute unit, each split keeping at least two tiles of keys.
+  if (t.gpu) {
+    int64_t groups = (sq + p.bq - 1) / p.bq * batch;
+    int64_t want = (8 * static_cast<int64_t>(t.compute_units) + groups - 1) / groups;
+    p.splits = static_cast<int>(std::clamp<int64_t>(std::min(want, sk / (2 * p.bk)), 1, 16));
+  }
   return p;
 }
 
@@ -43,8 +51,8 @@ std::string BatchCoords(const Shape& batch) {
   return s + " (void)t;";
 }
 
-// "var = offset + bc0 * s0 + ...;" over the batch dims where the operand varies (broadcast dims of size
-// 1 add nothing), plus its constant offset.
+// "var = offset + bc0 * s0 + ...;" over the batch dims where the operand varies (broadcast dims of
+// size 1 add nothing), plus its constant offset.
 std::string BatchOffset(const std::string& var, const Shape& shape,
                         const std::vector<int64_t>& strides, int64_t offset, size_t nbatch) {
   std::string s = fmt::format(" {} = {}", var, offset);
@@ -56,8 +64,8 @@ std::string BatchOffset(const std::string& var, const Shape& shape,
 
 // Reads VW elements c*VW.. of row `row` of operand p (offset var `off`), strides rs (row), cs
 // (lane), as one VT.
-std::string VectorLoad(const std::string& p, const std::string& off, int64_t rs, int64_t cs,
-                       int vw, DType t) {
+std::string VectorLoad(const std::string& p, const std::string& off, int64_t rs, int64_t cs, int vw,
+                       DType t) {
   std::string row = fmt::format("{} + (long)(r) * {}", off, rs);
   if (vw == 1) return fmt::format("LOAD({}, {} + (long)(c) * {})", p, row, cs);
   if (cs == 1 && t == DType::kFloat16) return fmt::format("vload_half4((c), {} + {})", p, row);
@@ -83,8 +91,8 @@ std::string VectorStore(int64_t rs, int64_t cs, int vw, DType t) {
 
 }  // namespace
 
-KernelSpec GenerateAttention(const ir::Node& n, const std::string& kernel_name,
-                             const Target& target) {
+std::vector<KernelSpec> GenerateAttention(const ir::Node& n, const std::string& kernel_name,
+                                          const Target& target) {
   DType t = RequireOneFloatType(n);
   const ir::Attrs& a = n.attrs;
   ir::IndexMap q = ir::IndexMap::Load(a, "q", n.inputs[0]->type.shape);
@@ -97,13 +105,12 @@ KernelSpec GenerateAttention(const ir::Node& n, const std::string& kernel_name,
   int64_t sq = q.shape[r - 2], sk = k.shape[r - 2], dh = q.shape[r - 1], dv = v.shape[r - 1];
   out_logical.push_back(sq);
   out_logical.push_back(dv);
-  ir::IndexMap o = a.Has("out_shape")
-                       ? ir::IndexMap::Load(a, "o", n.outputs[0]->type.shape)
-                       : ir::IndexMap::Contiguous(n.outputs[0]->type.shape);
+  ir::IndexMap o = a.Has("out_shape") ? ir::IndexMap::Load(a, "o", n.outputs[0]->type.shape)
+                                      : ir::IndexMap::Contiguous(n.outputs[0]->type.shape);
   TEXEL_CHECK(o.shape == out_logical, "attention output view");
   int64_t nb = NumElements(batch);
   size_t elem = t == DType::kFloat64 ? 8 : 4;
-  AttentionParams p = ChooseAttentionParams(sq, nb, dh, dv, elem, target);
+  AttentionParams p = ChooseAttentionParams(sq, sk, nb, dh, dv, elem, target);
 
   KernelSource src(kernel_name, "attention");
   DefineStorage(src, t);
@@ -114,6 +121,12 @@ KernelSpec GenerateAttention(const ir::Node& n, const std::string& kernel_name,
   src.Define("BQ", p.bq).Define("BK", p.bk);
   src.Define("SCALE", FloatLiteral(a.Float("scale")));
   src.Define("CAUSAL", a.Int("causal", 0));
+  int64_t chunk = RoundUp(static_cast<size_t>((sk + p.splits - 1) / p.splits), p.bk);
+  src.Define("SPLIT", p.splits).Define("CHUNK", chunk).Define("NB", fmt::format("{}L", nb));
+  std::string lanes = p.vw == 1 ? "" : std::to_string(p.vw);
+  src.Define("PART_STORE(rec, c, x)",
+             p.vw == 1 ? "(rec)[c] = (x)" : fmt::format("vstore{}((x), (c), (rec))", lanes));
+  src.Define("PART_AT(rec, c)", p.vw == 1 ? "(rec)[c]" : fmt::format("vload{}((c), (rec))", lanes));
   std::string offsets = BatchCoords(batch);
   offsets += BatchOffset("qo", q.shape, q.strides, q.offset, r - 2);
   offsets += BatchOffset("ko", k.shape, k.strides, k.offset, r - 2);
@@ -133,8 +146,8 @@ KernelSpec GenerateAttention(const ir::Node& n, const std::string& kernel_name,
     full.insert(full.end(), bv->type.shape.begin(), bv->type.shape.end());
     std::string var = fmt::format("bo{}", b - 3);
     offsets += fmt::format(" long {};", var) + BatchOffset(var, full, bs, 0, r - 2);
-    bias += fmt::format(" + LOAD(b{}, {} + (long)(i) * {} + (j) * {})", b - 3, var,
-                        bs[r - 2], bs[r - 1]);
+    bias += fmt::format(" + LOAD(b{}, {} + (long)(i) * {} + (j) * {})", b - 3, var, bs[r - 2],
+                        bs[r - 1]);
     bias_params += fmt::format(", __global const T_STORE* b{}", b - 3);
     spec.args.push_back(bv->id);
   }
@@ -146,12 +159,26 @@ KernelSpec GenerateAttention(const ir::Node& n, const std::string& kernel_name,
   src.Define("O_STORE(r, c, x)", VectorStore(o.strides[r - 2], o.strides[r - 1], p.vw, t));
   spec.source = src.Render();
   size_t groups = static_cast<size_t>((sq + p.bq - 1) / p.bq);
-  spec.global = {groups * p.bq, static_cast<size_t>(nb)};
-  spec.local = {static_cast<size_t>(p.bq), 1};
+  spec.global = {groups * p.bq, static_cast<size_t>(nb), static_cast<size_t>(p.splits)};
+  spec.local = {static_cast<size_t>(p.bq), 1, 1};
   double pairs = static_cast<double>(nb) * static_cast<double>(sq) * static_cast<double>(sk);
   if (a.Int("causal", 0)) pairs /= 2;
   spec.flops = 2.0 * pairs * static_cast<double>(dh + dv);
-  return spec;
+  if (p.splits == 1) return {spec};
+  // The partial rows go to a scratch buffer; the merge kernel writes the output.
+  int64_t part_bytes = p.splits * nb * sq * (dv + 2) * static_cast<int64_t>(elem);
+  spec.args[3] = -1;
+  spec.scratch_bytes = {part_bytes};
+  KernelSpec merge;
+  merge.name = kernel_name + "_merge";
+  src.Retarget(merge.name, "attention_merge");
+  merge.source = src.Render();
+  merge.args = {-1, n.outputs[0]->id};
+  merge.scratch_bytes = {part_bytes};
+  merge.global = {RoundUp(static_cast<size_t>(nb * sq * (dv / p.vw)), 64)};
+  merge.local = {64};
+  merge.flops = static_cast<double>(nb * sq * dv * p.splits * 3);
+  return {spec, merge};
 }
 
 }  // namespace texel::codegen

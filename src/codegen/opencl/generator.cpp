@@ -85,7 +85,7 @@ std::vector<KernelSpec> GenerateGroup(const Chain& nodes, const std::string& ker
     case ir::OpClass::kMovement: return {GeneratePointwise(node, kernel_name)};
     case ir::OpClass::kNormalize: return {GenerateSoftmax(node, kernel_name, target)};
     case ir::OpClass::kSelect: return {GenerateNonMaxSuppression(node, kernel_name)};
-    case ir::OpClass::kAttention: return {GenerateAttention(node, kernel_name, target)};
+    case ir::OpClass::kAttention: return GenerateAttention(node, kernel_name, target);
     default: break;
   }
   Fail(ErrorCode::kInternal, "no generator for {}", OpName(node.op));

@@ -56,14 +56,15 @@ KernelSpec GenerateSoftmax(const ir::Node& node, const std::string& kernel_name,
 KernelSpec GenerateLayerNorm(const ir::Node& node, const std::string& kernel_name,
                              const Target& target, const Chain& epilogue = {});
 // Attention (generate_attention.cpp): bq query rows per work-group (one per work-item), bk keys
-// per local-memory tile, vw lanes per vector load.
+// per local-memory tile, vw lanes per vector load, the keys split `splits` ways (then a merge
+// kernel follows).
 struct AttentionParams {
-  int bq = 16, bk = 32, vw = 1;
+  int bq = 16, bk = 32, vw = 1, splits = 1;
 };
-AttentionParams ChooseAttentionParams(int64_t sq, int64_t batch, int64_t d, int64_t dv,
+AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int64_t d, int64_t dv,
                                       size_t elem_bytes, const Target& target);
-KernelSpec GenerateAttention(const ir::Node& node, const std::string& kernel_name,
-                             const Target& target);
+std::vector<KernelSpec> GenerateAttention(const ir::Node& node, const std::string& kernel_name,
+                                          const Target& target);
 // Texture storage (generate_texture.cpp): the kernel of a group whose result is an image (a
 // Conv, MaxPool, AveragePool, spatial reduction or elementwise anchor and its chain), and a
 // ConvertStorage node's.

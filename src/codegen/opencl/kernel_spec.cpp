@@ -16,6 +16,15 @@ KernelSource::KernelSource(std::string kernel_name, std::string_view template_na
   Define("KERNEL_NAME", name_);
 }
 
+KernelSource& KernelSource::Retarget(std::string kernel_name, std::string_view template_name) {
+  name_ = std::move(kernel_name);
+  template_ = FindKernelTemplate(template_name);
+  TEXEL_CHECK(template_ != nullptr, "no kernel template '{}'", template_name);
+  for (auto& [key, value] : defines_)
+    if (key == "KERNEL_NAME") value = name_;
+  return *this;
+}
+
 KernelSource& KernelSource::Define(const std::string& key, const std::string& value) {
   defines_.emplace_back(key, value);
   return *this;

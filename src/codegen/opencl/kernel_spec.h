@@ -37,6 +37,8 @@ class KernelSource {
   // contain the kernel name to stay unique in the program).
   KernelSource& Prelude(const std::string& code);
   std::string Render() const;
+  // The same parameters for another kernel from another template (a family's second kernel).
+  KernelSource& Retarget(std::string kernel_name, std::string_view template_name);
 
  private:
   std::string name_;

@@ -6,15 +6,23 @@
 // output row accumulating exp(s_j - m_new) · v_j; the division by l comes last. The scores
 // never reach global memory. With CAUSAL, keys past the diagonal of the work-group's last row are
 // never loaded. Rows past SQ compute on row SQ - 1 and store nothing.
+// Split over the keys (SPLIT > 1, for too few rows to fill the device: long sequences with few
+// heads, single-query decoding): work-group (., ., p) takes keys [p * CHUNK, (p + 1) * CHUNK)
+// and writes its unnormalised output row, m and l to `part` (records of DV + 2), which
+// attention_merge.cl combines.
 // Parameters: KERNEL_NAME, T / T_STORE (element storage), VT (T or a vector of VW of them),
 // SUMV(a) (the sum of VT's lanes), D, DV (head dims, multiples of VW), SQ, SK, BQ, BK, SCALE,
 // CAUSAL, BATCH_OFFSETS (statements: batch entry g -> offsets qo, ko, vo, oo, bo<k>),
 // Q_AT(i, c) / K_AT(j, c) / V_AT(j, c) (the VW elements c*VW.. of row i or j, as VT),
 // O_STORE(i, c, x) (stores x: VT), BIAS(i, j) (the sum of the biases at row i, key j, or 0),
-// BIAS_PARAMS (their buffer parameters).
+// BIAS_PARAMS (their buffer parameters), SPLIT, CHUNK, NB (batch entries), PART_STORE(rec, c, x).
 __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void KERNEL_NAME(
     __global const T_STORE* q, __global const T_STORE* k, __global const T_STORE* v,
+#if SPLIT > 1
+    __global T* part BIAS_PARAMS) {
+#else
     __global T_STORE* o BIAS_PARAMS) {
+#endif
   const int l = get_local_id(0);
   const int i0 = get_group_id(0) * BQ;
   const int i = min(i0 + l, SQ - 1);
@@ -29,12 +37,17 @@ __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void KERNEL_NAME(
 #pragma unroll
   for (int c = 0; c < DV / VW; ++c) acc[c] = (VT)0;
   T m = -INFINITY, lsum = 0;
-#if CAUSAL
-  const int kend = min(SK, i0 + BQ + SK - SQ);
+#if SPLIT > 1
+  const int jbeg = get_group_id(2) * CHUNK;
+  int kend = min(SK, jbeg + CHUNK);
 #else
-  const int kend = SK;
+  const int jbeg = 0;
+  int kend = SK;
 #endif
-  for (int j0 = 0; j0 < kend; j0 += BK) {
+#if CAUSAL
+  kend = min(kend, i0 + BQ + SK - SQ);
+#endif
+  for (int j0 = jbeg; j0 < kend; j0 += BK) {
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int e = l; e < BK * (D / VW); e += BQ) {
       const int j = j0 + e / (D / VW);
@@ -76,9 +89,19 @@ __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void KERNEL_NAME(
       m = m_new;
     }
   }
+#if SPLIT > 1
+  if (i0 + l < SQ) {
+    __global T* rec = part + (((long)get_group_id(2) * NB + g) * SQ + i) * (DV + 2);
+#pragma unroll
+    for (int c = 0; c < DV / VW; ++c) PART_STORE(rec, c, acc[c]);
+    rec[DV] = m;
+    rec[DV + 1] = lsum;
+  }
+#else
   if (i0 + l < SQ) {
     const T inv = 1 / lsum;
 #pragma unroll
     for (int c = 0; c < DV / VW; ++c) O_STORE(i, c, acc[c] * inv);
   }
+#endif
 }
