@@ -178,7 +178,7 @@ int Bench(const BenchArgs& a) {
   std::printf("latency  median %.3f ms over %zu runs (min %.3f, max %.3f), after %d warm-up\n",
               latency[latency.size() / 2], latency.size(), latency.front(), latency.back(),
               a.warmup);
-  std::printf("kernels  %zu\n", plan.steps.size());
+  std::printf("kernels  %zu (%s)\n", plan.steps.size(), KernelMix(plan).c_str());
   std::printf("memory   %s\n", FormatMemory(plan.memory).c_str());
   if (!plan.steps.empty()) {
     std::printf("profile  device time per kernel, median over %zu profiled runs\n", latency.size());

@@ -77,8 +77,9 @@ int RunCompile(const CompileArgs& a) {
         std::printf("  %-24s %lld\n", k, static_cast<long long>(v));
     }
   }
-  std::fprintf(stderr, "compiled %s for %s: %zu kernels, %s, %.0f ms\n", a.model.c_str(),
-               dev.Label().c_str(), plan.steps.size(), FormatMemory(mem).c_str(), m.compile_ms);
+  std::fprintf(stderr, "compiled %s for %s: %zu kernels (%s), %s, %.0f ms\n", a.model.c_str(),
+               dev.Label().c_str(), plan.steps.size(), KernelMix(plan).c_str(),
+               FormatMemory(mem).c_str(), m.compile_ms);
   return 0;
 }
 

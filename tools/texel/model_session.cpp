@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/npy.h"
+#include "ir/op.h"
 
 namespace texel::cli {
 
@@ -158,6 +159,26 @@ std::string FormatBytes(int64_t bytes) {
   if (bytes < 1024) return fmt::format("{} B", bytes);
   if (bytes < (1 << 20)) return fmt::format("{:.1f} KiB", b / 1024);
   return fmt::format("{:.2f} MiB", b / (1 << 20));
+}
+
+std::string KernelMix(const runtime::Plan& plan) {
+  const char* kinds[] = {"attention", "norm", "gemm", "copy", "other"};
+  int count[5] = {};
+  for (const auto& step : plan.steps) {
+    ir::OpKind op = ir::OpKind::kCopy;
+    bool known = ir::ParseOpKind(step.op.substr(0, step.op.find('+')), &op);
+    ir::OpClass c = ir::GetOpInfo(op).cls;
+    int k = !known                                                   ? 4
+            : c == ir::OpClass::kAttention                           ? 0
+            : c == ir::OpClass::kNormalize                           ? 1
+            : c == ir::OpClass::kMatMul || c == ir::OpClass::kConv   ? 2
+            : c == ir::OpClass::kMovement || op == ir::OpKind::kCopy ? 3
+                                                                     : 4;
+    ++count[k];
+  }
+  std::string s;
+  for (int k = 0; k < 5; ++k) s += fmt::format("{}{} {}", k ? ", " : "", kinds[k], count[k]);
+  return s;
 }
 
 std::string FormatMemory(const runtime::MemoryPlan& mem) {

@@ -57,6 +57,10 @@ ModelSession OpenModelSession(const ModelArgs& a);
 std::vector<std::vector<double>> TimeExecutions(const std::vector<runtime::Session*>& sessions,
                                                 int warmup, int repeat);
 
+// The plan's kernels by kind, for transformer layers: "attention 4, norm 9, gemm 28, copy 2,
+// other 3" (gemm: MatMul and Conv, with what is fused into them; copy: data movement).
+std::string KernelMix(const runtime::Plan& plan);
+
 // "812 B", "4.0 KiB", "6.02 MiB".
 std::string FormatBytes(int64_t bytes);
 
