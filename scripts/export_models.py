@@ -331,14 +331,21 @@ def bert_masked(
     )
 
 
-def Sdpa():
-    """softmax(q kᵀ / 8) v over one input holding q, k and v stacked on the first axis."""
+def Sdpa(causal=False):
+    """softmax(q kᵀ / 8) v over one input holding q, k and v stacked on the first axis; with
+    causal, keys after the query masked out by torch.where on a tril mask."""
     import torch
 
     class Sdpa(torch.nn.Module):
         def forward(self, x):
             q, k, v = x[0:1], x[1:2], x[2:3]
-            return torch.softmax(q @ k.transpose(-1, -2) / 8.0, dim=-1) @ v
+            scores = q @ k.transpose(-1, -2) / 8.0
+            if causal:
+                s = x.shape[2]
+                keep = torch.tril(torch.ones(s, s, dtype=torch.bool, device=x.device))
+                fill = torch.tensor(torch.finfo(torch.float32).min, device=x.device)
+                scores = torch.where(keep, scores, fill)
+            return torch.softmax(scores, dim=-1) @ v
 
     return Sdpa()
 
@@ -370,6 +377,8 @@ MODELS = {
     "swin_t": torchvision_model("swin_t", opset=14),
     # Attention alone at sequence 1024, 12 heads, head dim 64: the attention kernel's benchmark.
     "sdpa_1024": Spec(build=lambda: Sdpa(), input_shape=(3, 12, 1024, 64), opset=14),
+    # A small causal one for oclgrind (tests/models/oclgrind_attention.sh).
+    "sdpa_causal_small": Spec(build=lambda: Sdpa(causal=True), input_shape=(3, 2, 130, 64), opset=14),
     "bert_encoder": bert_encoder(),
     # BERT-base width (d 768, 12 heads, FFN 3072), 4 layers, sequence 128: issue 4's target.
     "bert_base4": bert_encoder(vocab=30522, d_model=768, nhead=12, dim_feedforward=3072, layers=4),

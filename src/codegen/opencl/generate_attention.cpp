@@ -30,12 +30,23 @@ AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int
   p.bk = 32;
   while (p.bk > 4 && static_cast<uint64_t>(p.bk * (d + dv)) * elem_bytes > t.local_mem_bytes / 2)
     p.bk /= 2;
-  // One row per work-item leaves a GPU mostly idle when rows are few (a sequence of 1024 with
-  // 12 heads is 384 warps on 132 compute units): split the keys until there are about 8
-  // work-groups per compute unit, each split keeping at least two tiles of keys.
+  // The tiled kernel (64 rows, 128 work-items, 4 x 4 score and 4 x DV/8 output blocks each)
+  // where its local memory fits: Q, a K and a V tile and the probabilities, 40 KiB at d 64.
+  uint64_t tiled_bytes = 4 * static_cast<uint64_t>(64 * d + 32 * d + 32 * dv + 32 * 64 + 192);
+  p.tiled = t.gpu && elem_bytes == 4 && d % 4 == 0 && dv % 32 == 0 && sq >= 32 &&
+            tiled_bytes <= t.local_mem_bytes && t.max_work_group_size >= 128;
+  if (p.tiled) {
+    p.bq = 64;
+    p.bk = 32;
+    p.vw = 4;
+  }
+  // Too few work-groups leave a GPU mostly idle (one row per work-item: a sequence of 1024
+  // with 12 heads is 384 warps on 132 compute units): split the keys until there are about 8
+  // work-groups (4 of the tiled kernel's) per compute unit, each split at least two tiles.
   if (t.gpu) {
     int64_t groups = (sq + p.bq - 1) / p.bq * batch;
-    int64_t want = (8 * static_cast<int64_t>(t.compute_units) + groups - 1) / groups;
+    int64_t per_cu = p.tiled ? 4 : 8;
+    int64_t want = (per_cu * static_cast<int64_t>(t.compute_units) + groups - 1) / groups;
     p.splits = static_cast<int>(std::clamp<int64_t>(std::min(want, sk / (2 * p.bk)), 1, 16));
   }
   return p;
@@ -112,7 +123,7 @@ std::vector<KernelSpec> GenerateAttention(const ir::Node& n, const std::string& 
   size_t elem = t == DType::kFloat64 ? 8 : 4;
   AttentionParams p = ChooseAttentionParams(sq, sk, nb, dh, dv, elem, target);
 
-  KernelSource src(kernel_name, "attention");
+  KernelSource src(kernel_name, p.tiled ? "attention_tiled" : "attention");
   DefineStorage(src, t);
   std::string vt = p.vw == 1 ? "T" : (t == DType::kFloat64 ? "double4" : "float4");
   src.Define("VW", p.vw).Define("VT", vt);
@@ -159,8 +170,9 @@ std::vector<KernelSpec> GenerateAttention(const ir::Node& n, const std::string& 
   src.Define("O_STORE(r, c, x)", VectorStore(o.strides[r - 2], o.strides[r - 1], p.vw, t));
   spec.source = src.Render();
   size_t groups = static_cast<size_t>((sq + p.bq - 1) / p.bq);
-  spec.global = {groups * p.bq, static_cast<size_t>(nb), static_cast<size_t>(p.splits)};
-  spec.local = {static_cast<size_t>(p.bq), 1, 1};
+  size_t lw = p.tiled ? 128 : static_cast<size_t>(p.bq);
+  spec.global = {groups * lw, static_cast<size_t>(nb), static_cast<size_t>(p.splits)};
+  spec.local = {lw, 1, 1};
   double pairs = static_cast<double>(nb) * static_cast<double>(sq) * static_cast<double>(sk);
   if (a.Int("causal", 0)) pairs /= 2;
   spec.flops = 2.0 * pairs * static_cast<double>(dh + dv);

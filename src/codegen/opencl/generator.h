@@ -55,11 +55,12 @@ KernelSpec GenerateSoftmax(const ir::Node& node, const std::string& kernel_name,
                            const Target& target);
 KernelSpec GenerateLayerNorm(const ir::Node& node, const std::string& kernel_name,
                              const Target& target, const Chain& epilogue = {});
-// Attention (generate_attention.cpp): bq query rows per work-group (one per work-item), bk keys
-// per local-memory tile, vw lanes per vector load, the keys split `splits` ways (then a merge
-// kernel follows).
+// Attention (generate_attention.cpp): bq query rows per work-group (one per work-item, or 64
+// with `tiled`: kernels/attention_tiled.cl), bk keys per local-memory tile, vw lanes per
+// vector load, the keys split `splits` ways (then a merge kernel follows).
 struct AttentionParams {
   int bq = 16, bk = 32, vw = 1, splits = 1;
+  bool tiled = false;
 };
 AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int64_t d, int64_t dv,
                                       size_t elem_bytes, const Target& target);

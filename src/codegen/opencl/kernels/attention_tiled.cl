@@ -1,0 +1,159 @@
+// Scaled dot-product attention for GPUs, tiled like a GEMM (the same online softmax as
+// attention.cl): a work-group of 128 work-items (16 x 8) takes 64 query rows of one batch entry.
+// Q (pre-scaled) stays in local memory for the whole pass, transposed; per tile of BK keys:
+//   S = Q·Kᵀ    each work-item 4 rows x 4 keys, two float4 local reads per 16 FMAs
+//   softmax     one work-item per row: tile max, m_new, exp(s - m_new) into P, l rescaled
+//   O += P·V    each work-item 4 rows x DV/8 columns, rescaled by exp(m - m_new) first
+// so that a local read feeds 4-8 FMAs instead of one row's 1 (the row-per-work-item kernel
+// is bound by local-memory reads on GPUs). Keys past SK, and past the diagonal with CAUSAL, are
+// -inf; rows past SQ read zeros and store nothing. With SPLIT > 1 as attention.cl: records of
+// DV + 2 (unnormalised row, m, l) for attention_merge.cl.
+// Parameters: as attention.cl, with D % 4 == 0, DV % 32 == 0, BK % 4 == 0.
+__kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
+    __global const T_STORE* q, __global const T_STORE* k, __global const T_STORE* v,
+#if SPLIT > 1
+    __global T* part BIAS_PARAMS) {
+#else
+    __global T_STORE* o BIAS_PARAMS) {
+#endif
+  const int lid = get_local_id(0), tx = lid % 8, ty = lid / 8;
+  const int i0 = get_group_id(0) * 64;
+  const long g = get_group_id(1);
+  long qo = 0, ko = 0, vo = 0, oo = 0;
+  BATCH_OFFSETS
+  __local float qs[D * 64];   // qs[d * 64 + row]
+  __local float ks[D * BK];   // ks[d * BK + key]
+  __local float vs[BK * DV];  // vs[key * DV + c]
+  __local float pt[BK * 64];  // pt[key * 64 + row]: scores, then probabilities
+  __local float mrow[64], lrow[64], crow[64];
+  for (int e = lid; e < 64 * (D / 4); e += 128) {
+    const int row = e % 64, c = e / 64;
+    const float4 x = i0 + row < SQ ? convert_float4(Q_AT(i0 + row, c)) * (float)SCALE : (float4)0;
+    qs[(c * 4 + 0) * 64 + row] = x.s0;
+    qs[(c * 4 + 1) * 64 + row] = x.s1;
+    qs[(c * 4 + 2) * 64 + row] = x.s2;
+    qs[(c * 4 + 3) * 64 + row] = x.s3;
+  }
+  if (lid < 64) {
+    mrow[lid] = -INFINITY;
+    lrow[lid] = 0;
+  }
+  float acc[4][DV / 8];
+#pragma unroll
+  for (int r = 0; r < 4; ++r)
+#pragma unroll
+    for (int c = 0; c < DV / 8; ++c) acc[r][c] = 0;
+#if SPLIT > 1
+  const int jbeg = get_group_id(2) * CHUNK;
+  int kend = min(SK, jbeg + CHUNK);
+#else
+  const int jbeg = 0;
+  int kend = SK;
+#endif
+#if CAUSAL
+  kend = min(kend, i0 + 64 + SK - SQ);
+#endif
+  for (int j0 = jbeg; j0 < kend; j0 += BK) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int e = lid; e < BK * (D / 4); e += 128) {
+      const int j = e % BK, c = e / BK;
+      const float4 x = j0 + j < SK ? convert_float4(K_AT(j0 + j, c)) : (float4)0;
+      ks[(c * 4 + 0) * BK + j] = x.s0;
+      ks[(c * 4 + 1) * BK + j] = x.s1;
+      ks[(c * 4 + 2) * BK + j] = x.s2;
+      ks[(c * 4 + 3) * BK + j] = x.s3;
+    }
+    for (int e = lid; e < BK * (DV / 4); e += 128) {
+      const int j = e / (DV / 4), c = e % (DV / 4);
+      vstore4(j0 + j < SK ? convert_float4(V_AT(j0 + j, c)) : (float4)0, 0, vs + j * DV + c * 4);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float s[4][4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) s[r][c] = 0;
+#pragma unroll 8
+    for (int d = 0; d < D; ++d) {
+      const float4 a = vload4(0, qs + d * 64 + ty * 4);
+      const float4 b = vload4(0, ks + d * BK + tx * 4);
+      const float av[4] = {a.s0, a.s1, a.s2, a.s3}, bv[4] = {b.s0, b.s1, b.s2, b.s3};
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) s[r][c] = mad(av[r], bv[c], s[r][c]);
+    }
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int i = min(i0 + ty * 4 + r, SQ - 1), j = j0 + tx * 4 + c;
+        float x = s[r][c] + BIAS(i, min(j, SK - 1));
+#if CAUSAL
+        if (j > i + (SK - SQ)) x = -INFINITY;
+#endif
+        pt[(tx * 4 + c) * 64 + ty * 4 + r] = j < SK ? x : -INFINITY;
+      }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < 64) {
+      float mx = -INFINITY;
+      for (int j = 0; j < BK; ++j) mx = fmax(mx, pt[j * 64 + lid]);
+      const float m_old = mrow[lid], m_new = fmax(m_old, mx);
+      const float corr = m_new == -INFINITY ? 1 : exp(m_old - m_new);
+      float sum = 0;
+      for (int j = 0; j < BK; ++j) {
+        const float p = m_new == -INFINITY ? 0 : exp(pt[j * 64 + lid] - m_new);
+        pt[j * 64 + lid] = p;
+        sum += p;
+      }
+      mrow[lid] = m_new;
+      lrow[lid] = lrow[lid] * corr + sum;
+      crow[lid] = corr;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const float corr = crow[ty * 4 + r];
+#pragma unroll
+      for (int c = 0; c < DV / 8; ++c) acc[r][c] *= corr;
+    }
+    for (int j = 0; j < BK; ++j) {
+      const float4 p = vload4(0, pt + j * 64 + ty * 4);
+      const float pv[4] = {p.s0, p.s1, p.s2, p.s3};
+#pragma unroll
+      for (int c = 0; c < DV / 8; c += 4) {
+        const float4 w = vload4(0, vs + j * DV + tx * (DV / 8) + c);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          acc[r][c + 0] = mad(pv[r], w.s0, acc[r][c + 0]);
+          acc[r][c + 1] = mad(pv[r], w.s1, acc[r][c + 1]);
+          acc[r][c + 2] = mad(pv[r], w.s2, acc[r][c + 2]);
+          acc[r][c + 3] = mad(pv[r], w.s3, acc[r][c + 3]);
+        }
+      }
+    }
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const int row = ty * 4 + r, i = i0 + row;
+    if (i >= SQ) break;
+#if SPLIT > 1
+    __global T* rec = part + (((long)get_group_id(2) * NB + g) * SQ + i) * (DV + 2);
+#pragma unroll
+    for (int c = 0; c < DV / 8; c += 4)
+      vstore4((float4)(acc[r][c], acc[r][c + 1], acc[r][c + 2], acc[r][c + 3]), 0,
+              rec + tx * (DV / 8) + c);
+    if (tx == 0) {
+      rec[DV] = mrow[row];
+      rec[DV + 1] = lrow[row];
+    }
+#else
+    const float inv = 1 / lrow[row];
+#pragma unroll
+    for (int c = 0; c < DV / 8; c += 4)
+      O_STORE(i, (tx * (DV / 8) + c) / 4,
+              (float4)(acc[r][c], acc[r][c + 1], acc[r][c + 2], acc[r][c + 3]) * inv);
+#endif
+  }
+}
