@@ -81,12 +81,7 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
       if (groups[n.group].back() != &n) continue;
       nodes = groups[n.group];
     }
-    std::vector<const ir::Value*> reads;  // values the kernel reads from memory
-    for (size_t k = 0; k < nodes.size(); ++k)
-      for (const ir::Value* v : nodes[k]->inputs)
-        if ((k == 0 || v != nodes[k - 1]->outputs[0]) &&
-            std::find(reads.begin(), reads.end(), v) == reads.end())
-          reads.push_back(v);
+    std::vector<const ir::Value*> reads = ir::ExternalInputs(nodes);  // read from memory
     for (const ir::Value* v : reads) buffer(v);
     for (const ir::Value* v : n.outputs) buffer(v);
     if (n.outputs[0]->type.bytes() == 0) continue;  // nothing to compute

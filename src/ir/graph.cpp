@@ -44,6 +44,18 @@ std::string Graph::UniqueName(const std::string& base) {
   return n++ == 0 ? base : fmt::format("{}_{}", base, n - 1);
 }
 
+std::vector<const Value*> ExternalInputs(const std::vector<const Node*>& nodes) {
+  std::vector<const Value*> produced, ext;
+  for (const Node* n : nodes) {
+    for (const Value* in : n->inputs)
+      if (std::find(produced.begin(), produced.end(), in) == produced.end() &&
+          std::find(ext.begin(), ext.end(), in) == ext.end())
+        ext.push_back(in);
+    produced.insert(produced.end(), n->outputs.begin(), n->outputs.end());
+  }
+  return ext;
+}
+
 Value* Graph::NewValue(std::string name, TensorType type) {
   auto v = std::make_unique<Value>();
   v->id = next_id_++;

@@ -84,6 +84,10 @@ struct Node {
   const OpInfo& info() const { return GetOpInfo(op); }
 };
 
+// The values `nodes` read that none of them produces, in first-use order: what a fusion group
+// (a chain, or a DAG of elementwise nodes after an anchor) reads from memory.
+std::vector<const Value*> ExternalInputs(const std::vector<const Node*>& nodes);
+
 class Graph {
  public:
   Graph() = default;

@@ -105,6 +105,19 @@ std::optional<IndexMap> Apply(const Node& p, const IndexMap& in) {
     case OpKind::kTranspose: return in.Permuted(p.attrs.Ints("perm"));
     case OpKind::kSlice: return in.Sliced(p.attrs.Ints("starts"), p.attrs.Ints("steps"), out);
     case OpKind::kReshape: return in.Reshaped(out);
+    case OpKind::kGather: {  // one constant index: a slice of one along the axis
+      const Value* idx = p.inputs[1];
+      int64_t axis = p.attrs.Int("axis");
+      if (!idx->is_constant() || idx->constant->size() != 1 || idx->type.shape.size() > 1)
+        return std::nullopt;
+      int64_t i = idx->constant->GetInt(0), n = in.shape.at(axis);
+      if (i < 0) i += n;
+      if (i < 0 || i >= n) return std::nullopt;
+      IndexMap m = in;
+      m.offset += i * in.strides[axis];
+      m.shape[axis] = 1;
+      return m.Reshaped(out);
+    }
     default: return std::nullopt;
   }
 }
@@ -114,8 +127,8 @@ std::optional<IndexMap> Apply(const Node& p, const IndexMap& in) {
 IndexMap ViewThroughMovement(const Value* v, const Value** source,
                              std::vector<const Node*>* folded) {
   const Node* p = v->producer;
-  bool movement =
-      p && (p->op == OpKind::kTranspose || p->op == OpKind::kSlice || p->op == OpKind::kReshape);
+  bool movement = p && (p->op == OpKind::kTranspose || p->op == OpKind::kSlice ||
+                        p->op == OpKind::kReshape || p->op == OpKind::kGather);
   if (movement && !p->inputs[0]->is_image() && !v->is_image()) {
     const Value* src = nullptr;
     std::vector<const Node*> deeper;

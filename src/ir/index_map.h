@@ -1,9 +1,9 @@
 // An index map: a strided view of a row-major buffer. Element c (coordinates over `shape`) of
-// the view is element `offset + sum_d c[d] * strides[d]` of the buffer. Transpose, Slice and
-// (where the strides allow) Reshape of a view are again views, so a chain of such movement ops
-// between a buffer and the kernel that reads or writes it can be folded into the kernel's
-// address arithmetic instead of running as copy kernels (attention's heads and windows).
-// A plain value.
+// the view is element `offset + sum_d c[d] * strides[d]` of the buffer. Transpose, Slice, Gather
+// of one constant index and (where the strides allow) Reshape of a view are again views, so a chain
+// of such movement ops between a buffer and the kernel that reads or writes it can be folded into
+// the kernel's address arithmetic instead of running as copy kernels (attention's heads and
+// windows). A plain value.
 #pragma once
 
 #include <optional>
@@ -42,10 +42,10 @@ struct IndexMap {
   static IndexMap Load(const Attrs& attrs, const std::string& prefix, const Shape& base);
 };
 
-// The view of `v` that a reader sees when it looks through the single-use Transpose, Slice and
-// Reshape nodes producing it, walking back as far as the strides allow. *source receives the
-// value whose buffer the view reads (v itself when nothing could be folded) and *folded the
-// movement nodes passed.
+// The view of `v` that a reader sees when it looks through the Transpose, Slice, Reshape and
+// constant-index Gather nodes producing it, walking back as far as the strides allow. *source
+// receives the value whose buffer the view reads (v itself when nothing could be folded) and
+// *folded the movement nodes passed.
 IndexMap ViewThroughMovement(const Value* v, const Value** source,
                              std::vector<const Node*>* folded);
 

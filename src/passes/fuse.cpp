@@ -2,13 +2,19 @@
 // group runs as one kernel and the values in between never reach memory (bias, folded
 // BatchNorm, activations, residual adds and scales after a conv; long elementwise chains).
 // A node N joins the group of the producer P of one of its inputs when
-//   - N is elementwise (unary, binary, ternary) with P's output shape,
+//   - N is elementwise (unary, binary, ternary) with P's output shape (up to leading dims of
+//     size 1),
 //   - P is an anchor (Conv, ConvTranspose, MatMul, pooling, reduction, LayerNorm: their kernels
 //     apply an epilogue)
 //     or elementwise, and P's result is used once, by N, and is not a graph output,
 //   - both run on one backend that fuses epilogues (an unassigned node counts as native),
 //   - for an anchor's group, every output keeps the anchor's float type.
+// Then an elementwise group H joins the group G whose result X it reads when every use of X is
+// in G or H (X was read twice, so the rule above stopped): GELU's x * (1 + erf(x / sqrt 2)) / 2,
+// SiLU's x * sigmoid(x) and HardSwish after a MatMul or Conv then run in its epilogue.
 // Groups are recorded in Node::group; lowering makes one kernel per group (backends/lower.cpp).
+#include <map>
+
 #include "backends/backend.h"
 #include "passes/pipeline.h"
 
@@ -34,9 +40,60 @@ bool IsAnchor(const ir::Node& n) {
          IsFloat(n.outputs[0]->type.dtype);
 }
 
+// Whether two shapes differ at most in leading dims of size 1: the same elements in the same
+// order, so an epilogue can take one for the other at the same flat index.
+bool SameLayout(const Shape& a, const Shape& b) {
+  auto strip = [](const Shape& s) {
+    size_t k = 0;
+    while (k < s.size() && s[k] == 1) ++k;
+    return Shape(s.begin() + k, s.end());
+  };
+  return strip(a) == strip(b);
+}
+
 bool BackendFuses(const ir::Node& n) {
   const backends::Backend* be = backends::FindBackend(n.backend.empty() ? "native" : n.backend);
   return be && be->FusesEpilogues();
+}
+
+// The second rule: merges elementwise groups into the group whose result they read where all
+// of that result's uses are inside the two. Returns how many groups were merged away.
+int64_t MergeDiamonds(ir::Graph& g, size_t num_groups) {
+  std::vector<std::vector<ir::Node*>> members(num_groups);
+  for (const auto& node : g.nodes())
+    if (node->group >= 0) members[node->group].push_back(node.get());
+  std::vector<std::vector<const ir::Node*>> users(g.UseCounts().size());
+  for (const auto& node : g.nodes())
+    for (const ir::Value* in : node->inputs) users[in->id].push_back(node.get());
+  std::map<const ir::Node*, size_t> pos;  // graph order: the merged group keeps its anchor first
+  for (const auto& node : g.nodes()) pos[node.get()] = pos.size();
+  std::vector<bool> outputs(users.size(), false);
+  for (const ir::Value* v : g.outputs()) outputs[v->id] = true;
+  int64_t merged = 0;
+  for (size_t h = 0; h < num_groups; ++h) {
+    if (members[h].empty() || !IsElementwise(*members[h].front())) continue;
+    const ir::Value* out_h = members[h].back()->outputs[0];
+    for (const ir::Value* x : ir::ExternalInputs({members[h].begin(), members[h].end()})) {
+      const ir::Node* p = x->producer;
+      if (!p || p->group < 0 || static_cast<size_t>(p->group) == h || outputs[x->id]) continue;
+      std::vector<ir::Node*>& gm = members[p->group];
+      if (gm.back()->outputs[0] != x || pos[members[h].front()] < pos[gm.back()] ||
+          !SameLayout(x->type.shape, out_h->type.shape) ||
+          p->backend != members[h].front()->backend)
+        continue;
+      if (IsAnchor(*gm.front()) && out_h->type.dtype != gm.front()->outputs[0]->type.dtype)
+        continue;
+      bool inside = true;
+      for (const ir::Node* u : users[x->id]) inside &= u->group == p->group || u->group == (int)h;
+      if (!inside) continue;
+      for (ir::Node* n : members[h]) n->group = p->group;
+      gm.insert(gm.end(), members[h].begin(), members[h].end());
+      members[h].clear();
+      ++merged;
+      break;
+    }
+  }
+  return merged;
 }
 
 }  // namespace
@@ -50,7 +107,8 @@ Stats Fuse(ir::Graph& g, const PassContext&) {
     if (!IsElementwise(n) || !BackendFuses(n)) continue;
     for (ir::Value* in : n.inputs) {
       ir::Node* p = in->producer;
-      if (!p || uses[in->id] != 1 || in->type.shape != n.outputs[0]->type.shape) continue;
+      if (!p || uses[in->id] != 1 || !SameLayout(in->type.shape, n.outputs[0]->type.shape))
+        continue;
       if (p->backend != n.backend || !(IsAnchor(*p) || IsElementwise(*p))) continue;
       const ir::Node* first = p->group >= 0 ? root[p->group] : p;
       if (IsAnchor(*first) && n.outputs[0]->type.dtype != first->outputs[0]->type.dtype) continue;
@@ -63,7 +121,10 @@ Stats Fuse(ir::Graph& g, const PassContext&) {
       break;
     }
   }
-  return {{"groups", static_cast<int64_t>(root.size())}, {"nodes-fused", fused}};
+  int64_t merged = MergeDiamonds(g, root.size());
+  return {{"groups", static_cast<int64_t>(root.size()) - merged},
+          {"nodes-fused", fused},
+          {"groups-merged", merged}};
 }
 
 }  // namespace texel::passes

@@ -7,6 +7,12 @@
 //                                           and a Reshape is a view, not a kernel)
 //   MatMul(Transpose(x))   -> MatMul[trans_a](x) (a transpose of the last two axes, either
 //                             operand: the product reads the operand transposed)
+//   Add(Reshape(x), y)     -> Add(x, y)    (any binary elementwise op, either operand: when the
+//                                           Reshape only puts dims of size 1 in front, which
+//                                           broadcasting does too, so the result is the same;
+//                                           a residual Add then fuses into the GEMM before it)
+#include <algorithm>
+
 #include "passes/pipeline.h"
 
 namespace texel::passes {
@@ -35,10 +41,19 @@ bool MovesOnlyUnitDims(const ir::Node& n) {
   return true;
 }
 
+// Whether Reshape n only puts dims of size 1 in front of its input's shape.
+bool OnlyAddsLeadingUnitDims(const ir::Node& n) {
+  const Shape& in = n.inputs[0]->type.shape;
+  const Shape& out = n.outputs[0]->type.shape;
+  if (out.size() < in.size() || !std::equal(in.begin(), in.end(), out.end() - in.size()))
+    return false;
+  return std::all_of(out.begin(), out.end() - in.size(), [](int64_t d) { return d == 1; });
+}
+
 }  // namespace
 
 Stats Simplify(ir::Graph& g, const PassContext&) {
-  int64_t removed = 0, merged = 0, transposes = 0, unit_transposes = 0;
+  int64_t removed = 0, merged = 0, transposes = 0, unit_transposes = 0, unit_reshapes = 0;
   auto is_output = [&](const ir::Value* v) {
     for (const ir::Value* o : g.outputs())
       if (o == v) return true;
@@ -69,6 +84,14 @@ Stats Simplify(ir::Graph& g, const PassContext&) {
       n.inputs[i] = t->inputs[0];
       ++transposes;
     }
+    for (int i = 0; i < 2 && n.info().cls == ir::OpClass::kBinary; ++i) {
+      const ir::Node* r = n.inputs[i]->producer;
+      if (!r || r->op != ir::OpKind::kReshape || !OnlyAddsLeadingUnitDims(*r)) continue;
+      Shape other = n.inputs[1 - i]->type.shape;
+      if (BroadcastShapes(r->inputs[0]->type.shape, other) != out->type.shape) continue;
+      n.inputs[i] = r->inputs[0];
+      ++unit_reshapes;
+    }
     bool identity = n.op == ir::OpKind::kCopy ||
                     (n.op == ir::OpKind::kCast && n.inputs[0]->type == out->type) ||
                     (n.op == ir::OpKind::kReshape && n.inputs[0]->type == out->type);
@@ -82,7 +105,8 @@ Stats Simplify(ir::Graph& g, const PassContext&) {
   return {{"identities-removed", removed},
           {"reshapes-merged", merged},
           {"transposes-into-matmul", transposes},
-          {"transposes-to-reshapes", unit_transposes}};
+          {"transposes-to-reshapes", unit_transposes},
+          {"broadcast-reshapes-dropped", unit_reshapes}};
 }
 
 }  // namespace texel::passes

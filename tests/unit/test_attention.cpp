@@ -177,6 +177,32 @@ TEST(AttentionTest, HeadsAsViewsWithCausalMask) {
   testing::ExpectClose(r.plain.at(0), want, "unfused");
 }
 
+TEST(AttentionTest, HeadsGatheredFromPackedProjection) {
+  // Newer torch.nn.MultiheadAttention exports: the packed projection [S, B, 3*E] reshaped to
+  // [S, B, 3, E], moved to [3, S, B, E] and q, k, v taken by Gather at 0, 1, 2 (a Transpose
+  // kernel and three Gathers per layer without views). S 21, B 1, H 2, D 8.
+  const int64_t s = 21, h = 2, d = 8, e = h * d;
+  HostTensor x = testing::RandomF32({s, 1, 3 * e}, 15);
+  Builder build = [&](ir::Graph& g) {
+    ir::Value* packed = Transpose(
+        g, Reshape(g, g.AddInput("x", {DType::kFloat32, x.shape}), {s, 1, 3, e}), {2, 0, 1, 3});
+    auto part = [&](int64_t p) {
+      auto idx = std::make_shared<HostTensor>(DType::kInt64, Shape{});
+      idx->data<int64_t>()[0] = p;
+      ir::Value* t =
+          Op(g, OpKind::kGather, {packed, g.AddConstant("i", idx)}, {{"axis", int64_t{0}}});
+      return Transpose(g, Reshape(g, t, {s, h, d}), {1, 0, 2});  // [H, S, D]
+    };
+    ir::Value* sc = Op(g, OpKind::kMatMul, {part(0), part(1)}, {{"trans_b", int64_t{1}}});
+    ir::Value* o = Op(g, OpKind::kMatMul, {Softmax(g, sc, 2), part(2)});
+    g.AddOutput(Reshape(g, Transpose(g, o, {1, 0, 2}), {s, 1, e}));
+  };
+  Result r = CompileBoth(build, {{"x", x}});
+  EXPECT_EQ(r.attentions, 1);
+  EXPECT_EQ(r.transposes, 0) << "the packed projection read through views";
+  testing::ExpectClose(r.fused.at(0), r.plain.at(0), "gathered heads");
+}
+
 TEST(AttentionTest, PaddingMaskInputAsBias) {
   // BERT's form: a mask input [B, 1, 1, Sk] turned into (1 - m) * min and added; Where with a
   // run-time condition. B 2, H 2, S 33, D 8.

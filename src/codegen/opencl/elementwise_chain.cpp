@@ -151,22 +151,25 @@ ChainCode ElementwiseChain(const std::vector<const ir::Node*>& ops, const ir::Va
                            const std::function<std::string(const ir::Value*)>& direct) {
   const Shape& shape = ops.back()->outputs[0]->type.shape;
   ChainCode c;
-  const ir::Value* prev = seed_value;
-  std::string prev_var = seed_var;
+  // Values computed so far (the seed, then each op's result): an op may read any of them.
+  std::map<const ir::Value*, std::string> var_of;
+  if (seed_value) var_of[seed_value] = seed_var;
   for (size_t k = 0; k < ops.size(); ++k) {
     const ir::Node& n = *ops[k];
     std::vector<std::string> x;
     for (const ir::Value* in : n.inputs) {
-      std::string d = in != prev && direct ? direct(in) : "";
-      x.push_back(in == prev ? prev_var : !d.empty() ? d : LoadExpr(in, shape, param(in)));
+      auto it = var_of.find(in);
+      std::string d = it == var_of.end() && direct ? direct(in) : "";
+      x.push_back(it != var_of.end() ? it->second
+                  : !d.empty()       ? d
+                                     : LoadExpr(in, shape, param(in)));
     }
     std::string var = fmt::format("y{}", k);
     c.code += fmt::format("const {} {} = {}; ", ValueTypeName(n.outputs[0]->type.dtype), var,
                           ElementwiseExpr(n, x));
-    prev = n.outputs[0];
-    prev_var = var;
+    var_of[n.outputs[0]] = var;
+    c.result = var;
   }
-  c.result = prev_var;
   return c;
 }
 
@@ -179,13 +182,8 @@ void ApplyEpilogue(KernelSource& src, const std::string& kernel_name, const ir::
   const ir::Value* result = ops.back()->outputs[0];
   TEXEL_CHECK(result->type.dtype == anchor_out->type.dtype, "an epilogue must keep the type");
   // External operands, each one parameter e<k> in first-use order.
-  std::vector<const ir::Value*> ext;
-  const ir::Value* chain = anchor_out;
-  for (const ir::Node* n : ops) {
-    for (const ir::Value* in : n->inputs)
-      if (in != chain && std::find(ext.begin(), ext.end(), in) == ext.end()) ext.push_back(in);
-    chain = n->outputs[0];
-  }
+  std::vector<const ir::Value*> ext = ir::ExternalInputs(ops);
+  std::erase(ext, anchor_out);
   auto param = [&](const ir::Value* v) {
     return fmt::format("e{}", std::find(ext.begin(), ext.end(), v) - ext.begin());
   };
@@ -211,16 +209,10 @@ ChainFunction ChainAsFunction(const std::string& name, const ir::Value* seed,
                               const std::vector<const ir::Node*>& ops,
                               const std::function<bool(const ir::Value*)>& by_lane) {
   ChainFunction f;
-  const ir::Value* chain = seed;
-  for (const ir::Node* n : ops) {
+  for (const ir::Node* n : ops)
     TEXEL_CHECK(n->outputs[0]->type.dtype == DType::kFloat32, "a chain function computes f32");
-    for (const ir::Value* in : n->inputs) {
-      if (in == chain) continue;
-      auto& list = by_lane(in) ? f.lane_operands : f.buffer_operands;
-      if (std::find(list.begin(), list.end(), in) == list.end()) list.push_back(in);
-    }
-    chain = n->outputs[0];
-  }
+  for (const ir::Value* in : ir::ExternalInputs(ops))
+    if (in != seed) (by_lane(in) ? f.lane_operands : f.buffer_operands).push_back(in);
   auto index_in = [](const auto& list, const ir::Value* v) {
     return std::find(list.begin(), list.end(), v) - list.begin();
   };
@@ -228,10 +220,6 @@ ChainFunction ChainAsFunction(const std::string& name, const ir::Value* seed,
   for (size_t k = 0; k < f.lane_operands.size(); ++k) params += fmt::format(", float l{}", k);
   for (size_t k = 0; k < f.buffer_operands.size(); ++k)
     params += fmt::format(", __global const float* b{}", k);
-  if (ops.empty()) {
-    f.code = fmt::format("float {}(float v, long i) {{ return v; }}\n", name);
-    return f;
-  }
   if (ops.empty()) {
     f.code = fmt::format("float {}(float v, long i) {{ return v; }}\n", name);
     return f;

@@ -1,6 +1,7 @@
 // Elementwise ops as OpenCL C expressions, and chains of them for fusion (see passes/fuse.cpp):
-// a chain is a list of elementwise nodes of one output shape, each consuming the previous
-// one's result; the other operands are read with broadcasting at the output coordinates.
+// a chain is a list of elementwise nodes of one output shape in order, each reading the seed or
+// earlier results (a DAG, e.g. GELU's x * (1 + erf(x / sqrt 2)) / 2 after a MatMul); the other
+// operands are read with broadcasting at the output coordinates.
 #pragma once
 
 #include <functional>

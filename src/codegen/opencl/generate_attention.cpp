@@ -42,11 +42,13 @@ AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int
   }
   // Too few work-groups leave a GPU mostly idle (one row per work-item: a sequence of 1024
   // with 12 heads is 384 warps on 132 compute units): split the keys until there are about 8
-  // work-groups (4 of the tiled kernel's) per compute unit, each split at least two tiles.
+  // work-groups per compute unit, each split at least two tiles. Measured on an H100
+  // (texel_attention_bench, docs/attention.md): the tiled kernel split 4-8 ways is the fastest
+  // at sequences 128-1024, and native_exp saves 3-10%.
   if (t.gpu) {
+    p.fast_exp = true;
     int64_t groups = (sq + p.bq - 1) / p.bq * batch;
-    int64_t per_cu = p.tiled ? 4 : 8;
-    int64_t want = (per_cu * static_cast<int64_t>(t.compute_units) + groups - 1) / groups;
+    int64_t want = (8 * static_cast<int64_t>(t.compute_units) + groups - 1) / groups;
     p.splits = static_cast<int>(std::clamp<int64_t>(std::min(want, sk / (2 * p.bk)), 1, 16));
   }
   return p;
@@ -104,6 +106,12 @@ std::string VectorStore(int64_t rs, int64_t cs, int vw, DType t) {
 
 std::vector<KernelSpec> GenerateAttention(const ir::Node& n, const std::string& kernel_name,
                                           const Target& target) {
+  return GenerateAttentionWith(n, kernel_name, target, nullptr);
+}
+
+std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::string& kernel_name,
+                                              const Target& target,
+                                              const AttentionParams* params) {
   DType t = RequireOneFloatType(n);
   const ir::Attrs& a = n.attrs;
   ir::IndexMap q = ir::IndexMap::Load(a, "q", n.inputs[0]->type.shape);
@@ -121,7 +129,12 @@ std::vector<KernelSpec> GenerateAttention(const ir::Node& n, const std::string& 
   TEXEL_CHECK(o.shape == out_logical, "attention output view");
   int64_t nb = NumElements(batch);
   size_t elem = t == DType::kFloat64 ? 8 : 4;
-  AttentionParams p = ChooseAttentionParams(sq, sk, nb, dh, dv, elem, target);
+  AttentionParams p =
+      params ? *params : ChooseAttentionParams(sq, sk, nb, dh, dv, elem, target);
+  if (p.tiled && !(dh % 4 == 0 && dv % 32 == 0 && elem == 4))
+    Fail(ErrorCode::kUnsupported, "the tiled attention kernel needs d % 4 == 0, dv % 32 == 0, f32");
+  if (p.tiled) p.vw = 4, p.bq = 64;
+  if (p.vw == 4 && (dh % 4 != 0 || dv % 4 != 0)) p.vw = 1;
 
   KernelSource src(kernel_name, p.tiled ? "attention_tiled" : "attention");
   DefineStorage(src, t);
@@ -132,6 +145,7 @@ std::vector<KernelSpec> GenerateAttention(const ir::Node& n, const std::string& 
   src.Define("BQ", p.bq).Define("BK", p.bk);
   src.Define("SCALE", FloatLiteral(a.Float("scale")));
   src.Define("CAUSAL", a.Int("causal", 0));
+  src.Define("EXP(x)", p.fast_exp ? "native_exp(x)" : "exp(x)");
   int64_t chunk = RoundUp(static_cast<size_t>((sk + p.splits - 1) / p.splits), p.bk);
   src.Define("SPLIT", p.splits).Define("CHUNK", chunk).Define("NB", fmt::format("{}L", nb));
   std::string lanes = p.vw == 1 ? "" : std::to_string(p.vw);

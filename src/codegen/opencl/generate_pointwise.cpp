@@ -195,12 +195,7 @@ KernelSpec GenerateElementwise(const std::vector<const ir::Node*>& ops,
                                const std::string& kernel_name) {
   const ir::Value* out = ops.back()->outputs[0];
   // Operands from outside the chain, each one parameter in<k> in first-use order.
-  std::vector<const ir::Value*> ext;
-  for (size_t k = 0; k < ops.size(); ++k)
-    for (const ir::Value* in : ops[k]->inputs)
-      if ((k == 0 || in != ops[k - 1]->outputs[0]) &&
-          std::find(ext.begin(), ext.end(), in) == ext.end())
-        ext.push_back(in);
+  std::vector<const ir::Value*> ext = ir::ExternalInputs(ops);
   KernelSpec spec;
   std::string params;
   for (size_t k = 0; k < ext.size(); ++k) {

@@ -61,11 +61,15 @@ KernelSpec GenerateLayerNorm(const ir::Node& node, const std::string& kernel_nam
 struct AttentionParams {
   int bq = 16, bk = 32, vw = 1, splits = 1;
   bool tiled = false;
+  bool fast_exp = false;  // native_exp for the softmax's exponentials
 };
 AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int64_t d, int64_t dv,
                                       size_t elem_bytes, const Target& target);
 std::vector<KernelSpec> GenerateAttention(const ir::Node& node, const std::string& kernel_name,
                                           const Target& target);
+// The same with explicit parameters (null: the heuristic's), for benchmarks and tuning.
+std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& node, const std::string& kernel_name,
+                                              const Target& target, const AttentionParams* params);
 // Texture storage (generate_texture.cpp): the kernel of a group whose result is an image (a
 // Conv, MaxPool, AveragePool, spatial reduction or elementwise anchor and its chain), and a
 // ConvertStorage node's.

@@ -2,7 +2,7 @@
 // BQ work-items takes BQ query rows of one batch entry g (heads, windows, ...), one row each.
 // Each keeps its row of q (pre-multiplied by SCALE) and of the output in registers; the keys and
 // values pass through local memory in tiles of BK rows, loaded by the whole work-group. Per
-// tile: scores s_j = q·k_j + bias, the running max m and sum l rescaled by exp(m - m_new), the
+// tile: scores s_j = q·k_j + bias, the running max m and sum l rescaled by EXP(m - m_new), the
 // output row accumulating exp(s_j - m_new) · v_j; the division by l comes last. The scores
 // never reach global memory. With CAUSAL, keys past the diagonal of the work-group's last row are
 // never loaded. Rows past SQ compute on row SQ - 1 and store nothing.
@@ -15,7 +15,8 @@
 // CAUSAL, BATCH_OFFSETS (statements: batch entry g -> offsets qo, ko, vo, oo, bo<k>),
 // Q_AT(i, c) / K_AT(j, c) / V_AT(j, c) (the VW elements c*VW.. of row i or j, as VT),
 // O_STORE(i, c, x) (stores x: VT), BIAS(i, j) (the sum of the biases at row i, key j, or 0),
-// BIAS_PARAMS (their buffer parameters), SPLIT, CHUNK, NB (batch entries), PART_STORE(rec, c, x).
+// BIAS_PARAMS (their buffer parameters), SPLIT, CHUNK, NB (batch entries), PART_STORE(rec, c, x),
+// EXP(x) (exp or native_exp).
 __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void KERNEL_NAME(
     __global const T_STORE* q, __global const T_STORE* k, __global const T_STORE* v,
 #if SPLIT > 1
@@ -75,13 +76,13 @@ __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void KERNEL_NAME(
     }
     const T m_new = fmax(m, tile_max);
     if (m_new != -INFINITY) {  // else every key so far is masked out: nothing to add
-      const T corr = exp(m - m_new);
+      const T corr = EXP(m - m_new);
       lsum *= corr;
 #pragma unroll
       for (int c = 0; c < DV / VW; ++c) acc[c] *= corr;
 #pragma unroll
       for (int jj = 0; jj < BK; ++jj) {
-        const T p = exp(s[jj] - m_new);
+        const T p = EXP(s[jj] - m_new);
         lsum += p;
 #pragma unroll
         for (int c = 0; c < DV / VW; ++c) acc[c] = mad((VT)p, vs[jj * (DV / VW) + c], acc[c]);

@@ -20,7 +20,7 @@ __kernel void KERNEL_NAME(__global const T* part, __global T_STORE* o) {
   VT acc = (VT)0;
   for (int p = 0; p < SPLIT; ++p) {
     __global const T* rec = rec0 + p * stride;
-    const T w = rec[DV] == -INFINITY ? 0 : exp(rec[DV] - mx);
+    const T w = rec[DV] == -INFINITY ? 0 : EXP(rec[DV] - mx);
     lsum += rec[DV + 1] * w;
     acc += w * PART_AT(rec, c);
   }

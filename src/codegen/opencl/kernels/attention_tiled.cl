@@ -3,7 +3,7 @@
 // Q (pre-scaled) stays in local memory for the whole pass, transposed; per tile of BK keys:
 //   S = Q·Kᵀ    each work-item 4 rows x 4 keys, two float4 local reads per 16 FMAs
 //   softmax     one work-item per row: tile max, m_new, exp(s - m_new) into P, l rescaled
-//   O += P·V    each work-item 4 rows x DV/8 columns, rescaled by exp(m - m_new) first
+//   O += P·V    each work-item 4 rows x DV/8 columns, rescaled by EXP(m - m_new) first
 // so that a local read feeds 4-8 FMAs instead of one row's 1 (the row-per-work-item kernel
 // is bound by local-memory reads on GPUs). Keys past SK, and past the diagonal with CAUSAL, are
 // -inf; rows past SQ read zeros and store nothing. With SPLIT > 1 as attention.cl: records of
@@ -99,10 +99,10 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
       float mx = -INFINITY;
       for (int j = 0; j < BK; ++j) mx = fmax(mx, pt[j * 64 + lid]);
       const float m_old = mrow[lid], m_new = fmax(m_old, mx);
-      const float corr = m_new == -INFINITY ? 1 : exp(m_old - m_new);
+      const float corr = m_new == -INFINITY ? 1 : EXP(m_old - m_new);
       float sum = 0;
       for (int j = 0; j < BK; ++j) {
-        const float p = m_new == -INFINITY ? 0 : exp(pt[j * 64 + lid] - m_new);
+        const float p = m_new == -INFINITY ? 0 : EXP(pt[j * 64 + lid] - m_new);
         pt[j * 64 + lid] = p;
         sum += p;
       }

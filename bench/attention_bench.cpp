@@ -1,0 +1,204 @@
+// texel_attention_bench: texel's attention kernels with the heuristic's parameters and with
+// explicit ones, on [B, H, S, D] problems, to compare candidates on one device in one run.
+// Each run: warm-up, then R runs enqueued back to back and one clFinish, wall-clock / R
+// (R filling about 0.3 s). TFLOP/s counts 2 * B * H * S * S * (D + D) (half of it with causal).
+// Correctness: max |texel - host| over 64 sampled rows (double accumulation on the host).
+//
+// Usage: texel_attention_bench [--device SPEC] [--shapes BxHxSxD[c],...] [--params P ...]
+//   --shapes  e.g. 1x12x1024x64,1x12x128x64c (c: causal); default 1x12x1024x64,1x12x128x64
+//   --params  rows:BQxBK:SPLITS[:fast] or tiled:SPLITS[:fast] (fast: native_exp)
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/native/native_backend.h"
+#include "codegen/opencl/generator.h"
+#include "core/error.h"
+#include "ir/graph.h"
+#include "runtime/cl/context.h"
+#include "runtime/cl/device.h"
+
+namespace {
+
+using namespace texel;
+using Clock = std::chrono::steady_clock;
+
+codegen::AttentionParams ParseParams(const std::string& s) {
+  codegen::AttentionParams p;
+  p.fast_exp = s.find(":fast") != std::string::npos;
+  if (std::sscanf(s.c_str(), "rows:%dx%d:%d", &p.bq, &p.bk, &p.splits) == 3) {
+    p.vw = 4;
+    return p;
+  }
+  if (std::sscanf(s.c_str(), "tiled:%d", &p.splits) == 1) {
+    p.tiled = true;
+    return p;
+  }
+  Fail(ErrorCode::kInvalidArgument, "--params '{}': want rows:BQxBK:SPLITS or tiled:SPLITS", s);
+}
+
+std::string Label(const codegen::AttentionParams& p) {
+  std::string s = p.tiled ? fmt::format("tiled bk {}", p.bk)
+                          : fmt::format("rows bq {} bk {} vw {}", p.bq, p.bk, p.vw);
+  return s + fmt::format(" split {}{}", p.splits, p.fast_exp ? " fast" : "");
+}
+
+template <typename F>
+double TimeRuns(const cl::Context& ctx, F&& launch) {
+  launch();
+  ctx.Finish();
+  auto t0 = Clock::now();
+  launch();
+  ctx.Finish();
+  double once = std::chrono::duration<double>(Clock::now() - t0).count();
+  int reps = static_cast<int>(std::clamp(0.3 / std::max(once, 1e-6), 3.0, 500.0));
+  t0 = Clock::now();
+  for (int r = 0; r < reps; ++r) launch();
+  ctx.Finish();
+  return std::chrono::duration<double>(Clock::now() - t0).count() / reps;
+}
+
+struct Shape4 {
+  int64_t b, h, s, d;
+  bool causal;
+};
+
+void RunShape(const cl::Context& ctx, const Shape4& sh,
+              const std::vector<codegen::AttentionParams>& extra) {
+  ir::Graph g;
+  Shape shape{sh.b, sh.h, sh.s, sh.d};
+  ir::Value* q = g.AddInput("q", {DType::kFloat32, shape});
+  ir::Value* k = g.AddInput("k", {DType::kFloat32, shape});
+  ir::Value* v = g.AddInput("v", {DType::kFloat32, shape});
+  double scale = 1 / std::sqrt(static_cast<double>(sh.d));
+  ir::Node* node = g.AddNode(ir::OpKind::kAttention, {q, k, v},
+                             {{"scale", scale}, {"causal", int64_t{sh.causal}}}, "attention");
+  size_t n = static_cast<size_t>(NumElements(shape));
+  std::vector<float> hq(n), hk(n), hv(n), ho(n);
+  std::mt19937 rng(1234);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (auto* h : {&hq, &hk, &hv})
+    for (float& x : *h) x = dist(rng);
+  cl::Buffer dq(ctx, n * 4), dk(ctx, n * 4), dv(ctx, n * 4), dout(ctx, n * 4);
+  dq.Write(ctx, hq.data(), n * 4);
+  dk.Write(ctx, hk.data(), n * 4);
+  dv.Write(ctx, hv.data(), n * 4);
+  codegen::Target target = backends::NativeBackend::TargetOf(ctx.info());
+  double flop = 4.0 * sh.b * sh.h * sh.s * sh.s * sh.d / (sh.causal ? 2 : 1);
+  std::vector<const codegen::AttentionParams*> runs{nullptr};
+  for (const auto& e : extra) runs.push_back(&e);
+  for (const codegen::AttentionParams* params : runs) {
+    codegen::AttentionParams chosen =
+        params ? *params
+               : codegen::ChooseAttentionParams(sh.s, sh.s, sh.b * sh.h, sh.d, sh.d, 4, target);
+    std::vector<codegen::KernelSpec> specs;
+    double secs = 0;
+    try {
+      specs = codegen::GenerateAttentionWith(*node, "att", target, &chosen);
+      std::string source;
+      for (const auto& spec : specs) source += spec.source;
+      cl::Program program(ctx, source, "", nullptr);
+      std::vector<cl::Buffer> scratch;
+      for (int64_t bytes : specs[0].scratch_bytes) scratch.emplace_back(ctx, bytes);
+      std::vector<cl::Kernel> kernels;
+      for (const auto& spec : specs) {
+        kernels.emplace_back(program.get(), spec.name);
+        for (size_t i = 0; i < spec.args.size(); ++i) {
+          int id = spec.args[i];
+          kernels.back().SetArg(static_cast<unsigned>(i), id < 0         ? scratch.at(-1 - id)
+                                                          : id == q->id ? dq
+                                                          : id == k->id ? dk
+                                                          : id == v->id ? dv
+                                                                        : dout);
+        }
+      }
+      std::vector<float> nan(n, std::nanf(""));
+      dout.Write(ctx, nan.data(), n * 4);
+      secs = TimeRuns(ctx, [&] {
+        for (size_t i = 0; i < specs.size(); ++i)
+          cl::Launch(ctx, kernels[i], specs[i].global, specs[i].local);
+      });
+    } catch (const Error& e) {
+      std::printf("%-22s %-36s skipped: %s\n", "", Label(chosen).c_str(), e.what());
+      continue;
+    }
+    dout.Read(ctx, ho.data(), n * 4);
+    double err = 0;
+    std::mt19937 pick(7);
+    for (int sample = 0; sample < 64; ++sample) {
+      int64_t bh = pick() % (sh.b * sh.h), i = pick() % sh.s, base = bh * sh.s * sh.d;
+      int64_t kend = sh.causal ? i + 1 : sh.s;
+      std::vector<double> p(kend);
+      double m = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < kend; ++j) {
+        double acc = 0;
+        for (int64_t c = 0; c < sh.d; ++c)
+          acc += double{hq[base + i * sh.d + c]} * hk[base + j * sh.d + c];
+        m = std::max(m, p[j] = acc * scale);
+      }
+      for (double& x : p) sum += (x = std::exp(x - m));
+      for (int64_t c = 0; c < sh.d; ++c) {
+        double acc = 0;
+        for (int64_t j = 0; j < kend; ++j) acc += p[j] / sum * hv[base + j * sh.d + c];
+        double d = std::fabs(acc - ho[base + i * sh.d + c]);
+        if (!(d <= err)) err = d;  // NaN sticks
+      }
+    }
+    std::printf("%3lldx%-3lldx%-5lldx%-3lld%-3s %-36s %9.4f %8.3f %9.2e\n", (long long)sh.b,
+                (long long)sh.h, (long long)sh.s, (long long)sh.d, sh.causal ? " c" : "",
+                (Label(chosen) + (params ? "" : " *")).c_str(), secs * 1e3, flop / secs * 1e-12,
+                err);
+    std::fflush(stdout);
+  }
+}
+
+int Main(int argc, char** argv) {
+  std::string device, shapes = "1x12x1024x64,1x12x128x64";
+  std::vector<codegen::AttentionParams> extra;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) Fail(ErrorCode::kInvalidArgument, "{} needs a value", arg);
+      return argv[++i];
+    };
+    if (arg == "--device")
+      device = next();
+    else if (arg == "--shapes")
+      shapes = next();
+    else if (arg == "--params")
+      extra.push_back(ParseParams(next()));
+    else
+      Fail(ErrorCode::kInvalidArgument, "unknown argument '{}'", arg);
+  }
+  cl::Context ctx(cl::SelectDevice(device));
+  std::printf("device: %s\n", ctx.info().Label().c_str());
+  std::printf("%-22s %-36s %9s %8s %9s\n", "b x h x s x d", "kernel (* heuristic)", "ms",
+              "TFLOP/s", "err/host");
+  for (size_t pos = 0; pos < shapes.size();) {
+    size_t end = std::min(shapes.find(',', pos), shapes.size());
+    std::string one = shapes.substr(pos, end - pos);
+    Shape4 sh{};
+    long long b, h, s, d;
+    if (std::sscanf(one.c_str(), "%lldx%lldx%lldx%lld", &b, &h, &s, &d) != 4)
+      Fail(ErrorCode::kInvalidArgument, "--shapes: want BxHxSxD[c],...");
+    sh = {b, h, s, d, one.back() == 'c'};
+    RunShape(ctx, sh, extra);
+    pos = end + 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "texel_attention_bench: error: %s\n", e.what());
+    return 1;
+  }
+}
