@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backends/native/native_backend.h"
+#include "bench_util.h"
 #include "codegen/opencl/generator.h"
 #include "core/error.h"
 #include "ir/graph.h"
@@ -25,7 +26,6 @@
 namespace {
 
 using namespace texel;
-using Clock = std::chrono::steady_clock;
 
 codegen::AttentionParams ParseParams(const std::string& s) {
   codegen::AttentionParams p;
@@ -45,21 +45,6 @@ std::string Label(const codegen::AttentionParams& p) {
   std::string s = p.tiled ? fmt::format("tiled bk {}", p.bk)
                           : fmt::format("rows bq {} bk {} vw {}", p.bq, p.bk, p.vw);
   return s + fmt::format(" split {}{}", p.splits, p.fast_exp ? " fast" : "");
-}
-
-template <typename F>
-double TimeRuns(const cl::Context& ctx, F&& launch) {
-  launch();
-  ctx.Finish();
-  auto t0 = Clock::now();
-  launch();
-  ctx.Finish();
-  double once = std::chrono::duration<double>(Clock::now() - t0).count();
-  int reps = static_cast<int>(std::clamp(0.3 / std::max(once, 1e-6), 3.0, 500.0));
-  t0 = Clock::now();
-  for (int r = 0; r < reps; ++r) launch();
-  ctx.Finish();
-  return std::chrono::duration<double>(Clock::now() - t0).count() / reps;
 }
 
 struct Shape4 {
@@ -109,7 +94,7 @@ void RunShape(const cl::Context& ctx, const Shape4& sh,
         kernels.emplace_back(program.get(), spec.name);
         for (size_t i = 0; i < spec.args.size(); ++i) {
           int id = spec.args[i];
-          kernels.back().SetArg(static_cast<unsigned>(i), id < 0         ? scratch.at(-1 - id)
+          kernels.back().SetArg(static_cast<unsigned>(i), id < 0        ? scratch.at(-1 - id)
                                                           : id == q->id ? dq
                                                           : id == k->id ? dk
                                                           : id == v->id ? dv
@@ -118,7 +103,7 @@ void RunShape(const cl::Context& ctx, const Shape4& sh,
       }
       std::vector<float> nan(n, std::nanf(""));
       dout.Write(ctx, nan.data(), n * 4);
-      secs = TimeRuns(ctx, [&] {
+      secs = bench::TimeRuns(ctx, 0.3, [&] {
         for (size_t i = 0; i < specs.size(); ++i)
           cl::Launch(ctx, kernels[i], specs[i].global, specs[i].local);
       });
@@ -176,8 +161,8 @@ int Main(int argc, char** argv) {
   }
   cl::Context ctx(cl::SelectDevice(device));
   std::printf("device: %s\n", ctx.info().Label().c_str());
-  std::printf("%-22s %-36s %9s %8s %9s\n", "b x h x s x d", "kernel (* heuristic)", "ms",
-              "TFLOP/s", "err/host");
+  std::printf("%-22s %-36s %9s %8s %9s\n", "b x h x s x d", "kernel (* heuristic)", "ms", "TFLOP/s",
+              "err/host");
   for (size_t pos = 0; pos < shapes.size();) {
     size_t end = std::min(shapes.find(',', pos), shapes.size());
     std::string one = shapes.substr(pos, end - pos);
@@ -195,10 +180,5 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return Main(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "texel_attention_bench: error: %s\n", e.what());
-    return 1;
-  }
+  return texel::bench::GuardedMain("texel_attention_bench", Main, argc, argv);
 }

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "codegen/opencl/matmul.h"
 #include "core/error.h"
 #include "ir/graph.h"
@@ -30,7 +31,6 @@
 namespace {
 
 using namespace texel;
-using Clock = std::chrono::steady_clock;
 
 std::vector<int64_t> ParseList(const std::string& s) {
   std::vector<int64_t> v;
@@ -68,24 +68,7 @@ codegen::MatMulParams ParseParams(const std::string& s) {
   return p;
 }
 
-// Seconds per call of `launch` (which enqueues one run): warm-up, then enough back-to-back runs
-// for about --seconds (0.3 s), timed from the first enqueue to clFinish.
 double g_seconds = 0.3;  // --seconds: timed span per measurement
-
-template <typename F>
-double TimeRuns(const cl::Context& ctx, F&& launch) {
-  launch();
-  ctx.Finish();
-  auto t0 = Clock::now();
-  launch();
-  ctx.Finish();
-  double once = std::chrono::duration<double>(Clock::now() - t0).count();
-  int reps = static_cast<int>(std::clamp(g_seconds / std::max(once, 1e-6), 3.0, 500.0));
-  t0 = Clock::now();
-  for (int r = 0; r < reps; ++r) launch();
-  ctx.Finish();
-  return std::chrono::duration<double>(Clock::now() - t0).count() / reps;
-}
 
 struct Problem {
   int64_t m, n, k;
@@ -140,7 +123,7 @@ double RunTexel(const cl::Context& ctx, Problem& p, const codegen::MatMulParams*
   // C still holds the previous result: clear it so that a kernel that writes nothing shows.
   std::vector<float> nan(static_cast<size_t>(p.m * p.n), std::nanf(""));
   p.dc.Write(ctx, nan.data(), nan.size() * sizeof(float));
-  return TimeRuns(ctx, [&] {
+  return bench::TimeRuns(ctx, g_seconds, [&] {
     for (size_t i = 0; i < specs.size(); ++i)
       cl::Launch(ctx, kernels[i], specs[i].global, specs[i].local);
   });
@@ -148,7 +131,7 @@ double RunTexel(const cl::Context& ctx, Problem& p, const codegen::MatMulParams*
 
 double RunClblast(const cl::Context& ctx, Problem& p) {
   cl_command_queue queue = ctx.queue();
-  return TimeRuns(ctx, [&] {
+  return bench::TimeRuns(ctx, g_seconds, [&] {
     auto status = clblast::Gemm(clblast::Layout::kRowMajor, clblast::Transpose::kNo,
                                 clblast::Transpose::kNo, p.m, p.n, p.k, 1.0f, p.da.mem(), 0, p.k,
                                 p.db.mem(), 0, p.n, 0.0f, p.dc.mem(), 0, p.n, &queue, nullptr);
@@ -274,10 +257,5 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return Main(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "texel_gemm_bench: error: %s\n", e.what());
-    return 1;
-  }
+  return texel::bench::GuardedMain("texel_gemm_bench", Main, argc, argv);
 }

@@ -110,8 +110,7 @@ std::vector<KernelSpec> GenerateAttention(const ir::Node& n, const std::string& 
 }
 
 std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::string& kernel_name,
-                                              const Target& target,
-                                              const AttentionParams* params) {
+                                              const Target& target, const AttentionParams* params) {
   DType t = RequireOneFloatType(n);
   const ir::Attrs& a = n.attrs;
   ir::IndexMap q = ir::IndexMap::Load(a, "q", n.inputs[0]->type.shape);
@@ -129,8 +128,7 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
   TEXEL_CHECK(o.shape == out_logical, "attention output view");
   int64_t nb = NumElements(batch);
   size_t elem = t == DType::kFloat64 ? 8 : 4;
-  AttentionParams p =
-      params ? *params : ChooseAttentionParams(sq, sk, nb, dh, dv, elem, target);
+  AttentionParams p = params ? *params : ChooseAttentionParams(sq, sk, nb, dh, dv, elem, target);
   if (p.tiled && !(dh % 4 == 0 && dv % 32 == 0 && elem == 4))
     Fail(ErrorCode::kUnsupported, "the tiled attention kernel needs d % 4 == 0, dv % 32 == 0, f32");
   if (p.tiled) p.vw = 4, p.bq = 64;
