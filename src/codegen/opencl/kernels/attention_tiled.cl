@@ -1,9 +1,11 @@
 // Scaled dot-product attention for GPUs, tiled like a GEMM (the same online softmax as
 // attention.cl): a work-group of 128 work-items (16 x 8) takes 64 query rows of one batch entry.
 // Q (pre-scaled) stays in local memory for the whole pass, transposed; per tile of BK keys:
-//   S = Q·Kᵀ    each work-item 4 rows x 4 keys, two float4 local reads per 16 FMAs
-//   softmax     one work-item per row: tile max, m_new, exp(s - m_new) into P, l rescaled
-//   O += P·V    each work-item 4 rows x DV/8 columns, rescaled by EXP(m - m_new) first
+//   S = Q·Kᵀ    each work-item 4 rows x 4 keys in registers, two float4 local reads per 16 FMAs
+//   softmax     the 8 work-items sharing a row meet once through `red` for the tile's row max;
+//               each then rescales its part of the row, exponentiates its 16 scores into P and
+//               keeps its part of the row sum l (the parts are added at the end)
+//   O += P·V    each work-item 4 rows x DV/8 columns, rescaled by exp(m - m_new) first
 // so that a local read feeds 4-8 FMAs instead of one row's 1 (the row-per-work-item kernel
 // is bound by local-memory reads on GPUs). Keys past SK, and past the diagonal with CAUSAL, are
 // -inf; rows past SQ read zeros and store nothing. With SPLIT > 1 as attention.cl: records of
@@ -24,8 +26,8 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
   __local float qs[D * 64];   // qs[d * 64 + row]
   __local float ks[D * BK];   // ks[d * BK + key]
   __local float vs[BK * DV];  // vs[key * DV + c]
-  __local float pt[BK * 64];  // pt[key * 64 + row]: scores, then probabilities
-  __local float mrow[64], lrow[64], crow[64];
+  __local float pt[BK * 64];  // pt[key * 64 + row]: probabilities
+  __local float red[64 * 8];  // red[row * 8 + tx]: partial row maxima, at the end row sums
   for (int e = lid; e < 64 * (D / 4); e += 128) {
     const int row = e % 64, c = e / 64;
     const float4 x = i0 + row < SQ ? convert_float4(Q_AT(i0 + row, c)) * (float)SCALE : (float4)0;
@@ -34,10 +36,7 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
     qs[(c * 4 + 2) * 64 + row] = x.s2;
     qs[(c * 4 + 3) * 64 + row] = x.s3;
   }
-  if (lid < 64) {
-    mrow[lid] = -INFINITY;
-    lrow[lid] = 0;
-  }
+  float m[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY}, l[4] = {0, 0, 0, 0};
   float acc[4][DV / 8];
 #pragma unroll
   for (int r = 0; r < 4; ++r)
@@ -84,7 +83,8 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
         for (int c = 0; c < 4; ++c) s[r][c] = mad(av[r], bv[c], s[r][c]);
     }
 #pragma unroll
-    for (int r = 0; r < 4; ++r)
+    for (int r = 0; r < 4; ++r) {
+      float mx = -INFINITY;
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int i = min(i0 + ty * 4 + r, SQ - 1), j = j0 + tx * 4 + c;
@@ -92,31 +92,32 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
 #if CAUSAL
         if (j > i + (SK - SQ)) x = -INFINITY;
 #endif
-        pt[(tx * 4 + c) * 64 + ty * 4 + r] = j < SK ? x : -INFINITY;
+        s[r][c] = j < SK ? x : -INFINITY;
+        mx = fmax(mx, s[r][c]);
       }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid < 64) {
-      float mx = -INFINITY;
-      for (int j = 0; j < BK; ++j) mx = fmax(mx, pt[j * 64 + lid]);
-      const float m_old = mrow[lid], m_new = fmax(m_old, mx);
-      const float corr = m_new == -INFINITY ? 1 : EXP(m_old - m_new);
-      float sum = 0;
-      for (int j = 0; j < BK; ++j) {
-        const float p = m_new == -INFINITY ? 0 : EXP(pt[j * 64 + lid] - m_new);
-        pt[j * 64 + lid] = p;
-        sum += p;
-      }
-      mrow[lid] = m_new;
-      lrow[lid] = lrow[lid] * corr + sum;
-      crow[lid] = corr;
+      red[(ty * 4 + r) * 8 + tx] = mx;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
-      const float corr = crow[ty * 4 + r];
+      const float4 a = vload4(0, red + (ty * 4 + r) * 8), b = vload4(0, red + (ty * 4 + r) * 8 + 4);
+      const float mx =
+          fmax(fmax(fmax(a.s0, a.s1), fmax(a.s2, a.s3)), fmax(fmax(b.s0, b.s1), fmax(b.s2, b.s3)));
+      const float m_new = fmax(m[r], mx);
+      // Every key so far masked out: nothing to add, nothing to rescale.
+      const float corr = m_new == -INFINITY ? 1 : EXP(m[r] - m_new);
+      m[r] = m_new;
+      l[r] *= corr;
 #pragma unroll
       for (int c = 0; c < DV / 8; ++c) acc[r][c] *= corr;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const float p = m_new == -INFINITY ? 0 : EXP(s[r][c] - m_new);
+        l[r] += p;
+        pt[(tx * 4 + c) * 64 + ty * 4 + r] = p;
+      }
     }
+    barrier(CLK_LOCAL_MEM_FENCE);
     for (int j = 0; j < BK; ++j) {
       const float4 p = vload4(0, pt + j * 64 + ty * 4);
       const float pv[4] = {p.s0, p.s1, p.s2, p.s3};
@@ -135,9 +136,14 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
   }
   barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
+  for (int r = 0; r < 4; ++r) red[(ty * 4 + r) * 8 + tx] = l[r];
+  barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
   for (int r = 0; r < 4; ++r) {
     const int row = ty * 4 + r, i = i0 + row;
     if (i >= SQ) break;
+    const float4 a = vload4(0, red + row * 8), b = vload4(0, red + row * 8 + 4);
+    const float lsum = a.s0 + a.s1 + a.s2 + a.s3 + b.s0 + b.s1 + b.s2 + b.s3;
 #if SPLIT > 1
     __global T* rec = part + (((long)get_group_id(2) * NB + g) * SQ + i) * (DV + 2);
 #pragma unroll
@@ -145,11 +151,11 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
       vstore4((float4)(acc[r][c], acc[r][c + 1], acc[r][c + 2], acc[r][c + 3]), 0,
               rec + tx * (DV / 8) + c);
     if (tx == 0) {
-      rec[DV] = mrow[row];
-      rec[DV + 1] = lrow[row];
+      rec[DV] = m[r];
+      rec[DV + 1] = lsum;
     }
 #else
-    const float inv = 1 / lrow[row];
+    const float inv = 1 / lsum;
 #pragma unroll
     for (int c = 0; c < DV / 8; c += 4)
       O_STORE(i, (tx * (DV / 8) + c) / 4,
