@@ -52,21 +52,47 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
 #if CAUSAL
   kend = min(kend, i0 + 64 + SK - SQ);
 #endif
+  // The next tile's keys and values are loaded into registers while this one is computed
+  // (KL and VL float4 per work-item), and stored to local memory at the top of the next step.
+#define KL ((BK * (D / 4) + 127) / 128)
+#define VL ((BK * (DV / 4) + 127) / 128)
+  float4 kr[KL], vr[VL];
+#define LOAD_TILE(j0)                                                                 \
+  for (int n = 0; n < KL; ++n) {                                                      \
+    const int e = lid + n * 128, j = e % BK;                                          \
+    kr[n] = e < BK * (D / 4) && (j0) + j < SK ? convert_float4(K_AT((j0) + j, e / BK)) \
+                                              : (float4)0;                            \
+  }                                                                                   \
+  for (int n = 0; n < VL; ++n) {                                                      \
+    const int e = lid + n * 128, j = e / (DV / 4);                                    \
+    vr[n] = e < BK * (DV / 4) && (j0) + j < SK                                        \
+                ? convert_float4(V_AT((j0) + j, e % (DV / 4)))                        \
+                : (float4)0;                                                          \
+  }
+  if (jbeg < kend) {
+    LOAD_TILE(jbeg)
+  }
   for (int j0 = jbeg; j0 < kend; j0 += BK) {
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int e = lid; e < BK * (D / 4); e += 128) {
-      const int j = e % BK, c = e / BK;
-      const float4 x = j0 + j < SK ? convert_float4(K_AT(j0 + j, c)) : (float4)0;
-      ks[(c * 4 + 0) * BK + j] = x.s0;
-      ks[(c * 4 + 1) * BK + j] = x.s1;
-      ks[(c * 4 + 2) * BK + j] = x.s2;
-      ks[(c * 4 + 3) * BK + j] = x.s3;
+#pragma unroll
+    for (int n = 0; n < KL; ++n) {
+      const int e = lid + n * 128, j = e % BK, c = e / BK;
+      if (e < BK * (D / 4)) {
+        ks[(c * 4 + 0) * BK + j] = kr[n].s0;
+        ks[(c * 4 + 1) * BK + j] = kr[n].s1;
+        ks[(c * 4 + 2) * BK + j] = kr[n].s2;
+        ks[(c * 4 + 3) * BK + j] = kr[n].s3;
+      }
     }
-    for (int e = lid; e < BK * (DV / 4); e += 128) {
-      const int j = e / (DV / 4), c = e % (DV / 4);
-      vstore4(j0 + j < SK ? convert_float4(V_AT(j0 + j, c)) : (float4)0, 0, vs + j * DV + c * 4);
+#pragma unroll
+    for (int n = 0; n < VL; ++n) {
+      const int e = lid + n * 128;
+      if (e < BK * (DV / 4)) vstore4(vr[n], 0, vs + (e / (DV / 4)) * DV + (e % (DV / 4)) * 4);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+    if (j0 + BK < kend) {
+      LOAD_TILE(j0 + BK)
+    }
     float s[4][4];
 #pragma unroll
     for (int r = 0; r < 4; ++r)
@@ -163,3 +189,6 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
 #endif
   }
 }
+#undef LOAD_TILE
+#undef KL
+#undef VL
