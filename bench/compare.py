@@ -19,7 +19,7 @@ waiting until the result is complete:
   tinygrad     its OpenCL device (CL) running the ONNX model through TinyJit, then synchronize
   torch        eager PyTorch (CUDA when --device gpu, float32, TF32 off), then synchronize
   torch_graph  PyTorch's CUDA-graph replay (float32, TF32 off), then synchronize
-  texel_unfused  texel without its attention and normalize passes (--disable-pass)
+  texel_unfused  texel without its merge-projections, attention and normalize passes
 Each (model, system) pair is measured in its own process, so that no system's threads, caches
 or device contexts linger into another's timing. Peers that cannot run are reported with
 their error, not silently skipped.
@@ -83,8 +83,9 @@ def run_texel(args, d, x, extra=()):
 
 
 def run_texel_unfused(args, d, x):
-    """texel without the attention and normalize passes: what they buy, in the same run."""
-    return run_texel(args, d, x, ["--disable-pass", "attention", "--disable-pass", "normalize"])
+    """texel without its transformer passes: what they buy, in the same run."""
+    off = [a for p in ("merge-projections", "attention", "normalize") for a in ("--disable-pass", p)]
+    return run_texel(args, d, x, off)
 
 
 def run_onnxruntime(args, d, x):

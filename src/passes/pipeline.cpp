@@ -12,6 +12,8 @@ const std::vector<Pass>& Pipeline() {
       {"fold-constants", "evaluate nodes whose inputs are all constants on the host",
        FoldConstants},
       {"simplify", "drop identities and merge chains of views", Simplify},
+      {"merge-projections", "make products of one input with several weights one product",
+       MergeProjections},
       {"attention", "make scaled dot-product attention one Attention node", MatchAttention},
       {"normalize", "make layer and RMS normalisations one LayerNorm node each", MatchNorm},
       {"fold-conv-affine", "move per-channel constant scales and shifts into Conv filters and bias",

@@ -66,6 +66,7 @@ void RunPipeline(
 // The passes (one file each).
 Stats FoldConstants(ir::Graph& g, const PassContext& ctx);
 Stats Simplify(ir::Graph& g, const PassContext& ctx);
+Stats MergeProjections(ir::Graph& g, const PassContext& ctx);
 Stats MatchAttention(ir::Graph& g, const PassContext& ctx);
 Stats MatchNorm(ir::Graph& g, const PassContext& ctx);
 Stats FoldConvAffine(ir::Graph& g, const PassContext& ctx);

@@ -38,7 +38,7 @@ ir::Value* Softmax(ir::Graph& g, ir::Value* x, int64_t axis) {
 
 struct Result {
   std::vector<HostTensor> fused, plain;
-  int attentions = 0, norms = 0, transposes = 0;
+  int attentions = 0, norms = 0, transposes = 0, matmuls = 0;
 };
 
 // Compiles the graph twice (with and without the pattern passes) and runs both on `inputs`.
@@ -48,7 +48,7 @@ Result CompileBoth(const Builder& build, const std::map<std::string, HostTensor>
     auto g = std::make_unique<ir::Graph>();
     build(*g);
     CompileOptions opts;
-    if (!fused) opts.disabled_passes = {"attention", "normalize"};
+    if (!fused) opts.disabled_passes = {"merge-projections", "attention", "normalize"};
     CompiledModel m = CompileGraph(std::move(g), testing::SharedContext(), opts);
     runtime::Session s(*m.executable);
     (fused ? r.fused : r.plain) = s.Run(inputs);
@@ -57,6 +57,7 @@ Result CompileBoth(const Builder& build, const std::map<std::string, HostTensor>
       r.attentions += n->op == OpKind::kAttention;
       r.norms += n->op == OpKind::kLayerNorm;
       r.transposes += n->op == OpKind::kTranspose;
+      r.matmuls += n->op == OpKind::kMatMul;
     }
   }
   return r;
@@ -201,6 +202,34 @@ TEST(AttentionTest, HeadsGatheredFromPackedProjection) {
   EXPECT_EQ(r.attentions, 1);
   EXPECT_EQ(r.transposes, 0) << "the packed projection read through views";
   testing::ExpectClose(r.fused.at(0), r.plain.at(0), "gathered heads");
+}
+
+TEST(AttentionTest, SeparateProjectionsMergedIntoOneProduct) {
+  // Hugging Face BERT's form: query, key and value as three Linear layers of one input (bias
+  // first in the Add), heads split by Reshape + Transpose. S 23, H 2, D 16.
+  const int64_t s = 23, h = 2, d = 16, e = h * d;
+  HostTensor x = testing::RandomF32({1, s, e}, 16);
+  Builder build = [&](ir::Graph& g) {
+    ir::Value* xv = g.AddInput("x", {DType::kFloat32, x.shape});
+    auto proj = [&](uint32_t seed, Ints perm) {
+      auto w = std::make_shared<HostTensor>(testing::RandomF32({e, e}, seed));
+      auto b = std::make_shared<HostTensor>(testing::RandomF32({e}, seed + 1));
+      ir::Value* y = Op(g, OpKind::kMatMul, {xv, g.AddConstant("w", w)});
+      y = Op(g, OpKind::kAdd, {g.AddConstant("b", b), y});
+      return Transpose(g, Reshape(g, y, {1, s, h, d}), perm);
+    };
+    ir::Value* q = proj(20, {0, 2, 1, 3});
+    ir::Value* k = proj(22, {0, 2, 3, 1});
+    ir::Value* v = proj(24, {0, 2, 1, 3});
+    ir::Value* sc = Op(g, OpKind::kDiv, {Op(g, OpKind::kMatMul, {q, k}), Scalar(g, 4)});
+    ir::Value* o = Op(g, OpKind::kMatMul, {Softmax(g, sc, 3), v});
+    g.AddOutput(Reshape(g, Transpose(g, o, {0, 2, 1, 3}), {1, s, e}));
+  };
+  Result r = CompileBoth(build, {{"x", x}});
+  EXPECT_EQ(r.attentions, 1);
+  EXPECT_EQ(r.matmuls, 1) << "one product for q, k and v";
+  EXPECT_EQ(r.transposes, 0);
+  testing::ExpectClose(r.fused.at(0), r.plain.at(0), "merged projections");
 }
 
 TEST(AttentionTest, PaddingMaskInputAsBias) {
