@@ -46,6 +46,12 @@ Shape ParseShape(std::string_view text) {
   return s;
 }
 
+Shape StripLeadingOnes(const Shape& s) {
+  size_t k = 0;
+  while (k < s.size() && s[k] == 1) ++k;
+  return Shape(s.begin() + static_cast<std::ptrdiff_t>(k), s.end());
+}
+
 Shape BroadcastShapes(const Shape& a, const Shape& b) {
   size_t rank = std::max(a.size(), b.size());
   Shape out(rank);

@@ -20,6 +20,13 @@ std::string ShapeStr(const Shape& s);
 Shape ParseShape(std::string_view text);
 // numpy broadcasting of two shapes; throws kInvalidModel when they do not broadcast.
 Shape BroadcastShapes(const Shape& a, const Shape& b);
+// s without its leading dims of size 1.
+Shape StripLeadingOnes(const Shape& s);
+// Whether a and b differ at most in leading dims of size 1: the same elements in the same
+// order, and numpy broadcasting treats them alike.
+inline bool SameLayout(const Shape& a, const Shape& b) {
+  return StripLeadingOnes(a) == StripLeadingOnes(b);
+}
 // Normalises a possibly negative axis into [0, rank); throws kInvalidModel when out of range.
 int64_t NormalizeAxis(int64_t axis, int64_t rank);
 

@@ -237,6 +237,42 @@ std::optional<HostTensor> Movement(OpKind op, const Attrs& a,
   };
   const HostTensor& x = *in[0];
   std::vector<int64_t> xst = Strides(x.shape);
+  if (op == OpKind::kScatterND) {
+    // Each index tuple (the last axis of indices: the first k coordinates of data) replaces,
+    // or reduces into, one slice of data by one slice of updates (Swin's window masks are built
+    // so, from constants).
+    const HostTensor& idx = *in[1];
+    const HostTensor& upd = *in[2];
+    const std::string& red = a.Str("reduction");
+    if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
+      return std::nullopt;
+    out.bytes = x.bytes;
+    size_t k = static_cast<size_t>(idx.shape.back());
+    int64_t tuples = k ? idx.size() / static_cast<int64_t>(k) : 0;
+    int64_t slice = NumElements(Shape(x.shape.begin() + k, x.shape.end()));
+    for (int64_t t = 0; t < tuples; ++t) {
+      int64_t base = 0;
+      for (size_t d = 0; d < k; ++d) {
+        int64_t c = idx.GetInt(t * static_cast<int64_t>(k) + d);
+        if (c < 0) c += x.shape[d];
+        if (c < 0 || c >= x.shape[d]) return std::nullopt;  // the device kernel reports it
+        base += c * xst[d];
+      }
+      for (int64_t j = 0; j < slice; ++j) {
+        int64_t o = base + j, u = t * slice + j;
+        if (red == "none") {
+          std::memcpy(&out.bytes[o * es], &upd.bytes[u * es], es);
+          continue;
+        }
+        double cur = out.GetDouble(o), v = upd.GetDouble(u);
+        out.SetDouble(o, red == "add"   ? cur + v
+                         : red == "mul" ? cur * v
+                         : red == "max" ? std::max(cur, v)
+                                        : std::min(cur, v));
+      }
+    }
+    return out;
+  }
   if (op == OpKind::kConcat) {
     int64_t axis = a.Int("axis"), base = 0;
     for (const HostTensor* t : in) {

@@ -40,17 +40,6 @@ bool IsAnchor(const ir::Node& n) {
          IsFloat(n.outputs[0]->type.dtype);
 }
 
-// Whether two shapes differ at most in leading dims of size 1: the same elements in the same
-// order, so an epilogue can take one for the other at the same flat index.
-bool SameLayout(const Shape& a, const Shape& b) {
-  auto strip = [](const Shape& s) {
-    size_t k = 0;
-    while (k < s.size() && s[k] == 1) ++k;
-    return Shape(s.begin() + k, s.end());
-  };
-  return strip(a) == strip(b);
-}
-
 bool BackendFuses(const ir::Node& n) {
   const backends::Backend* be = backends::FindBackend(n.backend.empty() ? "native" : n.backend);
   return be && be->FusesEpilogues();

@@ -11,6 +11,10 @@
 //   Where(m, f, s)         biases += Where(m, f, 0)    rounds to f in f32 for any finite score,
 //                                                      so both give exp(f - max) = 0, or both a
 //                                                      uniform row when a row is fully masked
+//   Cast(s) to its type    nothing
+//   Reshape(s)             nothing         only leading dims of size 1 added or removed: the
+//                                          same scores, and a bias beside it broadcasts the
+//                                          same way against the scores without those dims
 // A scale after a bias would scale the bias too: no match. A scalar Mul/Div on q or k alone
 // (read only by the product) folds into the scale the same way. A constant mask that is
 // exactly causal (key j allowed iff j <= i + Sk - Sq) becomes `causal` instead of a bias, and
@@ -48,7 +52,7 @@ bool IsScalarConst(const ir::Value* v) { return ScalarConstant(v).has_value(); }
 bool WalkScores(const UseMap& uses, ir::Value* s, const ir::Node* reader, const Shape& shape,
                 std::vector<Step>* steps, ir::Node** qk) {
   ir::Node* p = s->producer;
-  if (!p || s->type.shape != shape || !uses.OnlyUsedBy(s, reader)) return false;
+  if (!p || !SameLayout(s->type.shape, shape) || !uses.OnlyUsedBy(s, reader)) return false;
   size_t mark = steps->size();
   auto through = [&](ir::Value* next, Step step) {
     steps->push_back(step);
@@ -59,6 +63,8 @@ bool WalkScores(const UseMap& uses, ir::Value* s, const ir::Node* reader, const 
   switch (p->op) {
     case OpKind::kMatMul: *qk = p; return p->attrs.Int("trans_a", 0) == 0;
     case OpKind::kCast: return p->inputs[0]->type == s->type && through(p->inputs[0], {});
+    case OpKind::kReshape:  // leading dims of size 1 only (Swin adds its mask in 5-D)
+      return through(p->inputs[0], {});
     case OpKind::kMul:
       for (int i = 0; i < 2; ++i)
         if (auto c = ScalarConstant(p->inputs[1 - i])) return through(p->inputs[i], {.scale = *c});
@@ -183,8 +189,23 @@ bool MatchAt(ir::Graph& g, const UseMap& uses, ir::Node& sm) {
                                     const_cast<ir::Value*>(v_src)};
   int64_t causal = 0;
   const ir::Node* insert_after = pv;
+  // A bias found beside a Reshape may have more (leading, size 1) dims than the scores.
+  auto fitted = [&](ir::Value* b) -> ir::Value* {
+    if (b->type.shape.size() <= r) return b;
+    Shape s = StripLeadingOnes(b->type.shape);
+    if (b->is_constant()) {
+      auto c = std::make_shared<HostTensor>(*b->constant);
+      c->shape = s;
+      return g.AddConstant(g.UniqueName(b->name), c);
+    }
+    ir::Node* n = g.InsertNodeAfter(insert_after, OpKind::kReshape, {b},
+                                    {{"shape", std::vector<int64_t>(s.begin(), s.end())}},
+                                    b->name + "_fitted");
+    insert_after = n;
+    return n->outputs[0];
+  };
   for (const Step& s : steps) {
-    if (s.bias) inputs.push_back(s.bias);
+    if (s.bias) inputs.push_back(fitted(s.bias));
     if (!s.cond) continue;
     if (s.cond->is_constant() && !causal && IsCausal(*s.cond->constant, s.keep_when_true, sq, sk)) {
       causal = 1;
@@ -203,7 +224,7 @@ bool MatchAt(ir::Graph& g, const UseMap& uses, ir::Node& sm) {
                           {s.cond, s.keep_when_true ? zero : fill, s.keep_when_true ? fill : zero},
                           {}, sm.name + "_mask");
     insert_after = where;
-    inputs.push_back(where->outputs[0]);
+    inputs.push_back(fitted(where->outputs[0]));
   }
 
   // The result, written through a Transpose that merges heads when there is one.
