@@ -3,6 +3,7 @@
 //   Reshape(x) to x.shape  -> x            (unless it defines a graph output)
 //   Reshape(Reshape(x))    -> Reshape(x)
 //   Cast(x) to x's type    -> x            (exporters put f32 -> f32 Cast pairs around Softmax)
+//   Pad(x) by 0, Slice(x) of all of x -> x (Swin pads windows by nothing and slices them whole)
 //   Transpose(x)           -> Reshape(x)   (when it moves only dims of size 1: same element order,
 //                                           and a Reshape is a view, not a kernel)
 //   MatMul(Transpose(x))   -> MatMul[trans_a](x) (a transpose of the last two axes, either
@@ -50,6 +51,18 @@ bool OnlyAddsLeadingUnitDims(const ir::Node& n) {
   return std::all_of(out.begin(), out.end() - in.size(), [](int64_t d) { return d == 1; });
 }
 
+// Whether Pad n pads by nothing, or Slice n takes every element in order.
+bool IsWhole(const ir::Node& n) {
+  if (n.op == ir::OpKind::kPad) {
+    const std::vector<int64_t>& pads = n.attrs.Ints("pads");
+    return std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
+  }
+  const std::vector<int64_t>& starts = n.attrs.Ints("starts");
+  const std::vector<int64_t>& steps = n.attrs.Ints("steps");
+  return std::all_of(starts.begin(), starts.end(), [](int64_t s) { return s == 0; }) &&
+         std::all_of(steps.begin(), steps.end(), [](int64_t s) { return s == 1; });
+}
+
 }  // namespace
 
 Stats Simplify(ir::Graph& g, const PassContext&) {
@@ -94,6 +107,8 @@ Stats Simplify(ir::Graph& g, const PassContext&) {
     }
     bool identity = n.op == ir::OpKind::kCopy ||
                     (n.op == ir::OpKind::kCast && n.inputs[0]->type == out->type) ||
+                    ((n.op == ir::OpKind::kPad || n.op == ir::OpKind::kSlice) &&
+                     n.inputs[0]->type == out->type && !n.inputs[0]->is_image() && IsWhole(n)) ||
                     (n.op == ir::OpKind::kReshape && n.inputs[0]->type == out->type);
     if (identity && !is_output(out)) {
       g.ReplaceAllUses(out, n.inputs[0]);

@@ -135,6 +135,30 @@ TEST(PassGoldenTest, SimplifyRemovesCopiesButNotOutputs) {
   EXPECT_EQ(g.nodes()[1]->op, ir::OpKind::kCopy);
 }
 
+TEST(PassGoldenTest, SimplifyRemovesTransformerNoise) {
+  // y = Softmax(Cast(Slice(Pad(Transpose(Reshape(x))))) with a Transpose that moves only a
+  // unit dim, a Pad by nothing, a whole Slice and an f32 -> f32 Cast: one Reshape stays.
+  ir::Graph g;
+  ir::Value* x = g.AddInput("x", F32({4, 6}));
+  ir::Value* r = Reshape(g, x, {4, 1, 6}, "r");
+  ir::Value* t = Op(g, ir::OpKind::kTranspose, {r}, "t", {{"perm", Ints{1, 0, 2}}});
+  ir::Value* p = Op(g, ir::OpKind::kPad, {t}, "p",
+                    {{"pads", Ints(6, 0)}, {"value", 0.0}, {"mode", std::string("constant")}});
+  ir::Value* sl =
+      Op(g, ir::OpKind::kSlice, {p}, "s",
+         {{"starts", Ints{0, 0, 0}}, {"steps", Ints{1, 1, 1}}, {"sizes", Ints{1, 4, 6}}});
+  ir::Value* c = Op(g, ir::OpKind::kCast, {sl}, "c", {{"to", int64_t(DType::kFloat32)}});
+  g.AddOutput(Op(g, ir::OpKind::kSoftmax, {c}, "y", {{"axis", int64_t{2}}}));
+  Stats stats = Simplify(g, PassContext{});
+  EXPECT_EQ(stats["transposes-to-reshapes"], 1);
+  EXPECT_EQ(stats["identities-removed"], 3);
+  ASSERT_NO_THROW(ir::Verify(g));
+  ASSERT_EQ(g.nodes().size(), 2u);
+  EXPECT_EQ(g.nodes()[0]->op, ir::OpKind::kReshape);
+  EXPECT_EQ(g.nodes()[0]->inputs[0], x);
+  EXPECT_EQ(g.nodes()[1]->inputs[0], g.nodes()[0]->outputs[0]);
+}
+
 TEST(PassGoldenTest, FuseGroupsEpiloguesAndChains) {
   // Group 0: conv -> Neg -> Exp (the skip branch). Group 1: conv2 -> Mul(scale) -> Add(shift)
   // -> Relu -> Add(skip) (a residual add joins through its first single-use input). The
