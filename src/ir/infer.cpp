@@ -249,16 +249,25 @@ std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in,
         }
         case OpKind::kConcat: {
           Expect(!in.empty(), "Concat needs inputs");
+          // An operand may be read through a view of its value (passes/concat_views.cpp).
+          std::vector<Shape> shapes;
+          for (size_t k = 0; k < in.size(); ++k) {
+            IndexMap m = IndexMap::Load(a, fmt::format("in{}", k), in[k].shape);
+            Expect(m.InBounds(NumElements(in[k].shape)),
+                   fmt::format("Concat's view of input {} is not within it", k));
+            shapes.push_back(m.shape);
+          }
           int64_t axis = a.Int("axis");
-          Shape s = in[0].shape;
+          Shape s = shapes[0];
           Expect(axis >= 0 && axis < static_cast<int64_t>(s.size()), "bad concat axis");
           s[axis] = 0;
-          for (const auto& t : in) {
-            Expect(t.dtype == in[0].dtype && t.shape.size() == s.size(), "Concat inputs differ");
+          for (size_t k = 0; k < in.size(); ++k) {
+            Expect(in[k].dtype == in[0].dtype && shapes[k].size() == s.size(),
+                   "Concat inputs differ");
             for (size_t d = 0; d < s.size(); ++d)
               if (static_cast<int64_t>(d) != axis)
-                Expect(t.shape[d] == s[d], fmt::format("Concat inputs differ in dim {}", d));
-            s[axis] += t.shape[axis];
+                Expect(shapes[k][d] == s[d], fmt::format("Concat inputs differ in dim {}", d));
+            s[axis] += shapes[k][axis];
           }
           return {{in[0].dtype, s}};
         }

@@ -16,6 +16,8 @@ const std::vector<Pass>& Pipeline() {
        MergeProjections},
       {"attention", "make scaled dot-product attention one Attention node", MatchAttention},
       {"normalize", "make layer and RMS normalisations one LayerNorm node each", MatchNorm},
+      {"concat-views", "let Concat read its operands through the views producing them",
+       ConcatViews},
       {"fold-conv-affine", "move per-channel constant scales and shifts into Conv filters and bias",
        FoldConvAffine},
       {"partition", "assign each node to a backend", Partition},

@@ -38,7 +38,7 @@ ir::Value* Softmax(ir::Graph& g, ir::Value* x, int64_t axis) {
 
 struct Result {
   std::vector<HostTensor> fused, plain;
-  int attentions = 0, norms = 0, transposes = 0, matmuls = 0;
+  int attentions = 0, norms = 0, transposes = 0, matmuls = 0, slices = 0;
 };
 
 // Compiles the graph twice (with and without the pattern passes) and runs both on `inputs`.
@@ -48,7 +48,8 @@ Result CompileBoth(const Builder& build, const std::map<std::string, HostTensor>
     auto g = std::make_unique<ir::Graph>();
     build(*g);
     CompileOptions opts;
-    if (!fused) opts.disabled_passes = {"merge-projections", "attention", "normalize"};
+    if (!fused)
+      opts.disabled_passes = {"merge-projections", "attention", "normalize", "concat-views"};
     CompiledModel m = CompileGraph(std::move(g), testing::SharedContext(), opts);
     runtime::Session s(*m.executable);
     (fused ? r.fused : r.plain) = s.Run(inputs);
@@ -58,6 +59,7 @@ Result CompileBoth(const Builder& build, const std::map<std::string, HostTensor>
       r.norms += n->op == OpKind::kLayerNorm;
       r.transposes += n->op == OpKind::kTranspose;
       r.matmuls += n->op == OpKind::kMatMul;
+      r.slices += n->op == OpKind::kSlice;
     }
   }
   return r;
@@ -377,6 +379,35 @@ TEST(NormalizeTest, NearMissesStayUnfused) {
     EXPECT_EQ(r.norms, 0) << "near-miss " << miss;
     testing::ExpectClose(r.fused.at(0), r.plain.at(0), "near-miss " + std::to_string(miss));
   }
+}
+
+TEST(ConcatViewsTest, CyclicShiftIsOneKernel) {
+  // torch.roll(x, (3, 2), (1, 2)) as exported: Concat(Slice(x, 3:), Slice(x, :3)) on axis 1,
+  // then the same on axis 2 of that, then a transposed read: the Slices and the Transpose fold.
+  HostTensor x = testing::RandomF32({1, 7, 5, 3}, 40);
+  Builder build = [&](ir::Graph& g) {
+    ir::Value* xv = g.AddInput("x", {DType::kFloat32, x.shape});
+    auto roll = [&](ir::Value* t, int64_t axis, int64_t shift) {
+      Shape s = t->type.shape;
+      Ints starts(s.size(), 0), steps(s.size(), 1), a(s.begin(), s.end()), b(s.begin(), s.end());
+      a[axis] = s[axis] - shift;
+      b[axis] = shift;
+      Ints starts_a = starts;
+      starts_a[axis] = shift;
+      ir::Value* first =
+          Op(g, OpKind::kSlice, {t}, {{"starts", starts_a}, {"steps", steps}, {"sizes", a}});
+      ir::Value* second =
+          Op(g, OpKind::kSlice, {t}, {{"starts", starts}, {"steps", steps}, {"sizes", b}});
+      return Op(g, OpKind::kConcat, {first, second}, {{"axis", axis}});
+    };
+    ir::Value* r = roll(roll(xv, 1, 3), 2, 2);
+    ir::Value* t = Transpose(g, r, {0, 2, 1, 3});
+    g.AddOutput(Op(g, OpKind::kConcat, {t, t}, {{"axis", int64_t{3}}}));
+  };
+  Result r = CompileBoth(build, {{"x", x}});
+  EXPECT_EQ(r.slices, 0);
+  EXPECT_EQ(r.transposes, 0);
+  testing::ExpectClose(r.fused.at(0), r.plain.at(0), "rolled");
 }
 
 TEST(IndexMapTest, ReshapeOfViews) {

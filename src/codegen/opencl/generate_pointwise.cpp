@@ -6,6 +6,7 @@
 #include "codegen/opencl/generator.h"
 #include "core/error.h"
 #include "ir/host_eval.h"
+#include "ir/index_map.h"
 
 namespace texel::codegen {
 namespace {
@@ -151,13 +152,16 @@ std::string MovementBody(const ir::Node& n) {
       int64_t axis = n.attrs.Int("axis"), start = 0;
       std::string s;
       for (size_t k = 0; k < n.inputs.size(); ++k) {
-        const Shape& ks = n.inputs[k]->type.shape;
-        std::vector<int64_t> kst = Strides(ks);
-        int64_t end = start + ks[axis];
+        // The input, or the view of it that concat-views stored.
+        ir::IndexMap m =
+            ir::IndexMap::Load(n.attrs, fmt::format("in{}", k), n.inputs[k]->type.shape);
+        const std::vector<int64_t>& kst = m.strides;
+        int64_t end = start + m.shape[axis];
         bool last = k + 1 == n.inputs.size();
         // Coordinates along the axis are shifted by the input's start.
         std::string off = OffsetExpr(kst);
-        if (start != 0) off = fmt::format("({} - {})", off, start * kst[axis]);
+        if (start * kst[axis] != m.offset)
+          off = fmt::format("({} + {})", off, m.offset - start * kst[axis]);
         s += last ? fmt::format("{{ v = in{}[{}]; }}", k, off)
                   : fmt::format("if (c{} < {}) {{ v = in{}[{}]; }} else ", axis, end, k, off);
         start = end;
