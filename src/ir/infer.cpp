@@ -181,8 +181,20 @@ int64_t WindowOutSize(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, i
   return (in + pb + pe - d * (k - 1) - 1) / s + 1;
 }
 
-std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in, const Attrs& a) {
+std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in_values,
+                                   const Attrs& a) {
   const OpInfo& info = GetOpInfo(op);
+  // Elementwise ops may read an input through a view (passes/views.cpp): their types are the
+  // views' shapes.
+  std::vector<TensorType> in = in_values;
+  bool elementwise =
+      info.cls == OpClass::kUnary || info.cls == OpClass::kBinary || info.cls == OpClass::kTernary;
+  for (size_t k = 0; elementwise && k < in.size(); ++k) {
+    IndexMap m = IndexMap::Load(a, fmt::format("in{}", k), in[k].shape);
+    Expect(m.InBounds(NumElements(in[k].shape)),
+           fmt::format("the view of input {} is not within it", k));
+    in[k].shape = m.shape;
+  }
   if (info.num_inputs >= 0)
     Expect(static_cast<int>(in.size()) == info.num_inputs,
            fmt::format("expects {} inputs, got {}", info.num_inputs, in.size()));
@@ -249,7 +261,7 @@ std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in,
         }
         case OpKind::kConcat: {
           Expect(!in.empty(), "Concat needs inputs");
-          // An operand may be read through a view of its value (passes/concat_views.cpp).
+          // An operand may be read through a view of its value (passes/views.cpp).
           std::vector<Shape> shapes;
           for (size_t k = 0; k < in.size(); ++k) {
             IndexMap m = IndexMap::Load(a, fmt::format("in{}", k), in[k].shape);
@@ -394,10 +406,13 @@ std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in,
     }
     case OpClass::kNormalize: {
       int64_t axis = a.Int("axis");
-      Expect(axis >= 0 && axis < static_cast<int64_t>(in[0].shape.size()), "bad axis");
       Expect(in.size() == 1, "expects 1 input");
+      // LayerNorm may read its input through a view (passes/match_norm.cpp).
+      IndexMap m = IndexMap::Load(a, "x", in[0].shape);
+      Expect(m.InBounds(NumElements(in[0].shape)), "the input view is not within the input");
+      Expect(axis >= 0 && axis < static_cast<int64_t>(m.shape.size()), "bad axis");
       if (op == OpKind::kLayerNorm) Expect(IsFloat(in[0].dtype), "LayerNorm expects a float input");
-      return {in[0]};
+      return {{in[0].dtype, m.shape}};
     }
     case OpClass::kAttention: return {InferAttention(in, a)};
     case OpClass::kSelect: {  // NonMaxSuppression

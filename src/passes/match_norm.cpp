@@ -10,6 +10,7 @@
 // Every intermediate value must be used only inside the pattern; anything else stays as it is.
 #include <map>
 
+#include "ir/index_map.h"
 #include "passes/pattern.h"
 #include "passes/pipeline.h"
 
@@ -95,9 +96,20 @@ Stats MatchNorm(ir::Graph& g, const PassContext&) {
   std::map<const ir::Value*, ir::Value*> replaced;  // a later match may read an earlier's result
   for (const Match& m : matches) {
     ir::Value* x = replaced.count(m.x) ? replaced[m.x] : m.x;
-    ir::Node* n = g.InsertNodeAfter(m.last, OpKind::kLayerNorm, {x},
-                                    {{"axis", m.axis}, {"epsilon", m.eps}, {"rms", int64_t{m.rms}}},
-                                    m.last->name);
+    ir::Attrs attrs = {{"axis", m.axis}, {"epsilon", m.eps}, {"rms", int64_t{m.rms}}};
+    // Read x through the Transpose (ConvNeXt: NCHW -> NHWC) or other views producing it when
+    // its rows and the normalised elements each have one stride.
+    const ir::Value* source = nullptr;
+    std::vector<const ir::Node*> through;
+    ir::IndexMap view = ir::ViewThroughMovement(x, &source, &through);
+    const Shape& xs = x->type.shape;
+    int64_t rows = NumElements(Shape(xs.begin(), xs.begin() + m.axis));
+    if (source != x && !source->is_image() &&
+        view.Reshaped({rows, NumElements(xs) / std::max<int64_t>(rows, 1)})) {
+      view.Store(attrs, "x");
+      x = const_cast<ir::Value*>(source);
+    }
+    ir::Node* n = g.InsertNodeAfter(m.last, OpKind::kLayerNorm, {x}, attrs, m.last->name);
     ReplaceValue(g, m.last->outputs[0], n->outputs[0]);
     replaced[m.last->outputs[0]] = n->outputs[0];
     ++(m.rms ? rms : layer);

@@ -69,7 +69,7 @@ Stats Simplify(ir::Graph& g, const PassContext& ctx);
 Stats MergeProjections(ir::Graph& g, const PassContext& ctx);
 Stats MatchAttention(ir::Graph& g, const PassContext& ctx);
 Stats MatchNorm(ir::Graph& g, const PassContext& ctx);
-Stats ConcatViews(ir::Graph& g, const PassContext& ctx);
+Stats Views(ir::Graph& g, const PassContext& ctx);
 Stats FoldConvAffine(ir::Graph& g, const PassContext& ctx);
 Stats Partition(ir::Graph& g, const PassContext& ctx);
 Stats Fuse(ir::Graph& g, const PassContext& ctx);

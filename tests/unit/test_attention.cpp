@@ -48,8 +48,7 @@ Result CompileBoth(const Builder& build, const std::map<std::string, HostTensor>
     auto g = std::make_unique<ir::Graph>();
     build(*g);
     CompileOptions opts;
-    if (!fused)
-      opts.disabled_passes = {"merge-projections", "attention", "normalize", "concat-views"};
+    if (!fused) opts.disabled_passes = {"merge-projections", "attention", "normalize", "views"};
     CompiledModel m = CompileGraph(std::move(g), testing::SharedContext(), opts);
     runtime::Session s(*m.executable);
     (fused ? r.fused : r.plain) = s.Run(inputs);
@@ -357,6 +356,24 @@ TEST(NormalizeTest, DecomposedFormsBecomeOneKernel) {
   }
 }
 
+TEST(NormalizeTest, ChannelsOfNchwReadThroughTheTranspose) {
+  // ConvNeXt's form: x [1, C, H, W] permuted to [1, H, W, C], normalised over C, scaled.
+  HostTensor x = testing::RandomF32({1, 12, 5, 7}, 32);
+  auto scale = std::make_shared<HostTensor>(testing::RandomF32({12}, 33));
+  Builder build = [&](ir::Graph& g) {
+    ir::Value* t = Transpose(g, g.AddInput("x", {DType::kFloat32, x.shape}), {0, 2, 3, 1});
+    ir::Attrs keep = {{"axes", Ints{3}}, {"keepdims", int64_t{1}}};
+    ir::Value* d = Op(g, OpKind::kSub, {t, Op(g, OpKind::kReduceMean, {t}, keep)});
+    ir::Value* var = Op(g, OpKind::kReduceMean, {Op(g, OpKind::kMul, {d, d})}, keep);
+    ir::Value* sd = Op(g, OpKind::kSqrt, {Op(g, OpKind::kAdd, {var, Scalar(g, 1e-6)})});
+    g.AddOutput(Op(g, OpKind::kMul, {Op(g, OpKind::kDiv, {d, sd}), g.AddConstant("s", scale)}));
+  };
+  Result r = CompileBoth(build, {{"x", x}});
+  EXPECT_EQ(r.norms, 1);
+  EXPECT_EQ(r.transposes, 0) << "the LayerNorm reads through the Transpose";
+  testing::ExpectClose(r.fused.at(0), r.plain.at(0), "channels-last LayerNorm");
+}
+
 TEST(NormalizeTest, NearMissesStayUnfused) {
   HostTensor x = testing::RandomF32({4, 16}, 30);
   for (int miss = 0; miss < 3; ++miss) {
@@ -381,7 +398,7 @@ TEST(NormalizeTest, NearMissesStayUnfused) {
   }
 }
 
-TEST(ConcatViewsTest, CyclicShiftIsOneKernel) {
+TEST(ViewsTest, CyclicShiftIsOneKernel) {
   // torch.roll(x, (3, 2), (1, 2)) as exported: Concat(Slice(x, 3:), Slice(x, :3)) on axis 1,
   // then the same on axis 2 of that, then a transposed read: the Slices and the Transpose fold.
   HostTensor x = testing::RandomF32({1, 7, 5, 3}, 40);
@@ -408,6 +425,31 @@ TEST(ConcatViewsTest, CyclicShiftIsOneKernel) {
   EXPECT_EQ(r.slices, 0);
   EXPECT_EQ(r.transposes, 0);
   testing::ExpectClose(r.fused.at(0), r.plain.at(0), "rolled");
+}
+
+TEST(ViewsTest, ElementwiseReadsThroughPermutation) {
+  // ConvNeXt's residual: x [1, C, H, W] + Transpose(y [1, H, W, C]) with y a product; and a
+  // square y added to its own transpose (the transposed read must not be fused as the same
+  // element of y).
+  HostTensor x = testing::RandomF32({1, 8, 3, 5}, 41), a = testing::RandomF32({15, 6}, 42);
+  auto w = std::make_shared<HostTensor>(testing::RandomF32({6, 8}, 43));
+  auto w2 = std::make_shared<HostTensor>(testing::RandomF32({6, 6}, 44));
+  Builder build = [&](ir::Graph& g) {
+    ir::Value* av = g.AddInput("a", {DType::kFloat32, a.shape});
+    ir::Value* y = Reshape(g, Op(g, OpKind::kMatMul, {av, g.AddConstant("w", w)}), {1, 3, 5, 8});
+    ir::Value* t = Transpose(g, y, {0, 3, 1, 2});
+    g.AddOutput(Op(g, OpKind::kAdd, {g.AddInput("x", {DType::kFloat32, x.shape}), t}));
+    ir::Value* sq =
+        Op(g, OpKind::kMatMul, {Reshape(g, av, {15, 6}), g.AddConstant("w2", w2)});  // [15, 6]
+    ir::Value* sq6 = Reshape(g, Op(g, OpKind::kRelu, {sq}), {15, 6});
+    ir::Value* s6 = Op(g, OpKind::kSlice, {sq6},
+                       {{"starts", Ints{0, 0}}, {"steps", Ints{1, 1}}, {"sizes", Ints{6, 6}}});
+    g.AddOutput(Op(g, OpKind::kAdd, {s6, Transpose(g, s6, {1, 0})}));
+  };
+  Result r = CompileBoth(build, {{"a", a}, {"x", x}});
+  EXPECT_EQ(r.transposes, 0);
+  testing::ExpectClose(r.fused.at(0), r.plain.at(0), "residual through a permutation");
+  testing::ExpectClose(r.fused.at(1), r.plain.at(1), "a value plus its transpose");
 }
 
 TEST(IndexMapTest, ReshapeOfViews) {

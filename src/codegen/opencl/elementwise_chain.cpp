@@ -9,6 +9,7 @@
 #include "codegen/opencl/generator.h"
 #include "core/error.h"
 #include "ir/host_eval.h"
+#include "ir/index_map.h"
 
 namespace texel::codegen {
 namespace {
@@ -101,9 +102,18 @@ std::string Substitute(const std::string& text, const std::map<std::string, std:
   return out;
 }
 
-// How external value v is read at the output coordinates c0.. of a tensor of shape `out`.
-std::string LoadExpr(const ir::Value* v, const Shape& out, const std::string& param) {
-  std::string off = OffsetExpr(ir::BroadcastStrides(v->type.shape, out));
+// How input k of node n (value v) is read at the output coordinates c0.. of a tensor of shape
+// `out`: broadcast, through the view the views pass stored (in<k>_*) when there is one.
+std::string LoadExpr(const ir::Node& n, size_t k, const Shape& out, const std::string& param) {
+  const ir::Value* v = n.inputs[k];
+  ir::IndexMap m = ir::IndexMap::Load(n.attrs, fmt::format("in{}", k), v->type.shape);
+  std::vector<int64_t> st(out.size(), 0);
+  for (size_t e = 0; e < m.shape.size(); ++e) {
+    size_t d = out.size() - m.shape.size() + e;  // right-aligned, as broadcasting
+    if (m.shape[e] != 1) st[d] = m.strides[e];
+  }
+  std::string off = OffsetExpr(st);
+  if (m.offset != 0) off = fmt::format("({} + {})", off, m.offset);
   if (v->type.dtype == DType::kFloat16) return fmt::format("vload_half({}, {})", off, param);
   return fmt::format("{}[{}]", param, off);
 }
@@ -157,12 +167,15 @@ ChainCode ElementwiseChain(const std::vector<const ir::Node*>& ops, const ir::Va
   for (size_t k = 0; k < ops.size(); ++k) {
     const ir::Node& n = *ops[k];
     std::vector<std::string> x;
-    for (const ir::Value* in : n.inputs) {
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const ir::Value* in = n.inputs[k];
+      bool view = n.attrs.Has(fmt::format("in{}_shape", k));
       auto it = var_of.find(in);
-      std::string d = it == var_of.end() && direct ? direct(in) : "";
+      TEXEL_CHECK(!view || it == var_of.end(), "a fused value read through a view");
+      std::string d = it == var_of.end() && direct && !view ? direct(in) : "";
       x.push_back(it != var_of.end() ? it->second
                   : !d.empty()       ? d
-                                     : LoadExpr(in, shape, param(in)));
+                                     : LoadExpr(n, k, shape, param(in)));
     }
     std::string var = fmt::format("y{}", k);
     c.code += fmt::format("const {} {} = {}; ", ValueTypeName(n.outputs[0]->type.dtype), var,

@@ -152,7 +152,7 @@ std::string MovementBody(const ir::Node& n) {
       int64_t axis = n.attrs.Int("axis"), start = 0;
       std::string s;
       for (size_t k = 0; k < n.inputs.size(); ++k) {
-        // The input, or the view of it that concat-views stored.
+        // The input, or the view of it that the views pass stored.
         ir::IndexMap m =
             ir::IndexMap::Load(n.attrs, fmt::format("in{}", k), n.inputs[k]->type.shape);
         const std::vector<int64_t>& kst = m.strides;

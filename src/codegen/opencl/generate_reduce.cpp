@@ -4,6 +4,7 @@
 #include "codegen/opencl/elementwise_chain.h"
 #include "codegen/opencl/generator.h"
 #include "core/error.h"
+#include "ir/index_map.h"
 
 namespace texel::codegen {
 namespace {
@@ -173,11 +174,19 @@ KernelSpec GenerateSoftmax(const ir::Node& n, const std::string& kernel_name,
 
 KernelSpec GenerateLayerNorm(const ir::Node& n, const std::string& kernel_name,
                              const Target& target, const Chain& epilogue) {
-  const Shape& xs = n.inputs[0]->type.shape;
+  // The input as read: the value itself, or the view the normalize pass stored (x_*), as
+  // [rows, r] (the pass checked that the strides allow it).
+  ir::IndexMap view = ir::IndexMap::Load(n.attrs, "x", n.inputs[0]->type.shape);
+  const Shape& xs = view.shape;
   int64_t axis = n.attrs.Int("axis");
   int64_t rows = NumElements(Shape(xs.begin(), xs.begin() + axis));
   int64_t r = NumElements(Shape(xs.begin() + axis, xs.end()));
+  std::optional<ir::IndexMap> rr = view.Reshaped({rows, r});
+  TEXEL_CHECK(rr.has_value(), "LayerNorm's input view has no [rows, r] form");
   KernelSource src(kernel_name, "layer_norm");
+  src.Define("X_OFFSET", fmt::format("{}L", rr->offset));
+  src.Define("X_ROW", fmt::format("{}L", rows == 1 ? r : rr->strides[0]));
+  src.Define("X_STEP", fmt::format("{}L", r == 1 ? 1 : rr->strides[1]));
   DefineStorage(src, RequireOneFloatType(n));
   int lw = target.gpu ? std::max(RowWorkers(0, r, target), 1) : 1;
   src.Define("ROWS", fmt::format("{}L", rows)).Define("R", r).Define("LW", lw);
