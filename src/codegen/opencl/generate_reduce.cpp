@@ -31,25 +31,22 @@ int RowWorkers(int64_t rows, int64_t r, const Target& t) {
 
 // Defines ROW_MAX(v) and ROW_SUM(v) for templates that share a row among LW work-items: v over
 // the work-group's __local `part`, the result returned to every work-item (v itself when
-// LW == 1). With rg rows per work-group, work-item l of a row sits at part[l * rg + row], the
-// row being get_local_id(0) % rg. The second barrier lets `part` be reused.
-void DefineRowCombine(KernelSource& src, const std::string& kernel_name, int lw, int rg = 1) {
+// LW == 1). The second barrier lets `part` be reused.
+void DefineRowCombine(KernelSource& src, const std::string& kernel_name, int lw) {
   if (lw == 1) {
     src.Define("ROW_MAX(v)", "(v)").Define("ROW_SUM(v)", "(v)");
     return;
   }
   for (const char* op : {"max", "sum"}) {
     std::string fn = fmt::format("{}_row_{}", kernel_name, op);
-    std::string next = fmt::format("part[i + h * {}]", rg);
     src.Define(fmt::format("ROW_{}(v)", op[0] == 'm' ? "MAX" : "SUM"), fn + "(v, part, l)");
-    src.Prelude(fmt::format(
-        "inline T {}(T v, __local T* part, int l) {{\n"
-        "  const int r = get_local_id(0) % {}, i = l * {} + r;\n"
-        "  part[i] = v;\n  barrier(CLK_LOCAL_MEM_FENCE);\n"
-        "  for (int h = LW / 2; h > 0; h /= 2) {{\n"
-        "    if (l < h) part[i] = {};\n    barrier(CLK_LOCAL_MEM_FENCE);\n  }}\n"
-        "  const T s = part[r];\n  barrier(CLK_LOCAL_MEM_FENCE);\n  return s;\n}}\n",
-        fn, rg, rg, op[0] == 'm' ? fmt::format("fmax(part[i], {})", next) : "part[i] + " + next));
+    src.Prelude(
+        fmt::format("inline T {}(T v, __local T* part, int l) {{\n"
+                    "  part[l] = v;\n  barrier(CLK_LOCAL_MEM_FENCE);\n"
+                    "  for (int h = LW / 2; h > 0; h /= 2) {{\n"
+                    "    if (l < h) part[l] = {};\n    barrier(CLK_LOCAL_MEM_FENCE);\n  }}\n"
+                    "  const T r = part[0];\n  barrier(CLK_LOCAL_MEM_FENCE);\n  return r;\n}}\n",
+                    fn, op[0] == 'm' ? "fmax(part[l], part[l + h])" : "part[l] + part[l + h]"));
   }
 }
 
@@ -191,28 +188,17 @@ KernelSpec GenerateLayerNorm(const ir::Node& n, const std::string& kernel_name,
   src.Define("X_ROW", fmt::format("{}L", rows == 1 ? r : rr->strides[0]));
   src.Define("X_STEP", fmt::format("{}L", r == 1 ? 1 : rr->strides[1]));
   DefineStorage(src, RequireOneFloatType(n));
-  // A work-group per row reads the row's elements side by side. When the rows are the inner
-  // dim of the input (channels of an NCHW tensor read channels-last) adjacent rows are
-  // adjacent in memory instead: then 32 rows share a work-group, 8 work-items each.
-  bool rows_inner = rows > 1 && r > 1 && rr->strides[0] < rr->strides[1];
   int lw = target.gpu ? std::max(RowWorkers(0, r, target), 1) : 1;
-  int rg = 1;
-  if (target.gpu && rows_inner && r >= 64) lw = 8, rg = 32;
-  src.Define("ROWS", fmt::format("{}L", rows)).Define("R", r).Define("LW", lw).Define("RG", rg);
+  src.Define("ROWS", fmt::format("{}L", rows)).Define("R", r).Define("LW", lw);
   src.Define("EPS", FloatLiteral(n.attrs.Float("epsilon")));
   src.Define("RMS", n.attrs.Int("rms", 0));
-  DefineRowCombine(src, kernel_name, lw, rg);
+  DefineRowCombine(src, kernel_name, lw);
   KernelSpec spec;
   spec.name = kernel_name;
   spec.args = {n.inputs[0]->id, n.outputs[0]->id};
   ApplyEpilogue(src, kernel_name, n.outputs[0], epilogue, spec);
   spec.source = src.Render();
-  if (rg > 1) {
-    spec.global = {static_cast<size_t>((rows + rg - 1) / rg) * rg * lw};
-    spec.local = {static_cast<size_t>(rg * lw)};
-  } else {
-    SetRowLaunch(spec, rows, lw);
-  }
+  SetRowLaunch(spec, rows, lw);
   spec.flops = 8.0 * static_cast<double>(NumElements(xs));
   return spec;
 }

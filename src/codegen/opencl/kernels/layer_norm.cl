@@ -5,22 +5,18 @@
 // The input may be a strided view (a transposed NCHW tensor normalised over C): element k of
 // row r is at X_OFFSET + r * X_ROW + k * X_STEP; the output is row-major.
 // Parameters: KERNEL_NAME, T / T_STORE / LOAD / STORE (element storage), ROWS, R, EPS, RMS (0 or
-// 1: no centring), X_OFFSET, X_ROW, X_STEP, LW, RG, ROW_SUM(v) (v summed over the LW
-// work-items of the row, returned to each), EPILOGUE(v, i) / EPILOGUE_PARAMS (fused elementwise ops: scale,
+// 1: no centring), X_OFFSET, X_ROW, X_STEP, LW, ROW_SUM(v) (v summed over the work-group,
+// returned to every work-item), EPILOGUE(v, i) / EPILOGUE_PARAMS (fused elementwise ops: scale,
 // bias, ...).
-// RG > 1 (rows adjacent in memory, e.g. channels of NCHW): a work-group takes RG rows with LW
-// work-items each, adjacent work-items on adjacent rows (l = k-worker * RG + row in group), so
-// that their reads coalesce; ROW_SUM combines the LW work-items of each row.
 __kernel void KERNEL_NAME(__global const T_STORE* x, __global T_STORE* out EPILOGUE_PARAMS) {
-#if LW * RG == 1
+#if LW == 1
   const long row = get_global_id(0);
   const int l = 0;
   if (row >= ROWS) return;
 #else
-  const int lid = get_local_id(0), l = lid / RG;  // l: this work-item's place among its row's
-  const long row_in = get_group_id(0) * RG + lid % RG;
-  const long row = min(row_in, ROWS - 1);  // rows past the end compute, for the barriers
-  __local T part[LW * RG];
+  const long row = get_group_id(0);
+  const int l = get_local_id(0);
+  __local T part[LW];
 #endif
   const long base = X_OFFSET + row * X_ROW, obase = row * R;
 #if RMS
@@ -36,9 +32,6 @@ __kernel void KERNEL_NAME(__global const T_STORE* x, __global T_STORE* out EPILO
     q += d * d;
   }
   const T inv = rsqrt(ROW_SUM(q) / R + (T)EPS);
-#if LW * RG > 1
-  if (row_in >= ROWS) return;
-#endif
   for (int k = l; k < R; k += LW)
     STORE(out, obase + k, EPILOGUE((LOAD(x, base + (long)k * X_STEP) - mean) * inv, obase + k));
 }
