@@ -124,13 +124,12 @@ std::optional<IndexMap> Apply(const Node& p, const IndexMap& in) {
 
 }  // namespace
 
-IndexMap ViewThroughMovement(const Value* v, const Value** source,
-                             std::vector<const Node*>* folded) {
+IndexMap ViewThroughMovement(Value* v, Value** source, std::vector<const Node*>* folded) {
   const Node* p = v->producer;
   bool movement = p && (p->op == OpKind::kTranspose || p->op == OpKind::kSlice ||
                         p->op == OpKind::kReshape || p->op == OpKind::kGather);
   if (movement && !p->inputs[0]->is_image() && !v->is_image()) {
-    const Value* src = nullptr;
+    Value* src = nullptr;
     std::vector<const Node*> deeper;
     if (auto m = Apply(*p, ViewThroughMovement(p->inputs[0], &src, &deeper))) {
       *source = src;

@@ -46,7 +46,6 @@ struct IndexMap {
 // constant-index Gather nodes producing it, walking back as far as the strides allow. *source
 // receives the value whose buffer the view reads (v itself when nothing could be folded) and
 // *folded the movement nodes passed.
-IndexMap ViewThroughMovement(const Value* v, const Value** source,
-                             std::vector<const Node*>* folded);
+IndexMap ViewThroughMovement(Value* v, Value** source, std::vector<const Node*>* folded);
 
 }  // namespace texel::ir

@@ -170,7 +170,7 @@ bool MatchAt(ir::Graph& g, const UseMap& uses, ir::Node& sm) {
   if (q->type.dtype != t || kt->type.dtype != t || v->type.dtype != t) return false;
 
   // Views of the operands: q [..., Sq, D], k [..., Sk, D], v [..., Sk, Dv].
-  const ir::Value *q_src, *k_src, *v_src;
+  ir::Value *q_src, *k_src, *v_src;
   std::vector<const ir::Node*> folded;
   IndexMap qm = ir::ViewThroughMovement(q, &q_src, &folded);
   IndexMap km = ir::ViewThroughMovement(kt, &k_src, &folded);
@@ -185,8 +185,7 @@ bool MatchAt(ir::Graph& g, const UseMap& uses, ir::Node& sm) {
 
   // Biases; a constant causal mask becomes the causal flag.
   int64_t sq = shape[r - 2], sk = shape[r - 1];
-  std::vector<ir::Value*> inputs = {const_cast<ir::Value*>(q_src), const_cast<ir::Value*>(k_src),
-                                    const_cast<ir::Value*>(v_src)};
+  std::vector<ir::Value*> inputs = {q_src, k_src, v_src};
   int64_t causal = 0;
   const ir::Node* insert_after = pv;
   // A bias found beside a Reshape may have more (leading, size 1) dims than the scores.

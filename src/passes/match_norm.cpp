@@ -99,7 +99,7 @@ Stats MatchNorm(ir::Graph& g, const PassContext&) {
     ir::Attrs attrs = {{"axis", m.axis}, {"epsilon", m.eps}, {"rms", int64_t{m.rms}}};
     // Read x through the Transpose (ConvNeXt: NCHW -> NHWC) or other views producing it when
     // its rows and the normalised elements each have one stride.
-    const ir::Value* source = nullptr;
+    ir::Value* source = nullptr;
     std::vector<const ir::Node*> through;
     ir::IndexMap view = ir::ViewThroughMovement(x, &source, &through);
     const Shape& xs = x->type.shape;
@@ -107,7 +107,7 @@ Stats MatchNorm(ir::Graph& g, const PassContext&) {
     if (source != x && !source->is_image() &&
         view.Reshaped({rows, NumElements(xs) / std::max<int64_t>(rows, 1)})) {
       view.Store(attrs, "x");
-      x = const_cast<ir::Value*>(source);
+      x = source;
     }
     ir::Node* n = g.InsertNodeAfter(m.last, OpKind::kLayerNorm, {x}, attrs, m.last->name);
     ReplaceValue(g, m.last->outputs[0], n->outputs[0]);

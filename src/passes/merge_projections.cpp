@@ -72,16 +72,16 @@ ConstTensorPtr ConcatLast(const std::vector<const HostTensor*>& parts) {
 Stats MergeProjections(ir::Graph& g, const PassContext&) {
   UseMap uses(g);
   // Candidate products by the activation they read, in graph order.
-  std::map<const ir::Value*, std::vector<Projection>> by_input;
-  std::vector<const ir::Value*> order;
+  std::map<ir::Value*, std::vector<Projection>> by_input;
+  std::vector<ir::Value*> order;
   for (const auto& n : g.nodes())
     if (auto p = ProjectionOf(uses, n.get())) {
-      const ir::Value* x = n->inputs[0];
+      ir::Value* x = n->inputs[0];
       if (!by_input.count(x)) order.push_back(x);
       by_input[x].push_back(*p);
     }
   int64_t merged = 0;
-  for (const ir::Value* x : order) {
+  for (ir::Value* x : order) {
     std::vector<Projection>& ps = by_input[x];
     // One group per weight type and bias presence; the weights share their input width.
     DType wt = ps[0].matmul->inputs[1]->type.dtype;
@@ -99,8 +99,7 @@ Stats MergeProjections(ir::Graph& g, const PassContext&) {
     const ir::Node* at = x->producer;  // the merged product goes right after its input
     ir::Node* mm =
         g.InsertNodeAfter(at, OpKind::kMatMul,
-                          {const_cast<ir::Value*>(x),
-                           g.AddConstant(g.UniqueName(name + "_merged_weight"), ConcatLast(ws))},
+                          {x, g.AddConstant(g.UniqueName(name + "_merged_weight"), ConcatLast(ws))},
                           {}, name + "_merged");
     ir::Value* y = mm->outputs[0];
     const ir::Node* last = mm;

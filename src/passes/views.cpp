@@ -30,12 +30,12 @@ Stats Views(ir::Graph& g, const PassContext&) {
     ir::Node& n = *node;
     if (!ReadsOperandsThroughViews(n)) continue;
     for (size_t k = 0; k < n.inputs.size(); ++k) {
-      const ir::Value* source = nullptr;
+      ir::Value* source = nullptr;
       std::vector<const ir::Node*> through;
       ir::IndexMap view = ir::ViewThroughMovement(n.inputs[k], &source, &through);
       if (source == n.inputs[k] || source->is_image()) continue;
       view.Store(n.attrs, fmt::format("in{}", k));
-      n.inputs[k] = const_cast<ir::Value*>(source);
+      n.inputs[k] = source;
       folded += static_cast<int64_t>(through.size());
     }
   }
