@@ -96,6 +96,12 @@ IndexMap IndexMap::Load(const Attrs& attrs, const std::string& prefix, const Sha
           attrs.Int(prefix + "_offset")};
 }
 
+bool ReadsThroughView(const Node& n) {
+  for (size_t k = 0; k < n.inputs.size(); ++k)
+    if (n.attrs.Has(fmt::format("in{}_shape", k))) return true;
+  return false;
+}
+
 namespace {
 
 // The view of p's output given the view of its input, when the strides can express it.

@@ -42,6 +42,10 @@ struct IndexMap {
   static IndexMap Load(const Attrs& attrs, const std::string& prefix, const Shape& base);
 };
 
+// Whether node n reads one of its inputs through a stored view (in<k>_shape, ...; the views
+// pass): such a node reads that input at other indices than its own elements'.
+bool ReadsThroughView(const Node& n);
+
 // The view of `v` that a reader sees when it looks through the Transpose, Slice, Reshape and
 // constant-index Gather nodes producing it, walking back as far as the strides allow. *source
 // receives the value whose buffer the view reads (v itself when nothing could be folded) and

@@ -22,6 +22,7 @@
 #include "core/enum_names.h"
 #include "core/error.h"
 #include "core/texture_layout.h"
+#include "ir/index_map.h"
 #include "passes/pipeline.h"
 
 namespace texel::passes {
@@ -50,6 +51,9 @@ const ir::Value* TextureInput(const std::vector<ir::Node*>& group, const cl::Dev
     return nullptr;
   for (size_t k = 1; k < group.size(); ++k)
     if (!IsElementwise(*group[k]) || !Is4dF32(group[k]->outputs[0])) return nullptr;
+  // Texture kernels read operands lane by lane at their own coordinates, not through views.
+  for (const ir::Node* n : group)
+    if (ir::ReadsThroughView(*n)) return nullptr;
   const ir::Value* x = a.inputs[0];
   if (a.op == ir::OpKind::kConv) {
     const ir::Value* w = a.inputs[1];

@@ -13,12 +13,11 @@
 // in G or H (X was read twice, so the rule above stopped): GELU's x * (1 + erf(x / sqrt 2)) / 2,
 // SiLU's x * sigmoid(x) and HardSwish after a MatMul or Conv then run in its epilogue.
 // Groups are recorded in Node::group; lowering makes one kernel per group (backends/lower.cpp).
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <map>
 
 #include "backends/backend.h"
+#include "ir/index_map.h"
 #include "passes/pipeline.h"
 
 namespace texel::passes {
@@ -41,14 +40,6 @@ bool IsAnchor(const ir::Node& n) {
           (c == OpClass::kReduce && n.op != OpKind::kArgMax && n.op != OpKind::kArgMin) ||
           n.op == OpKind::kLayerNorm) &&
          IsFloat(n.outputs[0]->type.dtype);
-}
-
-// Whether n reads an input through a view (passes/views.cpp): such a node can start a group
-// but not join one, whose values it would have to read at other indices.
-bool ReadsThroughView(const ir::Node& n) {
-  for (size_t k = 0; k < n.inputs.size(); ++k)
-    if (n.attrs.Has(fmt::format("in{}_shape", k))) return true;
-  return false;
 }
 
 bool BackendFuses(const ir::Node& n) {
@@ -84,7 +75,7 @@ int64_t MergeDiamonds(ir::Graph& g, size_t num_groups) {
       if (IsAnchor(*gm.front()) && out_h->type.dtype != gm.front()->outputs[0]->type.dtype)
         continue;
       bool inside = std::none_of(members[h].begin(), members[h].end(),
-                                 [](const ir::Node* n) { return ReadsThroughView(*n); });
+                                 [](const ir::Node* n) { return ir::ReadsThroughView(*n); });
       for (const ir::Node* u : users[x->id]) inside &= u->group == p->group || u->group == (int)h;
       if (!inside) continue;
       for (ir::Node* n : members[h]) n->group = p->group;
@@ -105,7 +96,7 @@ Stats Fuse(ir::Graph& g, const PassContext&) {
   int64_t fused = 0;
   for (const auto& node : g.nodes()) {
     ir::Node& n = *node;
-    if (!IsElementwise(n) || !BackendFuses(n) || ReadsThroughView(n)) continue;
+    if (!IsElementwise(n) || !BackendFuses(n) || ir::ReadsThroughView(n)) continue;
     for (ir::Value* in : n.inputs) {
       ir::Node* p = in->producer;
       if (!p || uses[in->id] != 1 || !SameLayout(in->type.shape, n.outputs[0]->type.shape))
