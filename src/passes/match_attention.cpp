@@ -24,6 +24,7 @@
 // result (heads merged) is written through a view too. Anything else stays as it was.
 #include <algorithm>
 
+#include "ir/host_eval.h"
 #include "ir/index_map.h"
 #include "passes/pattern.h"
 #include "passes/pipeline.h"
@@ -44,8 +45,6 @@ struct Step {
 };
 
 constexpr double kMaskFill = -1e30;  // fills at or below this are "masked out"
-
-bool IsScalarConst(const ir::Value* v) { return ScalarConstant(v).has_value(); }
 
 // Walks from score value s (read by `reader`) up to the Q·Kᵀ MatMul, appending steps in the
 // order found (Softmax first).
@@ -114,23 +113,22 @@ IndexMap SwapLastTwo(const IndexMap& m) {
   return m.Permuted(perm);
 }
 
-// Folds scalar constant Mul/Div nodes read only by `reader` off operand *v into *scale.
+// Folds scalar constant Mul/Div nodes read only by `reader` off operand *v into *scale (the
+// graph is left as it is: the nodes fall away when the Attention node replaces the product).
 void FoldOperandScale(const UseMap& uses, ir::Value** v, const ir::Node* reader, double* scale) {
   for (ir::Node* p = (*v)->producer; p && uses.OnlyUsedBy(*v, reader); p = (*v)->producer) {
-    if (p->op == OpKind::kMul && IsScalarConst(p->inputs[1]) && p->inputs[0]->type == (*v)->type) {
-      *scale *= *ScalarConstant(p->inputs[1]);
-    } else if (p->op == OpKind::kMul && IsScalarConst(p->inputs[0]) &&
-               p->inputs[1]->type == (*v)->type) {
-      *scale *= *ScalarConstant(p->inputs[0]);
-      std::swap(p->inputs[0], p->inputs[1]);  // same product; the operand is now inputs[0]
-    } else if (p->op == OpKind::kDiv && IsScalarConst(p->inputs[1]) &&
-               p->inputs[0]->type == (*v)->type) {
-      *scale /= *ScalarConstant(p->inputs[1]);
-    } else {
-      return;
+    ir::Value* operand = nullptr;
+    for (int i = 0; i < 2 && !operand; ++i) {
+      bool divides = p->op == OpKind::kDiv && i == 0;
+      if ((p->op != OpKind::kMul && !divides) || p->inputs[i]->type != (*v)->type) continue;
+      if (auto c = ScalarConstant(p->inputs[1 - i])) {
+        *scale = divides ? *scale / *c : *scale * *c;
+        operand = p->inputs[i];
+      }
     }
+    if (!operand) return;
     reader = p;
-    *v = p->inputs[0];
+    *v = operand;
   }
 }
 
@@ -210,7 +208,8 @@ bool MatchAt(ir::Graph& g, const UseMap& uses, ir::Node& sm) {
       causal = 1;
       continue;
     }
-    // Where(m, 0, f) (or Where(m, f, 0)) as a bias of the mask's shape.
+    // Where(m, 0, f) (or Where(m, f, 0)) as a bias of the mask's shape: a constant when the
+    // mask is one, else a node computing it once per run.
     auto scalar = [&](double x) {
       auto c = std::make_shared<HostTensor>(t, Shape{});
       c->SetDouble(0, x);
@@ -218,12 +217,23 @@ bool MatchAt(ir::Graph& g, const UseMap& uses, ir::Node& sm) {
     };
     ir::Value* zero = scalar(0);
     ir::Value* fill = scalar(s.fill);
-    ir::Node* where =
-        g.InsertNodeAfter(insert_after, OpKind::kWhere,
-                          {s.cond, s.keep_when_true ? zero : fill, s.keep_when_true ? fill : zero},
-                          {}, sm.name + "_mask");
-    insert_after = where;
-    inputs.push_back(fitted(where->outputs[0]));
+    std::vector<ir::Value*> args = {s.cond, s.keep_when_true ? zero : fill,
+                                    s.keep_when_true ? fill : zero};
+    ir::Value* bias = nullptr;
+    if (s.cond->is_constant())
+      if (auto c = ir::EvaluateOnHost(
+              OpKind::kWhere, {},
+              {args[0]->constant.get(), args[1]->constant.get(), args[2]->constant.get()},
+              {t, s.cond->type.shape}))
+        bias = g.AddConstant(g.UniqueName(sm.name + "_mask"),
+                             std::make_shared<HostTensor>(std::move(*c)));
+    if (!bias) {
+      ir::Node* where =
+          g.InsertNodeAfter(insert_after, OpKind::kWhere, args, {}, sm.name + "_mask");
+      insert_after = where;
+      bias = where->outputs[0];
+    }
+    inputs.push_back(fitted(bias));
   }
 
   // The result, written through a Transpose that merges heads when there is one.

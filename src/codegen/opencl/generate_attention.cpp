@@ -3,7 +3,6 @@
 // query rows per work-group, BK keys per local-memory tile, VW lanes per vector access.
 #include <algorithm>
 
-#include "codegen/opencl/elementwise_chain.h"
 #include "codegen/opencl/generator.h"
 #include "core/error.h"
 #include "ir/host_eval.h"
@@ -123,8 +122,7 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
   int64_t sq = q.shape[r - 2], sk = k.shape[r - 2], dh = q.shape[r - 1], dv = v.shape[r - 1];
   out_logical.push_back(sq);
   out_logical.push_back(dv);
-  ir::IndexMap o = a.Has("out_shape") ? ir::IndexMap::Load(a, "o", n.outputs[0]->type.shape)
-                                      : ir::IndexMap::Contiguous(n.outputs[0]->type.shape);
+  ir::IndexMap o = ir::IndexMap::Load(a, "o", n.outputs[0]->type.shape);
   TEXEL_CHECK(o.shape == out_logical, "attention output view");
   int64_t nb = NumElements(batch);
   size_t elem = t == DType::kFloat64 ? 8 : 4;
@@ -145,7 +143,14 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
   src.Define("CAUSAL", a.Int("causal", 0));
   src.Define("EXP(x)", p.fast_exp ? "native_exp(x)" : "exp(x)");
   int64_t chunk = RoundUp(static_cast<size_t>((sk + p.splits - 1) / p.splits), p.bk);
-  src.Define("SPLIT", p.splits).Define("CHUNK", chunk).Define("NB", fmt::format("{}L", nb));
+  src.Define("SPLIT", p.splits).Define("NB", fmt::format("{}L", nb));
+  std::string begin = p.splits > 1 ? fmt::format("((int)get_group_id(2) * {})", chunk) : "0";
+  src.Define("KEY_BEGIN", begin);
+  std::string end = fmt::format("min({}, {} + {})", sk, begin, chunk);
+  if (a.Int("causal", 0)) end = fmt::format("min({}, (i0) + {} + {})", end, p.bq, sk - sq);
+  src.Define("KEY_END(i0)", end);
+  src.Define("PART_REC(g, i)",
+             "(part + (((long)get_group_id(2) * NB + (g)) * SQ + (i)) * (DV + 2))");
   std::string lanes = p.vw == 1 ? "" : std::to_string(p.vw);
   src.Define("PART_STORE(rec, c, x)",
              p.vw == 1 ? "(rec)[c] = (x)" : fmt::format("vstore{}((x), (c), (rec))", lanes));

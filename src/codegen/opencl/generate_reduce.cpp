@@ -138,13 +138,7 @@ KernelSpec GenerateReduce(const ir::Node& n, const std::string& kernel_name, con
   spec.args = {x->id, n.outputs[0]->id};
   ApplyEpilogue(src, kernel_name, n.outputs[0], epilogue, spec);
   spec.source = src.Render();
-  if (lw > 1) {
-    spec.global = {static_cast<size_t>(outputs) * lw};
-    spec.local = {static_cast<size_t>(lw)};
-  } else {
-    spec.global = {RoundUp(static_cast<size_t>(std::max<int64_t>(outputs, 1)), 64)};
-    spec.local = {64};
-  }
+  SetRowLaunch(spec, outputs, lw);
   spec.flops = static_cast<double>(NumElements(xs));
   return spec;
 }

@@ -7,7 +7,7 @@
 // never reach global memory. With CAUSAL, keys past the diagonal of the work-group's last row are
 // never loaded. Rows past SQ compute on row SQ - 1 and store nothing.
 // Split over the keys (SPLIT > 1, for too few rows to fill the device: long sequences with few
-// heads, single-query decoding): work-group (., ., p) takes keys [p * CHUNK, (p + 1) * CHUNK)
+// heads, single-query decoding): work-group (., ., p) takes the p-th chunk of the keys
 // and writes its unnormalised output row, m and l to `part` (records of DV + 2), which
 // attention_merge.cl combines.
 // Parameters: KERNEL_NAME, T / T_STORE (element storage), VT (T or a vector of VW of them),
@@ -15,7 +15,9 @@
 // CAUSAL, BATCH_OFFSETS (statements: batch entry g -> offsets qo, ko, vo, oo, bo<k>),
 // Q_AT(i, c) / K_AT(j, c) / V_AT(j, c) (the VW elements c*VW.. of row i or j, as VT),
 // O_STORE(i, c, x) (stores x: VT), BIAS(i, j) (the sum of the biases at row i, key j, or 0),
-// BIAS_PARAMS (their buffer parameters), SPLIT, CHUNK, NB (batch entries), PART_STORE(rec, c, x),
+// BIAS_PARAMS (their buffer parameters), KEY_BEGIN / KEY_END(i0) (the keys a work-group whose
+// first row is i0 visits: its split's, and none past the diagonal with CAUSAL), SPLIT, NB (batch
+// entries), PART_REC(g, i) (the record of row i of batch entry g), PART_STORE(rec, c, x),
 // EXP(x) (exp or native_exp).
 __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void KERNEL_NAME(
     __global const T_STORE* q, __global const T_STORE* k, __global const T_STORE* v,
@@ -38,16 +40,7 @@ __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void KERNEL_NAME(
 #pragma unroll
   for (int c = 0; c < DV / VW; ++c) acc[c] = (VT)0;
   T m = -INFINITY, lsum = 0;
-#if SPLIT > 1
-  const int jbeg = get_group_id(2) * CHUNK;
-  int kend = min(SK, jbeg + CHUNK);
-#else
-  const int jbeg = 0;
-  int kend = SK;
-#endif
-#if CAUSAL
-  kend = min(kend, i0 + BQ + SK - SQ);
-#endif
+  const int jbeg = KEY_BEGIN, kend = KEY_END(i0);
   for (int j0 = jbeg; j0 < kend; j0 += BK) {
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int e = l; e < BK * (D / VW); e += BQ) {
@@ -92,7 +85,7 @@ __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void KERNEL_NAME(
   }
 #if SPLIT > 1
   if (i0 + l < SQ) {
-    __global T* rec = part + (((long)get_group_id(2) * NB + g) * SQ + i) * (DV + 2);
+    __global T* rec = PART_REC(g, i);
 #pragma unroll
     for (int c = 0; c < DV / VW; ++c) PART_STORE(rec, c, acc[c]);
     rec[DV] = m;

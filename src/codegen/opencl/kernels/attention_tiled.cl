@@ -42,16 +42,7 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
   for (int r = 0; r < 4; ++r)
 #pragma unroll
     for (int c = 0; c < DV / 8; ++c) acc[r][c] = 0;
-#if SPLIT > 1
-  const int jbeg = get_group_id(2) * CHUNK;
-  int kend = min(SK, jbeg + CHUNK);
-#else
-  const int jbeg = 0;
-  int kend = SK;
-#endif
-#if CAUSAL
-  kend = min(kend, i0 + 64 + SK - SQ);
-#endif
+  const int jbeg = KEY_BEGIN, kend = KEY_END(i0);
   // The next tile's keys and values are loaded into registers while this one is computed
   // (KL and VL float4 per work-item), and stored to local memory at the top of the next step.
 #define KL ((BK * (D / 4) + 127) / 128)
@@ -171,7 +162,7 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
     const float4 a = vload4(0, red + row * 8), b = vload4(0, red + row * 8 + 4);
     const float lsum = a.s0 + a.s1 + a.s2 + a.s3 + b.s0 + b.s1 + b.s2 + b.s3;
 #if SPLIT > 1
-    __global T* rec = part + (((long)get_group_id(2) * NB + g) * SQ + i) * (DV + 2);
+    __global T* rec = PART_REC(g, i);
 #pragma unroll
     for (int c = 0; c < DV / 8; c += 4)
       vstore4((float4)(acc[r][c], acc[r][c + 1], acc[r][c + 2], acc[r][c + 3]), 0,
