@@ -6,7 +6,8 @@
 //
 // Usage: texel_attention_bench [--device SPEC] [--shapes BxHxSxD[c],...] [--params P ...]
 //   --shapes  e.g. 1x12x1024x64,1x12x128x64c (c: causal); default 1x12x1024x64,1x12x128x64
-//   --params  rows:BQxBK:SPLITS[:fast] or tiled:SPLITS[:fast] (fast: native_exp)
+//   --params  rows:BQxBK:SPLITS[:fast] or tiled:SPLITS[:fast][:warp] (fast: native_exp; warp:
+//             the rows' exchanges synchronise a warp, on NVIDIA)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -30,6 +31,7 @@ using namespace texel;
 codegen::AttentionParams ParseParams(const std::string& s) {
   codegen::AttentionParams p;
   p.fast_exp = s.find(":fast") != std::string::npos;
+  p.warp_sync = s.find(":warp") != std::string::npos;
   if (std::sscanf(s.c_str(), "rows:%dx%d:%d", &p.bq, &p.bk, &p.splits) == 3) {
     p.vw = 4;
     return p;
@@ -44,7 +46,8 @@ codegen::AttentionParams ParseParams(const std::string& s) {
 std::string Label(const codegen::AttentionParams& p) {
   std::string s = p.tiled ? fmt::format("tiled bk {}", p.bk)
                           : fmt::format("rows bq {} bk {} vw {}", p.bq, p.bk, p.vw);
-  return s + fmt::format(" split {}{}", p.splits, p.fast_exp ? " fast" : "");
+  return s + fmt::format(" split {}{}{}", p.splits, p.fast_exp ? " fast" : "",
+                         p.warp_sync ? " warp" : "");
 }
 
 struct Shape4 {
@@ -79,34 +82,18 @@ void RunShape(const cl::Context& ctx, const Shape4& sh,
   for (const codegen::AttentionParams* params : runs) {
     codegen::AttentionParams chosen =
         params ? *params
-               : codegen::ChooseAttentionParams(sh.s, sh.s, sh.b * sh.h, sh.d, sh.d, 4, target);
-    std::vector<codegen::KernelSpec> specs;
+               : codegen::ChooseAttentionParams(sh.s, sh.s, sh.b * sh.h, sh.d, sh.d, 4, sh.causal,
+                                                target);
     double secs = 0;
     try {
-      specs = codegen::GenerateAttentionWith(*node, "att", target, &chosen);
-      std::string source;
-      for (const auto& spec : specs) source += spec.source;
-      cl::Program program(ctx, source, "", nullptr);
-      std::vector<cl::Buffer> scratch;
-      for (int64_t bytes : specs[0].scratch_bytes) scratch.emplace_back(ctx, bytes);
-      std::vector<cl::Kernel> kernels;
-      for (const auto& spec : specs) {
-        kernels.emplace_back(program.get(), spec.name);
-        for (size_t i = 0; i < spec.args.size(); ++i) {
-          int id = spec.args[i];
-          kernels.back().SetArg(static_cast<unsigned>(i), id < 0        ? scratch.at(-1 - id)
-                                                          : id == q->id ? dq
-                                                          : id == k->id ? dk
-                                                          : id == v->id ? dv
-                                                                        : dout);
-        }
-      }
+      backends::BoundKernels run(
+          ctx, codegen::GenerateAttentionWith(*node, "att", target, &chosen),
+          [&](int id) -> const cl::Buffer& {
+            return id == q->id ? dq : id == k->id ? dk : id == v->id ? dv : dout;
+          });
       std::vector<float> nan(n, std::nanf(""));
       dout.Write(ctx, nan.data(), n * 4);
-      secs = bench::TimeRuns(ctx, 0.3, [&] {
-        for (size_t i = 0; i < specs.size(); ++i)
-          cl::Launch(ctx, kernels[i], specs[i].global, specs[i].local);
-      });
+      secs = bench::TimeRuns(ctx, 0.3, [&] { run.Launch(ctx); });
     } catch (const Error& e) {
       std::printf("%-22s %-36s skipped: %s\n", "", Label(chosen).c_str(), e.what());
       continue;

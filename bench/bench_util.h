@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "backends/native/bound_kernels.h"
 #include "runtime/cl/context.h"
 
 namespace texel::bench {

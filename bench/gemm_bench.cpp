@@ -7,8 +7,9 @@
 // Usage: texel_gemm_bench [--device SPEC] [--sizes 512,1024] [--gemv 4096] [--no-clblast]
 //                         [--shapes MxNxK,...] [--params TMxTNxTK:WMxWN ...] [--seconds S]
 //   --params   extra texel kernels with explicit parameters (beside the heuristic's choice), to
-//              compare candidates on one device in one run: TMxTNxTK:WMxWN (tiled; 4-wide
-//              loads where K and N allow), direct:WMxWN:LXxSPLIT or panel:WMxWN:LXxLY:PK.
+//              compare candidates on one device in one run: TMxTNxTK:WMxWN[:sSPLIT] (tiled,
+//              K split SPLIT ways; 4-wide loads where K and N allow), direct:WMxWN:LXxSPLIT or
+//              panel:WMxWN:LXxLY:PK.
 //   --gemv N   also times 1 x N x N (the M = 1 path); --shapes any M x N x K.
 #include <clblast.h>
 
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/native/native_backend.h"
 #include "bench_util.h"
 #include "codegen/opencl/matmul.h"
 #include "core/error.h"
@@ -61,10 +63,13 @@ codegen::MatMulParams ParseParams(const std::string& s) {
     p.tile_m = ly * p.wi_m, p.vec_b = p.wi_n, p.tile_n = lx * p.wi_n;
     return p;
   }
-  if (std::sscanf(s.c_str(), "%dx%dx%d:%dx%d", &p.tile_m, &p.tile_n, &p.tile_k, &p.wi_m, &p.wi_n) !=
-      5)
+  int n = std::sscanf(s.c_str(), "%dx%dx%d:%dx%d:s%d", &p.tile_m, &p.tile_n, &p.tile_k, &p.wi_m,
+                      &p.wi_n, &p.split_k);
+  if (n != 5 && n != 6)
     Fail(ErrorCode::kInvalidArgument,
-         "--params '{}': want TMxTNxTK:WMxWN, direct:WMxWN:LXxSPLIT or panel:WMxWN:LXxLY:PK", s);
+         "--params '{}': want TMxTNxTK:WMxWN[:sSPLIT], direct:WMxWN:LXxSPLIT or "
+         "panel:WMxWN:LXxLY:PK",
+         s);
   return p;
 }
 
@@ -84,13 +89,7 @@ double RunTexel(const cl::Context& ctx, Problem& p, const codegen::MatMulParams*
   ir::Value* a = g.AddInput("a", {DType::kFloat32, {p.m, p.k}});
   ir::Value* b = g.AddInput("b", {DType::kFloat32, {p.k, p.n}});
   ir::Node* node = g.AddNode(ir::OpKind::kMatMul, {a, b}, {}, "mm");
-  codegen::Target target;
-  const cl::DeviceInfo& d = ctx.info();
-  target.gpu = d.type == "GPU";
-  target.compute_units = std::max<uint32_t>(d.compute_units, 1);
-  target.local_mem_bytes = d.local_mem_bytes;
-  target.max_work_group_size = d.max_work_group_size;
-  target.warp_size = d.nv_warp_size;
+  codegen::Target target = backends::NativeBackend::TargetOf(ctx.info());
   codegen::GemmShape shape{1, p.m, p.n, p.k, DType::kFloat32};
   codegen::MatMulParams chosen = codegen::ChooseMatMulParams(shape, target);
   if (params) {
@@ -102,31 +101,14 @@ double RunTexel(const cl::Context& ctx, Problem& p, const codegen::MatMulParams*
     chosen = q;
   }
   *label = chosen.ToString();
-  std::vector<codegen::KernelSpec> specs =
-      codegen::GenerateMatMulWith(*node, "gemm", target, chosen);
-  std::string source;
-  for (const auto& spec : specs) source += spec.source;
-  cl::Program program(ctx, source, "", nullptr);
-  std::vector<cl::Buffer> scratch;  // split-K partial sums (argument id -1)
-  for (int64_t bytes : specs[0].scratch_bytes) scratch.emplace_back(ctx, bytes);
-  std::vector<cl::Kernel> kernels;
-  for (const auto& spec : specs) {
-    kernels.emplace_back(program.get(), spec.name);
-    for (size_t i = 0; i < spec.args.size(); ++i) {
-      int id = spec.args[i];
-      kernels.back().SetArg(static_cast<unsigned>(i), id < 0        ? scratch.at(-1 - id)
-                                                      : id == a->id ? p.da
-                                                      : id == b->id ? p.db
-                                                                    : p.dc);
-    }
-  }
+  backends::BoundKernels run(ctx, codegen::GenerateMatMulWith(*node, "gemm", target, chosen),
+                             [&](int id) -> const cl::Buffer& {
+                               return id == a->id ? p.da : id == b->id ? p.db : p.dc;
+                             });
   // C still holds the previous result: clear it so that a kernel that writes nothing shows.
   std::vector<float> nan(static_cast<size_t>(p.m * p.n), std::nanf(""));
   p.dc.Write(ctx, nan.data(), nan.size() * sizeof(float));
-  return bench::TimeRuns(ctx, g_seconds, [&] {
-    for (size_t i = 0; i < specs.size(); ++i)
-      cl::Launch(ctx, kernels[i], specs[i].global, specs[i].local);
-  });
+  return bench::TimeRuns(ctx, g_seconds, [&] { run.Launch(ctx); });
 }
 
 double RunClblast(const cl::Context& ctx, Problem& p) {

@@ -111,6 +111,8 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
         int64_t& bytes = plan.buffers[scratch[s]].bytes;
         bytes = std::max(bytes, k.scratch_bytes[s]);
       }
+    for (const auto& k : kernels)
+      for (int s : k.zeroed_scratch) plan.buffers[scratch.at(s)].zeroed = true;
     for (auto& k : kernels) {
       runtime::KernelStep step;
       if (k.call.empty()) {

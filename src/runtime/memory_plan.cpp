@@ -91,7 +91,7 @@ MemoryPlan PlanMemory(const Plan& plan, int64_t alignment) {
     }
     if (b.constant) {
       m.constant_bytes += b.bytes;
-    } else if (host[i]) {
+    } else if (host[i] || b.zeroed) {
       m.io_bytes += b.bytes;
     } else if (b.bytes > 0 && first[i] >= 0) {
       planned.push_back({static_cast<int>(i), b.bytes, first[i], last[i]});

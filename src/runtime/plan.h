@@ -19,6 +19,9 @@ struct BufferDesc {
   // or with image_half f16; a constant image holds its texels, packed.
   int64_t image_width = 0, image_height = 0;
   bool image_half = false;
+  // Zero when a session starts, and left zero by the kernels after each run (work-group arrival
+  // counters): its own buffer per session, never in the arena.
+  bool zeroed = false;
   bool is_image() const { return image_width > 0; }
 };
 
@@ -53,7 +56,8 @@ struct MemoryPlan {
   int64_t unshared_bytes = 0;    // the planned buffers' sum: the memory without sharing
   std::vector<int64_t> offsets;  // buffer index -> offset in the arena; -1 outside it
   int64_t constant_bytes = 0;    // outside the arena: uploaded once per Executable
-  int64_t io_bytes = 0;          // outside the arena: graph inputs and outputs, one set per Session
+  int64_t io_bytes =
+      0;  // outside the arena: graph inputs and outputs and arrival counters, one set per Session
   // Image values live in the texture pool (runtime/texture_pool.h): buffer index -> block, -1
   // for buffers; the pool's blocks, and the bytes of the images without sharing.
   std::vector<int> texture_block;

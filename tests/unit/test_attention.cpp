@@ -2,11 +2,15 @@
 // ways exporters write attention and normalisation, checked against a float64 reference, with
 // the fused node counted; near-misses that must stay unfused, checked against the same graph
 // compiled without the passes. Also IndexMap, the views the attention kernel reads through.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
 
+#include "backends/native/bound_kernels.h"
+#include "backends/native/native_backend.h"
+#include "codegen/opencl/generator.h"
 #include "ir/index_map.h"
 #include "kernel_test_util.h"
 
@@ -131,6 +135,52 @@ TEST(AttentionTest, PlainBatchedWithBiasOddShapes) {
   });
   testing::ExpectClose(r.fused.at(0), want, "attention");
   testing::ExpectClose(r.plain.at(0), want, "unfused");
+}
+
+// The GPU's tiled kernel split over the keys, merged by a second kernel or by the last work-group
+// of each row block (NVIDIA's way), causal or not, each run twice with the result cleared in
+// between: the arrival counters must be back at zero after a run.
+TEST(AttentionTest, TiledKernelSplitsMergedBothWays) {
+  HostTensor q = testing::RandomF32({3, 70, 64}, 11), k = testing::RandomF32({3, 70, 64}, 12),
+             v = testing::RandomF32({3, 70, 64}, 13);
+  const cl::Context& ctx = *testing::SharedContext();
+  cl::Buffer dq(ctx, q.bytes.size()), dk(ctx, k.bytes.size()), dv(ctx, v.bytes.size()),
+      dout(ctx, q.bytes.size());
+  dq.Write(ctx, q.bytes.data(), q.bytes.size());
+  dk.Write(ctx, k.bytes.data(), k.bytes.size());
+  dv.Write(ctx, v.bytes.data(), v.bytes.size());
+  for (int causal : {0, 1})
+    for (bool handoff : {false, true}) {
+      ir::Graph g;
+      ir::Value* in[3] = {g.AddInput("q", {DType::kFloat32, q.shape}),
+                          g.AddInput("k", {DType::kFloat32, k.shape}),
+                          g.AddInput("v", {DType::kFloat32, v.shape})};
+      ir::Node* node = g.AddNode(OpKind::kAttention, {in[0], in[1], in[2]},
+                                 {{"scale", 0.125}, {"causal", int64_t{causal}}}, "attention");
+      codegen::Target target = backends::NativeBackend::TargetOf(ctx.info());
+      target.gpu = true;
+      target.group_handoff = handoff;
+      codegen::AttentionParams p;
+      p.tiled = true;
+      p.splits = 2;
+      std::vector<codegen::KernelSpec> specs =
+          codegen::GenerateAttentionWith(*node, "att", target, &p);
+      EXPECT_EQ(specs.size(), handoff ? 1u : 2u);
+      backends::BoundKernels run(ctx, std::move(specs), [&](int id) -> const cl::Buffer& {
+        return id == in[0]->id ? dq : id == in[1]->id ? dk : id == in[2]->id ? dv : dout;
+      });
+      std::vector<char> nan(q.bytes.size(), '\xff');
+      for (int r = 0; r < 2; ++r) {
+        dout.Write(ctx, nan.data(), nan.size());
+        run.Launch(ctx);
+      }
+      HostTensor got(DType::kFloat32, q.shape);
+      dout.Read(ctx, got.bytes.data(), got.bytes.size());
+      HostTensor want = RefAttention(q, k, v, 0.125, [&](int64_t, int64_t i, int64_t j) {
+        return causal && j > i ? -INFINITY : 0.0;
+      });
+      testing::ExpectClose(got, want, fmt::format("causal {} handoff {}", causal, handoff));
+    }
 }
 
 TEST(AttentionTest, HeadsAsViewsWithCausalMask) {

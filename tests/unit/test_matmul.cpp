@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/native/bound_kernels.h"
 #include "backends/native/native_backend.h"
 #include "codegen/opencl/matmul.h"
 #include "kernel_test_util.h"
@@ -54,27 +55,17 @@ HostTensor RunKernel(const HostTensor& a, const HostTensor& b, const MatMulParam
                               ? 2u
                               : 1u);
   split_runs += specs.size() == 2;
-  std::string source =
-      a.dtype == DType::kFloat64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "";
-  for (const auto& spec : specs) source += spec.source;
   const cl::Context& ctx = *SharedContext();
-  cl::Program program(ctx, source, "", nullptr);
   cl::Buffer da(ctx, a.bytes.size()), db(ctx, b.bytes.size()), dy(ctx, yt.bytes());
   da.Write(ctx, a.bytes.data(), a.bytes.size());
   db.Write(ctx, b.bytes.data(), b.bytes.size());
-  std::vector<cl::Buffer> scratch;  // split-K partial sums (argument id -1)
-  for (int64_t bytes : specs[0].scratch_bytes) scratch.emplace_back(ctx, bytes);
-  for (const auto& spec : specs) {
-    cl::Kernel kernel(program.get(), spec.name);
-    for (size_t i = 0; i < spec.args.size(); ++i) {
-      int id = spec.args[i];
-      kernel.SetArg(static_cast<unsigned>(i), id < 0         ? scratch.at(-1 - id)
-                                              : id == av->id ? da
-                                              : id == bv->id ? db
-                                                             : dy);
-    }
-    cl::Launch(ctx, kernel, spec.global, spec.local);
-  }
+  backends::BoundKernels run(
+      ctx, std::move(specs),
+      [&](int id) -> const cl::Buffer& { return id == av->id   ? da
+                                                : id == bv->id ? db
+                                                               : dy; },
+      a.dtype == DType::kFloat64 ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "");
+  run.Launch(ctx);
   HostTensor y(yt.dtype, yt.shape);
   dy.Read(ctx, y.bytes.data(), y.bytes.size());
   return y;

@@ -18,13 +18,21 @@ codegen::Target NativeBackend::TargetOf(const cl::DeviceInfo& device) {
   if (device.local_mem_bytes > 0) t.local_mem_bytes = device.local_mem_bytes;
   if (device.max_work_group_size > 0) t.max_work_group_size = device.max_work_group_size;
   t.warp_size = device.nv_warp_size;
+  t.group_handoff = device.type == "CPU" || device.nv_warp_size == 32;
   // TEXEL_TARGET=gpu:CU generates the kernels a GPU with CU compute units would get, so that
-  // tests check the GPU's choices on a CPU device (docs/decisions.md).
+  // tests check the GPU's choices on a CPU device (docs/decisions.md); gpu:CU:handoff one whose
+  // work-groups hand results over (NVIDIA's), on a device that runs them one at a time
+  // (oclgrind).
   if (const char* env = std::getenv("TEXEL_TARGET")) {
     std::string s = env;
+    if (s.ends_with(":handoff")) {
+      t.group_handoff = true;
+      s.resize(s.size() - 8);
+    }
     if (s.rfind("gpu:", 0) != 0 || s.size() < 5 ||
         s.find_first_not_of("0123456789", 4) != std::string::npos)
-      Fail(ErrorCode::kInvalidArgument, "TEXEL_TARGET='{}': expected gpu:COMPUTE_UNITS", s);
+      Fail(ErrorCode::kInvalidArgument, "TEXEL_TARGET='{}': expected gpu:COMPUTE_UNITS[:handoff]",
+           env);
     t.gpu = true;
     t.compute_units = static_cast<uint32_t>(std::max(1, std::atoi(s.c_str() + 4)));
   }

@@ -2,6 +2,7 @@
 // dims, views and biases. Parameters (explicit, so that a tuner can choose them later): BQ
 // query rows per work-group, BK keys per local-memory tile, VW lanes per vector access.
 #include <algorithm>
+#include <bit>
 
 #include "codegen/opencl/generator.h"
 #include "core/error.h"
@@ -11,7 +12,7 @@
 namespace texel::codegen {
 
 AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int64_t d, int64_t dv,
-                                      size_t elem_bytes, const Target& t) {
+                                      size_t elem_bytes, bool causal, const Target& t) {
   AttentionParams p;
   p.vw = d % 4 == 0 && dv % 4 == 0 ? 4 : 1;
   int64_t rows = 1;
@@ -41,14 +42,25 @@ AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int
   }
   // Too few work-groups leave a GPU mostly idle (one row per work-item: a sequence of 1024
   // with 12 heads is 384 warps on 132 compute units): split the keys until there are about 8
-  // work-groups per compute unit, each split at least two tiles. Measured on an H100
-  // (texel_attention_bench, docs/attention.md): the tiled kernel split 4-8 ways is the fastest
-  // at sequences 128-1024, and native_exp saves 3-10%.
+  // work-groups per compute unit, each split at least two tiles. The tiled kernel, whose last
+  // work-group per row block merges the splits: about 2 per compute unit (4 when causal, whose
+  // groups have half the work on average), a power of two of splits (even ranges), each at least
+  // two tiles. Measured on an H100 (texel_attention_bench, docs/attention.md): split 2 is the
+  // fastest at sequences 128, 197 and 1024, 4 at causal 1024 (3 and 6 are 5-15% slower);
+  // native_exp saves 3-10%.
   if (t.gpu) {
     p.fast_exp = true;
+    p.warp_sync = p.tiled && t.warp_size == 32;
     int64_t groups = (sq + p.bq - 1) / p.bq * batch;
-    int64_t want = (8 * static_cast<int64_t>(t.compute_units) + groups - 1) / groups;
-    p.splits = static_cast<int>(std::clamp<int64_t>(std::min(want, sk / (2 * p.bk)), 1, 16));
+    int64_t per_cu = !p.tiled ? 8 : causal ? 4 : 2;
+    int64_t want = (per_cu * static_cast<int64_t>(t.compute_units) + groups - 1) / groups;
+    int64_t most = sk / (2 * p.bk);
+    if (p.tiled) {
+      want = static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(want)));
+      most =
+          static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(std::max<int64_t>(most, 1))));
+    }
+    p.splits = static_cast<int>(std::clamp<int64_t>(std::min(want, most), 1, 16));
   }
   return p;
 }
@@ -126,10 +138,14 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
   TEXEL_CHECK(o.shape == out_logical, "attention output view");
   int64_t nb = NumElements(batch);
   size_t elem = t == DType::kFloat64 ? 8 : 4;
-  AttentionParams p = params ? *params : ChooseAttentionParams(sq, sk, nb, dh, dv, elem, target);
+  AttentionParams p =
+      params ? *params
+             : ChooseAttentionParams(sq, sk, nb, dh, dv, elem, a.Int("causal", 0) != 0, target);
   if (p.tiled && !(dh % 4 == 0 && dv % 32 == 0 && elem == 4))
     Fail(ErrorCode::kUnsupported, "the tiled attention kernel needs d % 4 == 0, dv % 32 == 0, f32");
-  if (p.tiled) p.vw = 4, p.bq = 64;
+  if (p.tiled) p.vw = 4, p.bq = 64, p.bk = 32;
+  if (p.warp_sync && target.warp_size != 32)
+    Fail(ErrorCode::kUnsupported, "warp-synchronised attention needs 32-lane NVIDIA warps");
   if (p.vw == 4 && (dh % 4 != 0 || dv % 4 != 0)) p.vw = 1;
 
   KernelSource src(kernel_name, p.tiled ? "attention_tiled" : "attention");
@@ -142,6 +158,10 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
   src.Define("SCALE", FloatLiteral(a.Float("scale")));
   src.Define("CAUSAL", a.Int("causal", 0));
   src.Define("EXP(x)", p.fast_exp ? "native_exp(x)" : "exp(x)");
+  // A warp barrier also orders the warp's local-memory accesses (PTX ISA, bar.warp.sync).
+  src.Define("ROW_SYNC()", p.warp_sync
+                               ? R"(__asm volatile("bar.warp.sync 0xffffffff;" ::: "memory"))"
+                               : "barrier(CLK_LOCAL_MEM_FENCE)");
   int64_t chunk = RoundUp(static_cast<size_t>((sk + p.splits - 1) / p.splits), p.bk);
   src.Define("SPLIT", p.splits).Define("NB", fmt::format("{}L", nb));
   std::string begin = p.splits > 1 ? fmt::format("((int)get_group_id(2) * {})", chunk) : "0";
@@ -149,8 +169,13 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
   std::string end = fmt::format("min({}, {} + {})", sk, begin, chunk);
   if (a.Int("causal", 0)) end = fmt::format("min({}, (i0) + {} + {})", end, p.bq, sk - sq);
   src.Define("KEY_END(i0)", end);
-  src.Define("PART_REC(g, i)",
-             "(part + (((long)get_group_id(2) * NB + (g)) * SQ + (i)) * (DV + 2))");
+  src.Define("SPLIT_REC(s, g, i)", "(part + (((long)(s) * NB + (g)) * SQ + (i)) * (DV + 2))");
+  src.Define("PART_REC(g, i)", "SPLIT_REC(get_group_id(2), g, i)");
+  // The tiled kernel merges its splits itself where work-groups can hand results over.
+  bool fixup = p.splits > 1 && p.tiled && target.group_handoff;
+  src.Define("FIXUP", fixup);
+  src.Define("FIXUP_PARAMS", fixup ? ", __global T* part, __global int* counters" : "");
+  DefineArrival(src, target);
   std::string lanes = p.vw == 1 ? "" : std::to_string(p.vw);
   src.Define("PART_STORE(rec, c, x)",
              p.vw == 1 ? "(rec)[c] = (x)" : fmt::format("vstore{}((x), (c), (rec))", lanes));
@@ -196,8 +221,15 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
   if (p.splits == 1) return {spec};
   // The partial rows go to a scratch buffer; the merge kernel writes the output.
   int64_t part_bytes = p.splits * nb * sq * (dv + 2) * static_cast<int64_t>(elem);
-  spec.args[3] = -1;
   spec.scratch_bytes = {part_bytes};
+  if (fixup) {
+    spec.args.push_back(-1);
+    spec.args.push_back(-2);
+    spec.scratch_bytes.push_back(static_cast<int64_t>(groups) * nb * 4);
+    spec.zeroed_scratch = {1};
+    return {spec};
+  }
+  spec.args[3] = -1;
   KernelSpec merge;
   merge.name = kernel_name + "_merge";
   src.Retarget(merge.name, "attention_merge");

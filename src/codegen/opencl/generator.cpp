@@ -46,6 +46,22 @@ void DefineStorage(KernelSource& src, DType t) {
       .Define("STORE(p, i, v)", half ? "vstore_half_rte((v), (i), (p))" : "(p)[i] = (v)");
 }
 
+void DefineArrival(KernelSource& src, const Target& t) {
+  // OpenCL 1.2 promises no order between work-groups; NVIDIA's GPUs get a device-wide fence in
+  // PTX (membar.gl, CUDA's __threadfence), others OpenCL's global fence, which orders the
+  // work-item's accesses as seen by the device on CPUs.
+  std::string fence = t.warp_size == 32 ? R"(__asm volatile("membar.gl;" ::: "memory"))"
+                                        : "mem_fence(CLK_GLOBAL_MEM_FENCE)";
+  src.Define("ARRIVE_LAST(counter, parties, last)",
+             "do { " + fence +
+                 "; barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);"
+                 " if (get_local_id(0) == 0 && get_local_id(1) == 0) {"
+                 " (last) = atomic_inc(counter) == (parties) - 1;"
+                 " if (last) atomic_xchg((counter), 0); }"
+                 " barrier(CLK_LOCAL_MEM_FENCE); if (last) " +
+                 fence + "; } while (0)");
+}
+
 std::vector<KernelSpec> GenerateKernel(const ir::Node& node, const std::string& kernel_name,
                                        const Target& target) {
   return GenerateGroup({&node}, kernel_name, target);

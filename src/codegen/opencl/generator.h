@@ -23,6 +23,10 @@ struct Target {
   size_t max_work_group_size = 256;
   uint32_t warp_size = 0;  // NVIDIA's warp (cl_nv_device_attribute_query); 0 when unknown
   bool fp16 = false;       // cl_khr_fp16: f16 images are read and written with read_imageh
+  // Work-groups may hand results to each other through a global fence and an atomic counter
+  // (DefineArrival): known to hold on NVIDIA (a PTX fence) and on CPUs; elsewhere a second
+  // kernel combines the parts.
+  bool group_handoff = false;
 };
 
 // The kernels of one node or group, run in order (most are one kernel; GEMMs split along K are
@@ -62,9 +66,12 @@ struct AttentionParams {
   int bq = 16, bk = 32, vw = 1, splits = 1;
   bool tiled = false;
   bool fast_exp = false;  // native_exp for the softmax's exponentials
+  // Tiled: the rows' exchanges synchronise one warp (PTX bar.warp.sync, 32-lane NVIDIA warps)
+  // instead of the work-group.
+  bool warp_sync = false;
 };
 AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int64_t d, int64_t dv,
-                                      size_t elem_bytes, const Target& target);
+                                      size_t elem_bytes, bool causal, const Target& target);
 std::vector<KernelSpec> GenerateAttention(const ir::Node& node, const std::string& kernel_name,
                                           const Target& target);
 // The same with explicit parameters (null: the heuristic's), for benchmarks and tuning.
@@ -103,5 +110,12 @@ DType RequireOneFloatType(const ir::Node& node);
 // pointers), LOAD(p, i) and STORE(p, i, v). f16 tensors hold half bits, computed in float via
 // vload_half / vstore_half_rte, so they need no cl_khr_fp16.
 void DefineStorage(KernelSource& src, DType t);
+// Work-groups that each finish part of a result and let the last of them combine the parts, in
+// one kernel instead of a second pass: ARRIVE_LAST(counter, parties, last) (every work-item of
+// the group; `last`, a __local int declared at kernel scope, becomes 1 in the group that arrives
+// last, which resets *counter to 0 for the next run) publishes the group's global stores to the
+// others and counts it in; the last group may then read the others' parts through volatile
+// pointers. counter points into a zeroed scratch buffer (KernelSpec::zeroed_scratch).
+void DefineArrival(KernelSource& src, const Target& t);
 
 }  // namespace texel::codegen

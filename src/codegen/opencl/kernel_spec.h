@@ -17,6 +17,9 @@ struct KernelSpec {
   // Bytes of each scratch buffer: device memory private to the kernels generated together for
   // one node (split-K partial sums), which they pass on in order.
   std::vector<int64_t> scratch_bytes;
+  // Scratch buffers (by index) that start zeroed and that the kernels leave zeroed: work-group
+  // arrival counters, which outlive a run and are never shared with other values.
+  std::vector<int> zeroed_scratch;
   std::vector<size_t> global;
   std::vector<size_t> local;  // empty: the driver chooses
   double flops = 0;           // useful arithmetic, for profiles

@@ -1,22 +1,38 @@
 // Scaled dot-product attention for GPUs, tiled like a GEMM (the same online softmax as
 // attention.cl): a work-group of 128 work-items (16 x 8) takes 64 query rows of one batch entry.
-// Q (pre-scaled) stays in local memory for the whole pass, transposed; per tile of BK keys:
-//   S = Q·Kᵀ    each work-item 4 rows x 4 keys in registers, two float4 local reads per 16 FMAs
+// Q (pre-scaled) stays in local memory for the whole pass, transposed; per tile of 32 keys:
+//   S = Q·Kᵀ    each work-item 4 rows x 4 keys (tx, tx + 8, tx + 16, tx + 24) in registers, two
+//               float4 local reads per 16 FMAs (the tile's keys are stored permuted so that a
+//               work-item's four are one float4)
 //   softmax     the 8 work-items sharing a row meet once through `red` for the tile's row max;
 //               each then rescales its part of the row, exponentiates its 16 scores into P and
 //               keeps its part of the row sum l (the parts are added at the end)
-//   O += P·V    each work-item 4 rows x DV/8 columns, rescaled by exp(m - m_new) first
+//   O += P·V    each work-item 4 rows x DV/8 columns (tx*4 + 32g + e), rescaled by
+//               exp(m - m_new) first
 // so that a local read feeds 4-8 FMAs instead of one row's 1 (the row-per-work-item kernel
-// is bound by local-memory reads on GPUs). Keys past SK, and past the diagonal with CAUSAL, are
-// -inf; rows past SQ read zeros and store nothing. With SPLIT > 1 as attention.cl: records of
-// DV + 2 (unnormalised row, m, l) for attention_merge.cl.
-// Parameters: as attention.cl, with D % 4 == 0, DV % 32 == 0, BK % 4 == 0.
+// is bound by local-memory reads on GPUs). The 8 work-items of a row lie in one warp of 32, so
+// the row exchanges (max, P) need only ROW_SYNC: a warp barrier where the target has one, a
+// work-group barrier elsewhere. Local layouts are free of bank conflicts for 32 banks: adjacent
+// work-items read adjacent float4s of K, V and P, and the padded P and `red` rows spread their
+// stores. Keys past SK, and past the diagonal with CAUSAL, are -inf; rows past SQ read zeros
+// and store nothing. With SPLIT > 1 as attention.cl: records of DV + 2 (unnormalised row, m, l)
+// for attention_merge.cl, or with FIXUP merged by the row block's last work-group to arrive.
+// Parameters: as attention.cl, with D % 4 == 0, DV % 32 == 0, BK == 32; ROW_SYNC(); FIXUP,
+// FIXUP_PARAMS, ARRIVE_LAST, SPLIT_REC(s, g, i) (split s's record of row i of batch entry g).
+#if BK != 32
+#error the tiled attention kernel takes 32 keys per tile
+#endif
+#define PT_STRIDE 68                              // P rows (one per key), padded: 17 float4s
+#define RED(row, x) red[(row) * 8 + (row) / 4 * 8 + (x)]  // 8 per row, +8 per warp quarter
 __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
     __global const T_STORE* q, __global const T_STORE* k, __global const T_STORE* v,
-#if SPLIT > 1
+#if SPLIT > 1 && !FIXUP
     __global T* part BIAS_PARAMS) {
 #else
-    __global T_STORE* o BIAS_PARAMS) {
+    __global T_STORE* o BIAS_PARAMS FIXUP_PARAMS) {
+#endif
+#if FIXUP
+  __local int last;
 #endif
   const int lid = get_local_id(0), tx = lid % 8, ty = lid / 8;
   const int i0 = get_group_id(0) * 64;
@@ -26,8 +42,8 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
   __local float qs[D * 64];   // qs[d * 64 + row]
   __local float ks[D * BK];   // ks[d * BK + key]
   __local float vs[BK * DV];  // vs[key * DV + c]
-  __local float pt[BK * 64];  // pt[key * 64 + row]: probabilities
-  __local float red[64 * 8];  // red[row * 8 + tx]: partial row maxima, at the end row sums
+  __local float pt[BK * PT_STRIDE];  // pt[key * PT_STRIDE + row]: probabilities
+  __local float red[64 * 8 + 16 * 8];  // RED(row, tx): partial row maxima, at the end row sums
   for (int e = lid; e < 64 * (D / 4); e += 128) {
     const int row = e % 64, c = e / 64;
     const float4 x = i0 + row < SQ ? convert_float4(Q_AT(i0 + row, c)) * (float)SCALE : (float4)0;
@@ -67,12 +83,12 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
     barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
     for (int n = 0; n < KL; ++n) {
-      const int e = lid + n * 128, j = e % BK, c = e / BK;
+      const int e = lid + n * 128, j = e % BK, c = e / BK, col = j % 8 * 4 + j / 8;
       if (e < BK * (D / 4)) {
-        ks[(c * 4 + 0) * BK + j] = kr[n].s0;
-        ks[(c * 4 + 1) * BK + j] = kr[n].s1;
-        ks[(c * 4 + 2) * BK + j] = kr[n].s2;
-        ks[(c * 4 + 3) * BK + j] = kr[n].s3;
+        ks[(c * 4 + 0) * BK + col] = kr[n].s0;
+        ks[(c * 4 + 1) * BK + col] = kr[n].s1;
+        ks[(c * 4 + 2) * BK + col] = kr[n].s2;
+        ks[(c * 4 + 3) * BK + col] = kr[n].s3;
       }
     }
 #pragma unroll
@@ -104,7 +120,7 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
       float mx = -INFINITY;
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
-        const int i = min(i0 + ty * 4 + r, SQ - 1), j = j0 + tx * 4 + c;
+        const int i = min(i0 + ty * 4 + r, SQ - 1), j = j0 + tx + 8 * c;
         float x = s[r][c] + BIAS(i, min(j, SK - 1));
 #if CAUSAL
         if (j > i + (SK - SQ)) x = -INFINITY;
@@ -112,12 +128,13 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
         s[r][c] = j < SK ? x : -INFINITY;
         mx = fmax(mx, s[r][c]);
       }
-      red[(ty * 4 + r) * 8 + tx] = mx;
+      RED(ty * 4 + r, tx) = mx;
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    ROW_SYNC();
+    float p[4][4];
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
-      const float4 a = vload4(0, red + (ty * 4 + r) * 8), b = vload4(0, red + (ty * 4 + r) * 8 + 4);
+      const float4 a = vload4(0, &RED(ty * 4 + r, 0)), b = vload4(0, &RED(ty * 4 + r, 4));
       const float mx =
           fmax(fmax(fmax(a.s0, a.s1), fmax(a.s2, a.s3)), fmax(fmax(b.s0, b.s1), fmax(b.s2, b.s3)));
       const float m_new = fmax(m[r], mx);
@@ -129,18 +146,22 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
       for (int c = 0; c < DV / 8; ++c) acc[r][c] *= corr;
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
-        const float p = m_new == -INFINITY ? 0 : EXP(s[r][c] - m_new);
-        l[r] += p;
-        pt[(tx * 4 + c) * 64 + ty * 4 + r] = p;
+        p[r][c] = m_new == -INFINITY ? 0 : EXP(s[r][c] - m_new);
+        l[r] += p[r][c];
       }
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      vstore4((float4)(p[0][c], p[1][c], p[2][c], p[3][c]), 0,
+              pt + (tx + 8 * c) * PT_STRIDE + ty * 4);
+    ROW_SYNC();
+#pragma unroll 8
     for (int j = 0; j < BK; ++j) {
-      const float4 p = vload4(0, pt + j * 64 + ty * 4);
-      const float pv[4] = {p.s0, p.s1, p.s2, p.s3};
+      const float4 pj = vload4(0, pt + j * PT_STRIDE + ty * 4);
+      const float pv[4] = {pj.s0, pj.s1, pj.s2, pj.s3};
 #pragma unroll
       for (int c = 0; c < DV / 8; c += 4) {
-        const float4 w = vload4(0, vs + j * DV + tx * (DV / 8) + c);
+        const float4 w = vload4(0, vs + j * DV + c * 8 + tx * 4);
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
           acc[r][c + 0] = mad(pv[r], w.s0, acc[r][c + 0]);
@@ -153,33 +174,71 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
   }
   barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
-  for (int r = 0; r < 4; ++r) red[(ty * 4 + r) * 8 + tx] = l[r];
-  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int r = 0; r < 4; ++r) RED(ty * 4 + r, tx) = l[r];
+  ROW_SYNC();
+  float lsum[4];
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
-    const int row = ty * 4 + r, i = i0 + row;
-    if (i >= SQ) break;
-    const float4 a = vload4(0, red + row * 8), b = vload4(0, red + row * 8 + 4);
-    const float lsum = a.s0 + a.s1 + a.s2 + a.s3 + b.s0 + b.s1 + b.s2 + b.s3;
+    const float4 a = vload4(0, &RED(ty * 4 + r, 0)), b = vload4(0, &RED(ty * 4 + r, 4));
+    lsum[r] = a.s0 + a.s1 + a.s2 + a.s3 + b.s0 + b.s1 + b.s2 + b.s3;
+  }
 #if SPLIT > 1
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const int i = i0 + ty * 4 + r;
+    if (i >= SQ) break;
     __global T* rec = PART_REC(g, i);
 #pragma unroll
     for (int c = 0; c < DV / 8; c += 4)
       vstore4((float4)(acc[r][c], acc[r][c + 1], acc[r][c + 2], acc[r][c + 3]), 0,
-              rec + tx * (DV / 8) + c);
+              rec + c * 8 + tx * 4);
     if (tx == 0) {
       rec[DV] = m[r];
-      rec[DV + 1] = lsum;
+      rec[DV + 1] = lsum[r];
     }
-#else
-    const float inv = 1 / lsum;
+  }
+#if FIXUP
+  // The last of the row block's SPLIT work-groups merges the others' records into its own, as
+  // attention_merge.cl does.
+  ARRIVE_LAST(counters + g * get_num_groups(0) + get_group_id(0), SPLIT, last);
+  if (!last) return;
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const int i = i0 + ty * 4 + r;
+    if (i >= SQ) break;
+    float mx = m[r];
+    for (int s = 0; s < SPLIT; ++s)
+      if (s != get_group_id(2)) mx = fmax(mx, ((volatile __global const T*)SPLIT_REC(s, g, i))[DV]);
+    const float w = m[r] == -INFINITY ? 0 : EXP(m[r] - mx);
+    lsum[r] *= w;
+#pragma unroll
+    for (int c = 0; c < DV / 8; ++c) acc[r][c] *= w;
+    for (int s = 0; s < SPLIT; ++s) {
+      if (s == get_group_id(2)) continue;
+      volatile __global const T* rec = SPLIT_REC(s, g, i);
+      const float ws = rec[DV] == -INFINITY ? 0 : EXP(rec[DV] - mx);
+      lsum[r] += ws * rec[DV + 1];
+#pragma unroll
+      for (int c = 0; c < DV / 8; ++c) acc[r][c] += ws * rec[c / 4 * 32 + tx * 4 + c % 4];
+    }
+  }
+#endif
+#endif
+#if SPLIT == 1 || FIXUP
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const int i = i0 + ty * 4 + r;
+    if (i >= SQ) break;
+    const float inv = 1 / lsum[r];
 #pragma unroll
     for (int c = 0; c < DV / 8; c += 4)
-      O_STORE(i, (tx * (DV / 8) + c) / 4,
+      O_STORE(i, c * 2 + tx,
               (float4)(acc[r][c], acc[r][c + 1], acc[r][c + 2], acc[r][c + 3]) * inv);
-#endif
   }
+#endif
 }
 #undef LOAD_TILE
 #undef KL
 #undef VL
+#undef PT_STRIDE
+#undef RED
