@@ -7,8 +7,9 @@
 // Usage: texel_gemm_bench [--device SPEC] [--sizes 512,1024] [--gemv 4096] [--no-clblast]
 //                         [--shapes MxNxK,...] [--params TMxTNxTK:WMxWN ...] [--seconds S]
 //   --params   extra texel kernels with explicit parameters (beside the heuristic's choice), to
-//              compare candidates on one device in one run: TMxTNxTK:WMxWN[:sSPLIT] (tiled,
-//              K split SPLIT ways; 4-wide loads where K and N allow), direct:WMxWN:LXxSPLIT or
+//              compare candidates on one device in one run: TMxTNxTK:WMxWN[:sSPLIT[:h]] (tiled,
+//              K split SPLIT ways, :h finished by each tile's last work-group instead of a
+//              second kernel; 4-wide loads where K and N allow), direct:WMxWN:LXxSPLIT or
 //              panel:WMxWN:LXxLY:PK.
 //   --gemv N   also times 1 x N x N (the M = 1 path); --shapes any M x N x K.
 #include <clblast.h>
@@ -65,9 +66,10 @@ codegen::MatMulParams ParseParams(const std::string& s) {
   }
   int n = std::sscanf(s.c_str(), "%dx%dx%d:%dx%d:s%d", &p.tile_m, &p.tile_n, &p.tile_k, &p.wi_m,
                       &p.wi_n, &p.split_k);
+  p.handoff = s.ends_with(":h");
   if (n != 5 && n != 6)
     Fail(ErrorCode::kInvalidArgument,
-         "--params '{}': want TMxTNxTK:WMxWN[:sSPLIT], direct:WMxWN:LXxSPLIT or "
+         "--params '{}': want TMxTNxTK:WMxWN[:sSPLIT[:h]], direct:WMxWN:LXxSPLIT or "
          "panel:WMxWN:LXxLY:PK",
          s);
   return p;

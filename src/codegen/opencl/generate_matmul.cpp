@@ -77,6 +77,37 @@ std::string VecLoad(DType t, int n) {
   if (n * ElemBytes(t) > 16) return fmt::format("vload{}(0, (p) + (i))", n);
   return fmt::format("(*(__global const {}*)((p) + (i)))", VecType(t, n));
 }
+// ADD_PART(p, i, v) / ADD_PART1(p, i, x): n (or one) elements at element i of p, written by other
+// work-groups of this kernel run, added to v (x). NVIDIA: loads that bypass the compute unit's
+// L1 (ld.global.cg: another compute unit wrote the data, and L1s are not coherent); elsewhere
+// plain loads after ARRIVE_LAST's fence.
+void DefineAddPart(KernelSource& src, DType t, int n, const Target& target) {
+  if (target.warp_size != 32 || t != DType::kFloat32) {
+    src.Define("ADD_PART(p, i, v)", fmt::format("(v) += {}", VecLoad(t, n)));
+    src.Define("ADD_PART1(p, i, x)", "(x) += ((volatile __global const T*)(p))[i]");
+    return;
+  }
+  std::string regs, outs, lanes;
+  const char* lane[] = {"s0", "s1", "s2", "s3"};
+  for (int e = 0; e < n; ++e) {
+    regs += fmt::format("{}%{}", e ? ", " : "", e);
+    outs += fmt::format("{}\"=f\"(x{}_)", e ? ", " : "", e);
+    lanes += n == 1 ? "(v) += x0_;" : fmt::format(" (v).{} += x{}_;", lane[e], e);
+  }
+  std::string decl = "float x0_";
+  for (int e = 1; e < n; ++e) decl += fmt::format(", x{}_", e);
+  std::string op =
+      n == 1 ? "ld.global.cg.f32 %0" : fmt::format("ld.global.cg.v{}.f32 {{{}}}", n, regs);
+  src.Define(
+      "ADD_PART(p, i, v)",
+      fmt::format(
+          "do {{ {}; __asm volatile(\"{}, [%{}];\" : {} : \"l\"((p) + (i))); {} }} while (0)", decl,
+          op, n, outs, lanes));
+  src.Define("ADD_PART1(p, i, x)",
+             "do { float x0_; __asm volatile(\"ld.global.cg.f32 %0, [%1];\" : \"=f\"(x0_) : "
+             "\"l\"((p) + (i))); (x) += x0_; } while (0)");
+}
+
 std::string VecStore(DType t, int n) {
   if (t == DType::kFloat16) return fmt::format("vstore_half{}_rte((v), 0, (p) + (i))", n);
   return fmt::format("(*(__global {}*)((p) + (i)) = (v))", VecType(t, n));
@@ -179,8 +210,9 @@ std::string MatMulParams::ToString() const {
   if (kind == Kind::kDirect)
     return fmt::format("direct {}x{} wi {}x{} split {} panel {}", tile_m, tile_n, wi_m, wi_n,
                        split_k, panel_k);
-  return fmt::format("tiled {}x{}x{} wi {}x{} vec {}/{}{}", tile_m, tile_n, tile_k, wi_m, wi_n,
-                     vec_a, vec_b, split_k > 1 ? fmt::format(" split {}", split_k) : "");
+  return fmt::format(
+      "tiled {}x{}x{} wi {}x{} vec {}/{}{}", tile_m, tile_n, tile_k, wi_m, wi_n, vec_a, vec_b,
+      split_k > 1 ? fmt::format(" split {}{}", split_k, handoff ? " handoff" : "") : "");
 }
 
 GemmShape GemmShapeOf(const ir::Node& n) {
@@ -241,10 +273,45 @@ std::optional<std::string> CheckMatMulParams(const MatMulParams& p, const GemmSh
     return "tile_k and tile_n must be multiples of the load vector widths";
   if (p.split_k > 1 && s.dtype == DType::kFloat16)
     return "split-K keeps its partial sums in f32 or f64 storage only";
+  if (p.handoff && !t.group_handoff)
+    return "the device's work-groups cannot hand partial sums to each other";
   if (TiledLocalBytes(p, s.dtype) > static_cast<int64_t>(t.local_mem_bytes))
     return fmt::format("{} bytes of local memory exceed the device's {}",
                        TiledLocalBytes(p, s.dtype), t.local_mem_bytes);
   return std::nullopt;
+}
+
+// A product of at least 64M multiply-adds with a side of at most 256 whose 64 x 128 tiles do
+// not fill the device once (transformer layers: 49-197 tokens by 768-3072 features): 64 x 128
+// tiles, 8 x 8 per work-item, with K split so that the work-groups fill their last wave best
+// (fewest splits within 5% of the best fill), each range at least 64 long and at most 16
+// ranges; or nullopt. Measured on an H100 (texel_gemm_bench, docs/decisions.md): 1.3-2x faster
+// than the tile model below at these shapes, which underrates splitting (it kept ranges >= 256
+// and took larger tiles). Smaller products (a 2-layer, 256-wide decoder) lose more to the
+// second kernel's launch than the split saves.
+std::optional<MatMulParams> SmallProductParams(const GemmShape& s, const Target& t,
+                                               const MatMulParams& base) {
+  if (s.gather_b || s.dtype != DType::kFloat32 || std::min(s.m, s.n) > 256 ||
+      s.batch * s.m * s.n * s.k < (int64_t{1} << 26))
+    return std::nullopt;
+  MatMulParams p = base;
+  p.tile_m = 64, p.tile_n = 128, p.tile_k = 16, p.wi_m = 8, p.wi_n = 8;
+  int64_t groups = CeilDiv(s.m, p.tile_m) * CeilDiv(s.n, p.tile_n) * s.batch;
+  int64_t cu = t.compute_units;
+  if (groups >= cu || CheckMatMulParams(p, s, t)) return std::nullopt;
+  auto fill = [&](int64_t splits) {
+    int64_t items = groups * CeilDiv(s.k, SplitLength(s.k, static_cast<int>(splits), p.tile_k));
+    return static_cast<double>(items) / static_cast<double>(CeilDiv(items, cu) * cu);
+  };
+  int64_t most = std::clamp<int64_t>(s.k / 64, 1, 16);
+  double best = 0;
+  for (int64_t k = 1; k <= most; ++k) best = std::max(best, fill(k));
+  for (int64_t k = 1; k <= most; ++k)
+    if (fill(k) >= 0.95 * best) {
+      p.split_k = static_cast<int>(k);
+      break;
+    }
+  return p;
 }
 
 MatMulParams ChooseMatMulParams(const GemmShape& s, const Target& t) {
@@ -255,6 +322,7 @@ MatMulParams ChooseMatMulParams(const GemmShape& s, const Target& t) {
   MatMulParams best;
   best.vec_a = s.trans_a ? 1 : VecWidth(MaxVec(s.dtype, true), {s.k});
   best.vec_b = s.gather_b ? MaxVec(s.dtype, true) : VecWidth(MaxVec(s.dtype, true), {s.n});
+  if (auto small = SmallProductParams(s, t, best)) return *small;
   double best_cost = 0;
   bool found = false;
   for (const TileChoice& c : kGpuTiles) {
@@ -323,7 +391,9 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
     k.Define("BIAS_PARAM", with ? ", __global const T_STORE* restrict bias_p" : "");
     k.Define("BIAS(b, row)", with ? "LOAD(bias_p, " + g.bias + ")" : "0");
   };
-  define_bias(src, bias && !split);
+  // Split-K finished by the last work-group of each tile instead of a second kernel.
+  bool fixup = split && p.handoff;
+  define_bias(src, bias && (!split || fixup));
   src.Define("EDGE_M", s.m % p.tile_m != 0).Define("EDGE_N", s.n % p.tile_n != 0);
   src.Define("CLAMP_N", s.n % p.tile_n != 0 && !s.gather_b);
   if (direct) {
@@ -347,13 +417,18 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
     src.Define("AS_STRIDE", p.tile_m + 4).Define("BS_STRIDE", p.tile_n);
     src.Define("LOCAL_ALIGN", ElemBytes(t) * std::max({vm, vn, p.vec_b}));
     src.Define("EDGE_K", s.k % p.tile_k != 0);
-    src.Define("SPLITS", splits).Define("KS", ks);
+    src.Define("SPLITS", splits).Define("KS", ks).Define("FIXUP", fixup);
+    src.Define("FIXUP_PARAMS", fixup ? ", __global T* restrict parts, __global int* counters" : "");
+    if (fixup) {
+      DefineArrival(src, target);
+      DefineAddPart(src, t, vn, target);
+    }
   }
   int64_t outputs = s.batch * s.m * s.n;
   KernelSpec spec;
   spec.name = kernel_name;
-  spec.args = split ? std::vector<int>{g.args[0], g.args[1], -1} : g.args;
-  ApplyEpilogue(src, kernel_name, g.out, split ? Chain{} : epilogue, spec);
+  spec.args = split && !fixup ? std::vector<int>{g.args[0], g.args[1], -1} : g.args;
+  ApplyEpilogue(src, kernel_name, g.out, split && !fixup ? Chain{} : epilogue, spec);
   spec.source = src.Render();
   size_t lx = p.LocalX(), ly = p.LocalY();
   spec.global = {static_cast<size_t>(CeilDiv(s.n, p.tile_n)) * lx,
@@ -364,6 +439,14 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
   if (!split) return {spec};
 
   spec.scratch_bytes = {splits * outputs * ElemBytes(t)};
+  if (fixup) {
+    spec.args.push_back(-1);
+    spec.args.push_back(-2);
+    spec.scratch_bytes.push_back(static_cast<int64_t>(spec.global[0] / lx * spec.global[1] / ly) *
+                                 s.batch * 4);
+    spec.zeroed_scratch = {1};
+    return {spec};
+  }
   std::string sum_name = kernel_name + "_sum";
   KernelSource sum(sum_name, "matmul_splitk");
   DefineStorage(sum, t);
