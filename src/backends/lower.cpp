@@ -101,6 +101,11 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
       e.AddContext(fmt::format("node '{}' ({})", first.name, ops));
       throw;
     }
+    // A value inside the group that a kernel writes too (a LayerNorm's input read elsewhere).
+    for (const ir::Node* m : nodes)
+      for (const ir::Value* v : m->outputs)
+        for (const auto& k : kernels)
+          if (std::find(k.args.begin(), k.args.end(), v->id) != k.args.end()) buffer(v);
     std::vector<int> scratch;  // scratch index -> buffer index, shared by this node's kernels
     for (const auto& k : kernels)
       for (size_t s = 0; s < k.scratch_bytes.size(); ++s) {

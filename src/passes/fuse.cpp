@@ -12,9 +12,18 @@
 // Then an elementwise group H joins the group G whose result X it reads when every use of X is
 // in G or H (X was read twice, so the rule above stopped): GELU's x * (1 + erf(x / sqrt 2)) / 2,
 // SiLU's x * sigmoid(x) and HardSwish after a MatMul or Conv then run in its epilogue.
-// Groups are recorded in Node::group; lowering makes one kernel per group (backends/lower.cpp).
+// Then a LayerNorm (with its group) joins the group of the MatMul whose result X it normalises
+// over X's last dim: codegen computes the product as partial slices (split-K, or one) and the
+// LayerNorm sums them and applies the product's epilogue (bias, residual) as it reads them, so
+// a split product needs no sum kernel (a transformer layer's "Add & Norm"). When X is read
+// elsewhere too (a pre-norm layer's residual stream), every such reader must come after the
+// merged group or belong to the LayerNorm's epilogue, and the LayerNorm also writes X
+// (attribute write_input = 1) before its epilogue reads it.
+// Groups are recorded in Node::group; lowering makes one kernel per group (backends/lower.cpp),
+// two for a product with its LayerNorm.
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "backends/backend.h"
 #include "ir/index_map.h"
@@ -88,6 +97,57 @@ int64_t MergeDiamonds(ir::Graph& g, size_t num_groups) {
   return merged;
 }
 
+// The third rule; returns how many LayerNorms joined a product's group.
+int64_t MergeNormPrologues(ir::Graph& g, std::vector<const ir::Node*>& root) {
+  std::vector<int> uses = g.UseCounts();
+  std::vector<bool> outputs(uses.size(), false);
+  for (const ir::Value* v : g.outputs()) outputs[v->id] = true;
+  std::map<const ir::Node*, size_t> pos;
+  std::vector<std::vector<const ir::Node*>> users(uses.size());
+  for (const auto& node : g.nodes()) {
+    pos[node.get()] = pos.size();
+    for (const ir::Value* in : node->inputs) users[in->id].push_back(node.get());
+  }
+  std::map<int, std::vector<ir::Node*>> members;
+  for (const auto& node : g.nodes())
+    if (node->group >= 0) members[node->group].push_back(node.get());
+  int64_t merged = 0;
+  for (const auto& node : g.nodes()) {
+    ir::Node& n = *node;
+    if (n.op != OpKind::kLayerNorm || ir::ReadsThroughView(n)) continue;
+    ir::Value* x = n.inputs[0];
+    ir::Node* p = x->producer;
+    if (!p || outputs[x->id] || p->backend != n.backend || !BackendFuses(n)) continue;
+    const ir::Node* first = p->group >= 0 ? members[p->group].front() : p;
+    const ir::Node* last = p->group >= 0 ? members[p->group].back() : p;
+    const Shape& xs = x->type.shape;
+    bool has_norm =
+        p->group >= 0 && std::any_of(members[p->group].begin(), members[p->group].end(),
+                                     [](const ir::Node* m) { return m->op == OpKind::kLayerNorm; });
+    if (first->op != OpKind::kMatMul || last->outputs[0] != x || xs.empty() || has_norm ||
+        n.attrs.Int("axis") != static_cast<int64_t>(xs.size()) - 1 ||
+        first->outputs[0]->type.dtype != DType::kFloat32 || x->type.dtype != DType::kFloat32)
+      continue;
+    std::vector<ir::Node*> moved = n.group >= 0 ? members[n.group] : std::vector<ir::Node*>{&n};
+    bool read_after = std::all_of(users[x->id].begin(), users[x->id].end(), [&](const ir::Node* u) {
+      return u->group == n.group && n.group >= 0 ? true : u == &n || pos[u] > pos[moved.back()];
+    });
+    if (uses[x->id] > 1 && !read_after) continue;
+    if (p->group < 0) {
+      p->group = static_cast<int>(root.size());
+      root.push_back(p);
+      members[p->group] = {p};
+    }
+    if (uses[x->id] > 1) n.attrs.Set("write_input", int64_t{1});
+    if (n.group >= 0) members.erase(n.group);
+    for (ir::Node* m : moved) m->group = p->group;
+    std::vector<ir::Node*>& gm = members[p->group];
+    gm.insert(gm.end(), moved.begin(), moved.end());
+    ++merged;
+  }
+  return merged;
+}
+
 }  // namespace
 
 Stats Fuse(ir::Graph& g, const PassContext&) {
@@ -114,9 +174,14 @@ Stats Fuse(ir::Graph& g, const PassContext&) {
     }
   }
   int64_t merged = MergeDiamonds(g, root.size());
-  return {{"groups", static_cast<int64_t>(root.size()) - merged},
+  int64_t norms = MergeNormPrologues(g, root);
+  std::set<int> groups;
+  for (const auto& node : g.nodes())
+    if (node->group >= 0) groups.insert(node->group);
+  return {{"groups", static_cast<int64_t>(groups.size())},
           {"nodes-fused", fused},
-          {"groups-merged", merged}};
+          {"groups-merged", merged},
+          {"norms-after-products", norms}};
 }
 
 }  // namespace texel::passes

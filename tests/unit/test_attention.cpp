@@ -424,6 +424,70 @@ TEST(NormalizeTest, ChannelsOfNchwReadThroughTheTranspose) {
   testing::ExpectClose(r.fused.at(0), r.plain.at(0), "channels-last LayerNorm");
 }
 
+// A post-norm layer's "Add & Norm": MatMul + bias + residual, then LayerNorm with its scale and
+// shift, becomes two kernels (the product's slices, and the LayerNorm summing them with bias and
+// residual as it reads them), on the CPU's kernels (one slice) and a GPU's (K split), and
+// matches the graph compiled without fuse. A second LayerNorm right after it (an encoder's final
+// norm) keeps its own kernel. In a pre-norm layer the sum is read again later (the residual
+// stream): the LayerNorm writes it too.
+TEST(NormalizeTest, LayerNormReadsTheProductBeforeIt) {
+  HostTensor x = testing::RandomF32({2, 37, 1536}, 31), res = testing::RandomF32({2, 37, 80}, 32);
+  enum Form { kPost, kPostTwoNorms, kPre };
+  auto build = [&](Form form) {
+    bool second_norm = form == kPostTwoNorms;
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* y =
+        Op(*g, OpKind::kMatMul,
+           {g->AddInput("x", {DType::kFloat32, x.shape}),
+            g->AddConstant("w", std::make_shared<HostTensor>(testing::RandomF32({1536, 80}, 33)))});
+    y = Op(*g, OpKind::kAdd,
+           {y, g->AddConstant("b", std::make_shared<HostTensor>(testing::RandomF32({80}, 34)))});
+    y = Op(*g, OpKind::kAdd, {g->AddInput("res", {DType::kFloat32, res.shape}), y});
+    ir::Value* sum = y;
+    for (int k = 0; k < (second_norm ? 2 : 1); ++k) {
+      y = Op(*g, OpKind::kLayerNorm, {y}, {{"axis", int64_t{2}}, {"epsilon", 1e-5}});
+      y = Op(*g, OpKind::kMul,
+             {y, g->AddConstant(fmt::format("gamma{}", k),
+                                std::make_shared<HostTensor>(testing::RandomF32({80}, 35 + k)))});
+      y = Op(*g, OpKind::kAdd,
+             {y, g->AddConstant(fmt::format("beta{}", k),
+                                std::make_shared<HostTensor>(testing::RandomF32({80}, 37 + k)))});
+    }
+    if (form == kPre) {  // the next layer's product adds the sum back
+      y = Op(*g, OpKind::kMatMul,
+             {y, g->AddConstant("w2",
+                                std::make_shared<HostTensor>(testing::RandomF32({80, 80}, 39)))});
+      y = Op(*g, OpKind::kAdd, {sum, y});
+    }
+    g->AddOutput(y);
+    return g;
+  };
+  for (const char* target : {"", "gpu:132"}) {
+    testing::ScopedEnv env("TEXEL_TARGET",
+                           *target ? std::optional<std::string>(target) : std::nullopt);
+    for (Form form : {kPost, kPostTwoNorms, kPre}) {
+      std::vector<HostTensor> out[2];
+      size_t steps[2] = {};
+      for (bool fused : {true, false}) {
+        CompileOptions opts;
+        if (!fused) opts.disabled_passes = {"fuse"};
+        CompiledModel m = CompileGraph(build(form), testing::SharedContext(), opts);
+        const runtime::Plan& plan = m.executable->plan();
+        steps[fused] = plan.steps.size();
+        // The GPU's product is split along K: several slices for the LayerNorm to add up.
+        if (fused && *target)
+          EXPECT_GT(plan.buffers.at(plan.steps.at(0).buffers.at(2)).bytes, 2 * 37 * 80 * 4 * 2);
+        runtime::Session s(*m.executable);
+        out[fused] = s.Run({{"x", x}, {"res", res}});
+      }
+      std::string what = fmt::format("target '{}' form {}", target, static_cast<int>(form));
+      EXPECT_EQ(steps[1], form == kPost ? 2u : 3u) << what;
+      EXPECT_GT(steps[0], steps[1]) << what;
+      testing::ExpectClose(out[1].at(0), out[0].at(0), what);
+    }
+  }
+}
+
 TEST(NormalizeTest, NearMissesStayUnfused) {
   HostTensor x = testing::RandomF32({4, 16}, 30);
   for (int miss = 0; miss < 3; ++miss) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernel_test_util.h"
 #include "runtime/cl/context.h"
 #include "runtime/cl/device.h"
 #include "runtime/cl/program_cache.h"
@@ -24,29 +25,7 @@ namespace texel::cl {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Sets (or unsets, for nullopt) an environment variable and restores it on scope exit.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    Set(value);
-  }
-  ~ScopedEnv() { Set(old_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  void Set(const std::optional<std::string>& value) {
-    if (value) {
-      setenv(name_.c_str(), value->c_str(), 1);
-    } else {
-      unsetenv(name_.c_str());
-    }
-  }
-  std::string name_;
-  std::optional<std::string> old_;
-};
+using testing::ScopedEnv;
 
 using testing::TempDir;
 

@@ -188,8 +188,14 @@ ChainCode ElementwiseChain(const std::vector<const ir::Node*>& ops, const ir::Va
 
 void ApplyEpilogue(KernelSource& src, const std::string& kernel_name, const ir::Value* anchor_out,
                    const std::vector<const ir::Node*>& ops, KernelSpec& spec) {
+  ApplyChain(src, kernel_name, anchor_out, ops, spec, "EPILOGUE", "e");
+}
+
+void ApplyChain(KernelSource& src, const std::string& kernel_name, const ir::Value* anchor_out,
+                const std::vector<const ir::Node*>& ops, KernelSpec& spec, const std::string& macro,
+                const std::string& prefix) {
   if (ops.empty()) {
-    src.Define("EPILOGUE(v, i)", "(v)").Define("EPILOGUE_PARAMS", "");
+    src.Define(macro + "(v, i)", "(v)").Define(macro + "_PARAMS", "");
     return;
   }
   const ir::Value* result = ops.back()->outputs[0];
@@ -198,22 +204,23 @@ void ApplyEpilogue(KernelSource& src, const std::string& kernel_name, const ir::
   std::vector<const ir::Value*> ext = ir::ExternalInputs(ops);
   std::erase(ext, anchor_out);
   auto param = [&](const ir::Value* v) {
-    return fmt::format("e{}", std::find(ext.begin(), ext.end(), v) - ext.begin());
+    return fmt::format("{}{}", prefix, std::find(ext.begin(), ext.end(), v) - ext.begin());
   };
   ChainCode c = ElementwiseChain(ops, anchor_out, "v", param);
   std::string params, args;
   for (size_t k = 0; k < ext.size(); ++k) {
-    params += fmt::format(", __global const {}* e{}", StorageTypeName(ext[k]->type.dtype), k);
-    args += fmt::format(", e{}", k);
+    params +=
+        fmt::format(", __global const {}* {}{}", StorageTypeName(ext[k]->type.dtype), prefix, k);
+    args += fmt::format(", {}{}", prefix, k);
     spec.args.push_back(ext[k]->id);
   }
-  std::string fn = kernel_name + "_epilogue";
+  std::string fn = kernel_name + "_" + prefix + "chain";
   src.Prelude(fmt::format("{} {}({} v, long i{}) {{ {} {} return {}; }}\n",
                           ValueTypeName(result->type.dtype), fn,
                           ValueTypeName(anchor_out->type.dtype), params,
                           CoordsCode(result->type.shape), c.code, c.result));
-  src.Define("EPILOGUE(v, i)", fmt::format("{}(v, i{})", fn, args));
-  src.Define("EPILOGUE_PARAMS", params);
+  src.Define(macro + "(v, i)", fmt::format("{}(v, i{})", fn, args));
+  src.Define(macro + "_PARAMS", params);
   // The kernel now writes the chain's result instead of the anchor's.
   std::replace(spec.args.begin(), spec.args.end(), anchor_out->id, result->id);
 }

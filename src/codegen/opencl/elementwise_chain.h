@@ -57,5 +57,10 @@ ChainFunction ChainAsFunction(const std::string& name, const ir::Value* seed,
 // the identity. Call after spec.args lists the anchor's inputs and output, before Render().
 void ApplyEpilogue(KernelSource& src, const std::string& kernel_name, const ir::Value* anchor_out,
                    const std::vector<const ir::Node*>& ops, KernelSpec& spec);
+// The same under another macro name (MACRO(v, i), MACRO_PARAMS) and parameter prefix: a chain
+// applied to values a kernel reads (LayerNorm's prologue) rather than writes.
+void ApplyChain(KernelSource& src, const std::string& kernel_name, const ir::Value* anchor_out,
+                const std::vector<const ir::Node*>& ops, KernelSpec& spec, const std::string& macro,
+                const std::string& prefix);
 
 }  // namespace texel::codegen

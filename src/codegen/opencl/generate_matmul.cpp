@@ -366,7 +366,7 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
   // Split-K: the product goes to scratch 0 (arg -1) as partial sums; bias and epilogue follow.
   int64_t ks = direct ? s.k : SplitLength(s.k, p.split_k, p.tile_k);
   int64_t splits = direct ? 1 : CeilDiv(s.k, ks);
-  bool split = splits > 1;
+  bool split = splits > 1 || g.partials_only;
   bool bias = !g.bias.empty();
   KernelSource src(kernel_name, direct ? "matmul_direct" : "matmul");
   DefineStorage(src, t);
@@ -392,7 +392,7 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
     k.Define("BIAS(b, row)", with ? "LOAD(bias_p, " + g.bias + ")" : "0");
   };
   // Split-K finished by the last work-group of each tile instead of a second kernel.
-  bool fixup = split && p.handoff;
+  bool fixup = split && p.handoff && !g.partials_only;
   define_bias(src, bias && (!split || fixup));
   src.Define("EDGE_M", s.m % p.tile_m != 0).Define("EDGE_N", s.n % p.tile_n != 0);
   src.Define("CLAMP_N", s.n % p.tile_n != 0 && !s.gather_b);
@@ -439,6 +439,7 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
   if (!split) return {spec};
 
   spec.scratch_bytes = {splits * outputs * ElemBytes(t)};
+  if (g.partials_only) return {spec};
   if (fixup) {
     spec.args.push_back(-1);
     spec.args.push_back(-2);
@@ -466,10 +467,9 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
   return {spec, add};
 }
 
-std::vector<KernelSpec> GenerateMatMulWith(const ir::Node& n, const std::string& kernel_name,
-                                           const Target& target, const MatMulParams& p,
-                                           const Chain& epilogue) {
-  RequireOneFloatType(n);  // f64 only reaches here with cl_khr_fp64
+namespace {
+
+GemmOperands OperandsOf(const ir::Node& n) {
   GemmOperands g;
   g.shape = GemmShapeOf(n);
   if (n.attrs.Int("trans_b", 0)) g.load_b = kTransposedLoadB;
@@ -481,7 +481,30 @@ std::vector<KernelSpec> GenerateMatMulWith(const ir::Node& n, const std::string&
   g.b_offset = BatchOffset(bb, yb, g.shape.k * g.shape.n);
   g.args = {n.inputs[0]->id, n.inputs[1]->id, n.outputs[0]->id};
   g.out = n.outputs[0];
-  return GenerateGemm(g, kernel_name, target, p, epilogue);
+  return g;
+}
+
+}  // namespace
+
+std::vector<KernelSpec> GenerateMatMulWith(const ir::Node& n, const std::string& kernel_name,
+                                           const Target& target, const MatMulParams& p,
+                                           const Chain& epilogue) {
+  RequireOneFloatType(n);  // f64 only reaches here with cl_khr_fp64
+  return GenerateGemm(OperandsOf(n), kernel_name, target, p, epilogue);
+}
+
+KernelSpec GenerateMatMulPartials(const ir::Node& n, const std::string& kernel_name,
+                                  const Target& target, int64_t* slices) {
+  RequireOneFloatType(n);
+  GemmOperands g = OperandsOf(n);
+  g.partials_only = true;
+  MatMulParams p = ChooseMatMulParams(g.shape, target);
+  p.handoff = false;
+  std::vector<KernelSpec> specs = GenerateGemm(g, kernel_name, target, p);
+  TEXEL_CHECK(specs.size() == 1 && specs[0].scratch_bytes.size() == 1, "partial product kernels");
+  *slices = specs[0].scratch_bytes[0] /
+            (NumElements(n.outputs[0]->type.shape) * ElemBytes(n.outputs[0]->type.dtype));
+  return specs[0];
 }
 
 std::vector<KernelSpec> GenerateMatMul(const ir::Node& n, const std::string& kernel_name,

@@ -167,7 +167,8 @@ KernelSpec GenerateSoftmax(const ir::Node& n, const std::string& kernel_name,
 }
 
 KernelSpec GenerateLayerNorm(const ir::Node& n, const std::string& kernel_name,
-                             const Target& target, const Chain& epilogue) {
+                             const Target& target, const Chain& epilogue,
+                             const NormPrologue* prologue) {
   // The input as read: the value itself, or the view the normalize pass stored (x_*), as
   // [rows, r] (the pass checked that the strides allow it).
   ir::IndexMap view = ir::IndexMap::Load(n.attrs, "x", n.inputs[0]->type.shape);
@@ -178,18 +179,40 @@ KernelSpec GenerateLayerNorm(const ir::Node& n, const std::string& kernel_name,
   std::optional<ir::IndexMap> rr = view.Reshaped({rows, r});
   TEXEL_CHECK(rr.has_value(), "LayerNorm's input view has no [rows, r] form");
   KernelSource src(kernel_name, "layer_norm");
-  src.Define("X_OFFSET", fmt::format("{}L", rr->offset));
-  src.Define("X_ROW", fmt::format("{}L", rows == 1 ? r : rr->strides[0]));
-  src.Define("X_STEP", fmt::format("{}L", r == 1 ? 1 : rr->strides[1]));
   DefineStorage(src, RequireOneFloatType(n));
   int lw = target.gpu ? std::max(RowWorkers(0, r, target), 1) : 1;
   src.Define("ROWS", fmt::format("{}L", rows)).Define("R", r).Define("LW", lw);
+  // A work-item's elements stay in registers when they are few (GPUs: a row per work-group).
+  int64_t per_item = (r + lw - 1) / lw;
+  src.Define("XN", per_item <= 16 ? per_item : 0);
   src.Define("EPS", FloatLiteral(n.attrs.Float("epsilon")));
   src.Define("RMS", n.attrs.Int("rms", 0));
   DefineRowCombine(src, kernel_name, lw);
   KernelSpec spec;
   spec.name = kernel_name;
-  spec.args = {n.inputs[0]->id, n.outputs[0]->id};
+  if (prologue) {
+    // x is the product's slices (scratch 0), row-major [rows, r]: their sum, then its epilogue.
+    TEXEL_CHECK(rr->offset == 0 && rr->strides[1] == 1 && (rows == 1 || rr->strides[0] == r),
+                "a LayerNorm after a product reads it whole");
+    src.Define("X_TYPE", "T");
+    std::string sum = "(x)[(long)(r) * R + (k)]";
+    for (int64_t s = 1; s < prologue->slices; ++s)
+      sum += fmt::format(" + (x)[{}L + (long)(r) * R + (k)]", s * rows * r);
+    src.Define("X_AT(x, r, k)", fmt::format("PROLOGUE({}, (long)(r) * R + (k))", sum));
+    spec.args = {-1};
+    ApplyChain(src, kernel_name, prologue->product, prologue->chain, spec, "PROLOGUE", "p");
+    if (prologue->write_input) spec.args.push_back(prologue->write_input->id);
+    spec.args.push_back(n.outputs[0]->id);
+  } else {
+    src.Define("X_TYPE", "T_STORE");
+    src.Define("X_AT(x, r, k)",
+               fmt::format("LOAD(x, {}L + (long)(r) * {}L + (long)(k) * {}L)", rr->offset,
+                           rows == 1 ? r : rr->strides[0], r == 1 ? 1 : rr->strides[1]));
+    src.Define("PROLOGUE_PARAMS", "");
+    spec.args = {n.inputs[0]->id, n.outputs[0]->id};
+  }
+  bool write_x = prologue && prologue->write_input;
+  src.Define("WRITE_X", write_x).Define("XOUT_PARAM", write_x ? ", __global T_STORE* xo" : "");
   ApplyEpilogue(src, kernel_name, n.outputs[0], epilogue, spec);
   spec.source = src.Render();
   SetRowLaunch(spec, rows, lw);

@@ -1,6 +1,9 @@
 #include "codegen/opencl/generator.h"
 
+#include <algorithm>
+
 #include "codegen/opencl/elementwise_chain.h"
+#include "codegen/opencl/matmul.h"
 #include "core/error.h"
 
 namespace texel::codegen {
@@ -89,7 +92,22 @@ std::vector<KernelSpec> GenerateGroup(const Chain& nodes, const std::string& ker
       return GenerateConv(node, kernel_name, target, epilogue);
     case ir::OpClass::kPool: return {GeneratePool(node, kernel_name, epilogue)};
     case ir::OpClass::kReduce: return {GenerateReduce(node, kernel_name, target, epilogue)};
-    case ir::OpClass::kMatMul: return GenerateMatMul(node, kernel_name, target, epilogue);
+    case ir::OpClass::kMatMul: {
+      // A product, its epilogue, then a LayerNorm reading it (fuse's third rule): the product
+      // as partial slices, the LayerNorm summing them with the epilogue applied.
+      auto ln = std::find_if(epilogue.begin(), epilogue.end(),
+                             [](const ir::Node* m) { return m->op == ir::OpKind::kLayerNorm; });
+      if (ln == epilogue.end()) return GenerateMatMul(node, kernel_name, target, epilogue);
+      NormPrologue pro;
+      pro.product = node.outputs[0];
+      pro.chain.assign(epilogue.begin(), ln);
+      if ((*ln)->attrs.Int("write_input", 0)) pro.write_input = (*ln)->inputs[0];
+      KernelSpec product = GenerateMatMulPartials(node, kernel_name, target, &pro.slices);
+      KernelSpec norm = GenerateLayerNorm(**ln, kernel_name + "_layernorm", target,
+                                          Chain(ln + 1, epilogue.end()), &pro);
+      norm.scratch_bytes = product.scratch_bytes;
+      return {product, norm};
+    }
     case ir::OpClass::kNormalize:
       if (node.op == ir::OpKind::kLayerNorm)
         return {GenerateLayerNorm(node, kernel_name, target, epilogue)};

@@ -57,8 +57,19 @@ KernelSpec GenerateReduce(const ir::Node& node, const std::string& kernel_name,
                           const Target& target, const Chain& epilogue = {});
 KernelSpec GenerateSoftmax(const ir::Node& node, const std::string& kernel_name,
                            const Target& target);
+// A LayerNorm whose input is a product's result: `slices` partial products of its shape in
+// scratch 0 (split-K, or one), summed, with the product's epilogue `chain` (bias, residual)
+// applied, as the LayerNorm reads them; the product's result never reaches memory.
+struct NormPrologue {
+  const ir::Value* product = nullptr;  // the MatMul's output
+  Chain chain;
+  int64_t slices = 1;
+  // The LayerNorm's input (the chain's result), also written out when others read it.
+  const ir::Value* write_input = nullptr;
+};
 KernelSpec GenerateLayerNorm(const ir::Node& node, const std::string& kernel_name,
-                             const Target& target, const Chain& epilogue = {});
+                             const Target& target, const Chain& epilogue = {},
+                             const NormPrologue* prologue = nullptr);
 // Attention (generate_attention.cpp): bq query rows per work-group (one per work-item, or 64
 // with `tiled`: kernels/attention_tiled.cl), bk keys per local-memory tile, vw lanes per
 // vector load, the keys split `splits` ways (then a merge kernel follows).

@@ -78,6 +78,9 @@ struct GemmOperands {
   std::string bias;       // element index (an expression in b and row) of a bias per row, or ""
   std::vector<int> args;  // value ids bound to a, b[, bias], out
   const ir::Value* out = nullptr;
+  // The product goes to scratch 0 as its K slices (one when K is not split), with no bias,
+  // epilogue or sum kernel: the consumer adds them up (a LayerNorm's prologue).
+  bool partials_only = false;
 };
 
 // The kernels for g with explicit parameters (CheckMatMulParams must pass: kInvalidArgument):
@@ -85,6 +88,11 @@ struct GemmOperands {
 std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& kernel_name,
                                      const Target& target, const MatMulParams& params,
                                      const Chain& epilogue = {});
+
+// The heuristic's product for MatMul n as partial slices only (GemmOperands::partials_only):
+// its kernel, and in *slices how many slices of n's output shape it leaves in scratch 0.
+KernelSpec GenerateMatMulPartials(const ir::Node& n, const std::string& kernel_name,
+                                  const Target& target, int64_t* slices);
 
 // GenerateMatMul with explicit parameters (CheckMatMulParams must pass: kInvalidArgument).
 std::vector<KernelSpec> GenerateMatMulWith(const ir::Node& node, const std::string& kernel_name,
