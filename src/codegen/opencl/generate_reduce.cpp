@@ -181,6 +181,10 @@ KernelSpec GenerateLayerNorm(const ir::Node& n, const std::string& kernel_name,
   KernelSource src(kernel_name, "layer_norm");
   DefineStorage(src, RequireOneFloatType(n));
   int lw = target.gpu ? std::max(RowWorkers(0, r, target), 1) : 1;
+  // Summing a product's slices makes each element several loads: more work-items per row.
+  if (prologue && prologue->slices > 1 && lw > 1)
+    while (lw < 256 && lw * 2 <= static_cast<int>(target.max_work_group_size) && lw * 3 <= r)
+      lw *= 2;
   src.Define("ROWS", fmt::format("{}L", rows)).Define("R", r).Define("LW", lw);
   // A work-item's elements stay in registers when they are few (GPUs: a row per work-group).
   int64_t per_item = (r + lw - 1) / lw;
