@@ -18,7 +18,9 @@ codegen::Target NativeBackend::TargetOf(const cl::DeviceInfo& device) {
   if (device.local_mem_bytes > 0) t.local_mem_bytes = device.local_mem_bytes;
   if (device.max_work_group_size > 0) t.max_work_group_size = device.max_work_group_size;
   t.warp_size = device.nv_warp_size;
-  t.group_handoff = device.type == "CPU" || device.nv_warp_size == 32;
+  t.ptx = device.nv_warp_size > 0;
+  // Hand-over between work-groups needs a device-wide fence: PTX's, or a CPU's coherent caches.
+  t.group_handoff = device.type == "CPU" || t.ptx;
   // TEXEL_TARGET=gpu:CU generates the kernels a GPU with CU compute units would get, so that
   // tests check the GPU's choices on a CPU device (docs/decisions.md); gpu:CU:handoff one whose
   // work-groups hand results over (NVIDIA's), on a device that runs them one at a time

@@ -50,7 +50,7 @@ AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int
   // native_exp saves 3-10%.
   if (t.gpu) {
     p.fast_exp = true;
-    p.warp_sync = p.tiled && t.warp_size == 32;
+    p.warp_sync = p.tiled && t.ptx && t.warp_size == 32;
     int64_t groups = (sq + p.bq - 1) / p.bq * batch;
     int64_t per_cu = !p.tiled ? 8 : causal ? 4 : 2;
     int64_t want = (per_cu * static_cast<int64_t>(t.compute_units) + groups - 1) / groups;
@@ -144,7 +144,7 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
   if (p.tiled && !(dh % 4 == 0 && dv % 32 == 0 && elem == 4))
     Fail(ErrorCode::kUnsupported, "the tiled attention kernel needs d % 4 == 0, dv % 32 == 0, f32");
   if (p.tiled) p.vw = 4, p.bq = 64, p.bk = 32;
-  if (p.warp_sync && target.warp_size != 32)
+  if (p.warp_sync && !(target.ptx && target.warp_size == 32))
     Fail(ErrorCode::kUnsupported, "warp-synchronised attention needs 32-lane NVIDIA warps");
   if (p.vw == 4 && (dh % 4 != 0 || dv % 4 != 0)) p.vw = 1;
 

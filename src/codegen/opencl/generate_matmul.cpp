@@ -82,7 +82,7 @@ std::string VecLoad(DType t, int n) {
 // L1 (ld.global.cg: another compute unit wrote the data, and L1s are not coherent); elsewhere
 // plain loads after ARRIVE_LAST's fence.
 void DefineAddPart(KernelSource& src, DType t, int n, const Target& target) {
-  if (target.warp_size != 32 || t != DType::kFloat32) {
+  if (!target.ptx || t != DType::kFloat32) {
     src.Define("ADD_PART(p, i, v)", fmt::format("(v) += {}", VecLoad(t, n)));
     src.Define("ADD_PART1(p, i, x)", "(x) += ((volatile __global const T*)(p))[i]");
     return;

@@ -181,8 +181,10 @@ KernelSpec GenerateLayerNorm(const ir::Node& n, const std::string& kernel_name,
   KernelSource src(kernel_name, "layer_norm");
   DefineStorage(src, RequireOneFloatType(n));
   int lw = target.gpu ? std::max(RowWorkers(0, r, target), 1) : 1;
-  // Summing a product's slices makes each element several loads: more work-items per row.
-  if (prologue && prologue->slices > 1 && lw > 1)
+  // Summing a product's slices makes each element several loads, and few rows leave the device
+  // idle: more work-items per row.
+  if (lw > 1 && ((prologue && prologue->slices > 1) ||
+                 rows <= 4 * static_cast<int64_t>(target.compute_units)))
     while (lw < 256 && lw * 2 <= static_cast<int>(target.max_work_group_size) && lw * 3 <= r)
       lw *= 2;
   src.Define("ROWS", fmt::format("{}L", rows)).Define("R", r).Define("LW", lw);

@@ -53,8 +53,8 @@ void DefineArrival(KernelSource& src, const Target& t) {
   // OpenCL 1.2 promises no order between work-groups; NVIDIA's GPUs get a device-wide fence in
   // PTX (membar.gl, CUDA's __threadfence), others OpenCL's global fence, which orders the
   // work-item's accesses as seen by the device on CPUs.
-  std::string fence = t.warp_size == 32 ? R"(__asm volatile("membar.gl;" ::: "memory"))"
-                                        : "mem_fence(CLK_GLOBAL_MEM_FENCE)";
+  std::string fence =
+      t.ptx ? R"(__asm volatile("membar.gl;" ::: "memory"))" : "mem_fence(CLK_GLOBAL_MEM_FENCE)";
   src.Define("ARRIVE_LAST(counter, parties, last)",
              "do { " + fence +
                  "; barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);"

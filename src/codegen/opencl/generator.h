@@ -22,7 +22,10 @@ struct Target {
   uint64_t local_mem_bytes = 32 * 1024;
   size_t max_work_group_size = 256;
   uint32_t warp_size = 0;  // NVIDIA's warp (cl_nv_device_attribute_query); 0 when unknown
-  bool fp16 = false;       // cl_khr_fp16: f16 images are read and written with read_imageh
+  // Inline PTX (`__asm volatile`) builds in the device's OpenCL C: NVIDIA's driver, known by
+  // cl_nv_device_attribute_query. Fences, cache-bypassing loads and warp barriers use it.
+  bool ptx = false;
+  bool fp16 = false;  // cl_khr_fp16: f16 images are read and written with read_imageh
   // Work-groups may hand results to each other through a global fence and an atomic counter
   // (DefineArrival): known to hold on NVIDIA (a PTX fence) and on CPUs; elsewhere a second
   // kernel combines the parts.
