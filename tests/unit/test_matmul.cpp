@@ -246,6 +246,24 @@ TEST(MatMulTest, GpuHeuristicChoices) {
   EXPECT_GT(codegen::ChooseMatMulParams({1, 512, 49, 4608, DType::kFloat32}, gpu).split_k, 1);
   EXPECT_EQ(codegen::ChooseMatMulParams({1, 1024, 1024, 1024, DType::kFloat32}, gpu).split_k, 1);
   EXPECT_EQ(codegen::ChooseMatMulParams({1, 4096, 4096, 4096, DType::kFloat32}, gpu).split_k, 1);
+  // Transformer layers (a side <= 256, >= 64M multiply-adds): 64 x 128 tiles, K split so that
+  // the work-groups fill their last wave (docs/decisions.md), e.g. ViT's 197 x 768 x 3072 in 11
+  // ranges (24 tiles x 11 = 264 work-groups, two full waves of 132).
+  struct Expect {
+    codegen::GemmShape shape;
+    int split;
+  };
+  for (const Expect& e : {Expect{{1, 197, 768, 3072}, 11}, Expect{{1, 197, 2304, 768}, 5},
+                          Expect{{1, 128, 768, 768}, 10}, Expect{{1, 49, 3072, 768}, 5}}) {
+    MatMulParams p = codegen::ChooseMatMulParams(e.shape, gpu);
+    EXPECT_EQ(p.tile_m, 64) << p.ToString();
+    EXPECT_EQ(p.tile_n, 128) << p.ToString();
+    EXPECT_EQ(p.split_k, e.split) << p.ToString();
+    EXPECT_FALSE(p.handoff) << p.ToString();
+  }
+  // Too small to pay for a second kernel (a 256-wide decoder): the tile model's choice, which
+  // keeps K ranges of at least 256.
+  EXPECT_EQ(codegen::ChooseMatMulParams({1, 64, 1024, 256, DType::kFloat32}, gpu).split_k, 1);
 }
 
 // t with its last two axes swapped.
