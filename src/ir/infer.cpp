@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "ir/attention_layout.h"
 #include "ir/index_map.h"
 
 namespace texel::ir {
@@ -140,39 +141,13 @@ TensorType InferAttention(const std::vector<TensorType>& in, const Attrs& a) {
   Expect(in.size() >= 3, "Attention takes q, k, v and optional biases");
   for (const auto& t : in) Expect(t.dtype == in[0].dtype, "Attention's inputs must share a type");
   Expect(IsFloat(in[0].dtype), "Attention expects float inputs");
-  IndexMap q = IndexMap::Load(a, "q", in[0].shape), k = IndexMap::Load(a, "k", in[1].shape),
-           v = IndexMap::Load(a, "v", in[2].shape);
-  size_t r = q.shape.size();
-  Expect(r >= 2 && k.shape.size() == r && v.shape.size() == r,
-         "Attention's q, k and v views must have one rank >= 2");
-  for (int i = 0; i < 3; ++i) {
-    const IndexMap& m = i == 0 ? q : i == 1 ? k : v;
-    Expect(m.shape.size() == r && m.InBounds(NumElements(in[i].shape)),
-           fmt::format("Attention's {} view is not within its input", "qkv"[i]));
-  }
-  Expect(q.shape[r - 1] == k.shape[r - 1], "Attention's q and k differ in their last dim");
-  Expect(k.shape[r - 2] == v.shape[r - 2], "Attention's k and v differ in sequence length");
-  Shape batch = BroadcastShapes(Shape(q.shape.begin(), q.shape.end() - 2),
-                                BroadcastShapes(Shape(k.shape.begin(), k.shape.end() - 2),
-                                                Shape(v.shape.begin(), v.shape.end() - 2)));
-  Expect(batch.size() == r - 2, "Attention's batch dims must broadcast within one rank");
-  Shape scores = batch, out = batch;
-  scores.push_back(q.shape[r - 2]);
-  scores.push_back(k.shape[r - 2]);
-  out.push_back(q.shape[r - 2]);
-  out.push_back(v.shape[r - 1]);
+  AttentionLayout l = AttentionLayoutOf(a, in[0].shape, in[1].shape, in[2].shape);
+  Shape scores = l.Scores();
   for (size_t b = 3; b < in.size(); ++b)
     Expect(BroadcastShapes(scores, in[b].shape) == scores,
            fmt::format("Attention bias {} does not broadcast to the scores {}",
                        ShapeStr(in[b].shape), ShapeStr(scores)));
-  if (!a.Has("out_shape")) return {in[0].dtype, out};
-  const std::vector<int64_t>& os = a.Ints("out_shape");
-  Shape physical(os.begin(), os.end());
-  IndexMap o = IndexMap::Load(a, "o", physical);
-  Expect(o.InBounds(NumElements(physical)), "Attention's output view is not within its output");
-  Expect(o.shape == out, fmt::format("Attention's output view {} is not the result {}",
-                                     ShapeStr(o.shape), ShapeStr(out)));
-  return {in[0].dtype, physical};
+  return {in[0].dtype, AttentionOutputShape(a, l)};
 }
 
 }  // namespace

@@ -6,8 +6,8 @@
 
 #include "codegen/opencl/generator.h"
 #include "core/error.h"
+#include "ir/attention_layout.h"
 #include "ir/host_eval.h"
-#include "ir/index_map.h"
 
 namespace texel::codegen {
 
@@ -124,18 +124,14 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
                                               const Target& target, const AttentionParams* params) {
   DType t = RequireOneFloatType(n);
   const ir::Attrs& a = n.attrs;
-  ir::IndexMap q = ir::IndexMap::Load(a, "q", n.inputs[0]->type.shape);
-  ir::IndexMap k = ir::IndexMap::Load(a, "k", n.inputs[1]->type.shape);
-  ir::IndexMap v = ir::IndexMap::Load(a, "v", n.inputs[2]->type.shape);
+  ir::AttentionLayout layout = ir::AttentionLayoutOf(
+      a, n.inputs[0]->type.shape, n.inputs[1]->type.shape, n.inputs[2]->type.shape);
+  TEXEL_CHECK(ir::AttentionOutputShape(a, layout) == n.outputs[0]->type.shape,
+              "attention output shape");
+  const ir::IndexMap &q = layout.q, &k = layout.k, &v = layout.v, &o = layout.o;
+  const Shape& batch = layout.batch;
   size_t r = q.shape.size();
-  Shape batch(r - 2);
-  for (size_t d = 0; d + 2 < r; ++d) batch[d] = std::max({q.shape[d], k.shape[d], v.shape[d]});
-  Shape out_logical = batch;
-  int64_t sq = q.shape[r - 2], sk = k.shape[r - 2], dh = q.shape[r - 1], dv = v.shape[r - 1];
-  out_logical.push_back(sq);
-  out_logical.push_back(dv);
-  ir::IndexMap o = ir::IndexMap::Load(a, "o", n.outputs[0]->type.shape);
-  TEXEL_CHECK(o.shape == out_logical, "attention output view");
+  int64_t sq = layout.sq, sk = layout.sk, dh = layout.d, dv = layout.dv;
   int64_t nb = NumElements(batch);
   size_t elem = t == DType::kFloat64 ? 8 : 4;
   AttentionParams p =
@@ -185,9 +181,7 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
   offsets += BatchOffset("ko", k.shape, k.strides, k.offset, r - 2);
   offsets += BatchOffset("vo", v.shape, v.strides, v.offset, r - 2);
   offsets += BatchOffset("oo", o.shape, o.strides, o.offset, r - 2);
-  Shape scores = batch;
-  scores.push_back(sq);
-  scores.push_back(sk);
+  Shape scores = layout.Scores();
   std::string bias = "0", bias_params;
   KernelSpec spec;
   spec.name = kernel_name;
