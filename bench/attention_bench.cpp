@@ -131,21 +131,17 @@ void RunShape(const cl::Context& ctx, const Shape4& sh,
 int Main(int argc, char** argv) {
   std::string device, shapes = "1x12x1024x64,1x12x128x64";
   std::vector<codegen::AttentionParams> extra;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) Fail(ErrorCode::kInvalidArgument, "{} needs a value", arg);
-      return argv[++i];
-    };
+  bench::ForEachFlag(argc, argv, [&](const std::string& arg, const bench::FlagValue& value) {
     if (arg == "--device")
-      device = next();
+      device = value();
     else if (arg == "--shapes")
-      shapes = next();
+      shapes = value();
     else if (arg == "--params")
-      extra.push_back(ParseParams(next()));
+      extra.push_back(ParseParams(value()));
     else
-      Fail(ErrorCode::kInvalidArgument, "unknown argument '{}'", arg);
-  }
+      return false;
+    return true;
+  });
   cl::Context ctx(cl::SelectDevice(device));
   std::printf("device: %s\n", ctx.info().Label().c_str());
   std::printf("%-22s %-36s %9s %8s %9s\n", "b x h x s x d", "kernel (* heuristic)", "ms", "TFLOP/s",

@@ -6,8 +6,11 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <functional>
+#include <string>
 
 #include "backends/native/bound_kernels.h"
+#include "core/error.h"
 #include "runtime/cl/context.h"
 
 namespace texel::bench {
@@ -28,6 +31,21 @@ double TimeRuns(const cl::Context& ctx, double seconds, F&& launch) {
   for (int r = 0; r < reps; ++r) launch();
   ctx.Finish();
   return std::chrono::duration<double>(Clock::now() - t0).count() / reps;
+}
+
+// Reads argv's flags in order: handle(flag, value) for each, where value() takes the argument
+// after the flag (failing when there is none); a flag that handle returns false for fails.
+using FlagValue = std::function<std::string()>;
+inline void ForEachFlag(int argc, char** argv,
+                        const std::function<bool(const std::string&, const FlagValue&)>& handle) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    FlagValue value = [&]() -> std::string {
+      if (i + 1 >= argc) Fail(ErrorCode::kInvalidArgument, "{} needs a value", arg);
+      return argv[++i];
+    };
+    if (!handle(arg, value)) Fail(ErrorCode::kInvalidArgument, "unknown argument '{}'", arg);
+  }
 }
 
 // Runs main_fn; an exception becomes "PROGRAM: error: ..." and exit status 1.

@@ -7,9 +7,8 @@
 // Usage: texel_gemm_bench [--device SPEC] [--sizes 512,1024] [--gemv 4096] [--no-clblast]
 //                         [--shapes MxNxK,...] [--params TMxTNxTK:WMxWN ...] [--seconds S]
 //   --params   extra texel kernels with explicit parameters (beside the heuristic's choice), to
-//              compare candidates on one device in one run: TMxTNxTK:WMxWN[:sSPLIT[:h]] (tiled,
-//              K split SPLIT ways, :h finished by each tile's last work-group instead of a
-//              second kernel; 4-wide loads where K and N allow), direct:WMxWN:LXxSPLIT or
+//              compare candidates on one device in one run: TMxTNxTK:WMxWN[:sSPLIT] (tiled, K
+//              split SPLIT ways; 4-wide loads where K and N allow), direct:WMxWN:LXxSPLIT or
 //              panel:WMxWN:LXxLY:PK.
 //   --gemv N   also times 1 x N x N (the M = 1 path); --shapes any M x N x K.
 #include <clblast.h>
@@ -66,10 +65,9 @@ codegen::MatMulParams ParseParams(const std::string& s) {
   }
   int n = std::sscanf(s.c_str(), "%dx%dx%d:%dx%d:s%d", &p.tile_m, &p.tile_n, &p.tile_k, &p.wi_m,
                       &p.wi_n, &p.split_k);
-  p.handoff = s.ends_with(":h");
   if (n != 5 && n != 6)
     Fail(ErrorCode::kInvalidArgument,
-         "--params '{}': want TMxTNxTK:WMxWN[:sSPLIT[:h]], direct:WMxWN:LXxSPLIT or "
+         "--params '{}': want TMxTNxTK:WMxWN[:sSPLIT], direct:WMxWN:LXxSPLIT or "
          "panel:WMxWN:LXxLY:PK",
          s);
   return p;
@@ -197,29 +195,25 @@ int Main(int argc, char** argv) {
   std::string shapes;
   std::vector<codegen::MatMulParams> extra;
   bool clblast = true;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) Fail(ErrorCode::kInvalidArgument, "{} needs a value", arg);
-      return argv[++i];
-    };
+  bench::ForEachFlag(argc, argv, [&](const std::string& arg, const bench::FlagValue& value) {
     if (arg == "--device")
-      device = next();
+      device = value();
     else if (arg == "--sizes")
-      sizes = ParseList(next());
+      sizes = ParseList(value());
     else if (arg == "--gemv")
-      gemv = ParseList(next());
+      gemv = ParseList(value());
     else if (arg == "--shapes")
-      shapes = next();
+      shapes = value();
     else if (arg == "--seconds")
-      g_seconds = std::stod(next());
+      g_seconds = std::stod(value());
     else if (arg == "--params")
-      extra.push_back(ParseParams(next()));
+      extra.push_back(ParseParams(value()));
     else if (arg == "--no-clblast")
       clblast = false;
     else
-      Fail(ErrorCode::kInvalidArgument, "unknown argument '{}'", arg);
-  }
+      return false;
+    return true;
+  });
   cl::Context ctx(cl::SelectDevice(device));
   std::printf("device: %s\n", ctx.info().Label().c_str());
   std::printf("%-19s  %-36s %9s %8s %9s %8s %7s %9s %9s\n", "m x n x k",

@@ -88,12 +88,16 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
     const ir::Node& first = *nodes[0];
     const Backend* be = FindBackend(first.backend.empty() ? "native" : first.backend);
     TEXEL_CHECK(be != nullptr, "node '{}' has unknown backend '{}'", first.name, first.backend);
-    std::string op, ops;  // "conv_add_relu", "Conv+Add+Relu"
-    for (const ir::Node* m : nodes) {
-      op += (op.empty() ? "" : "_") + std::string(OpName(m->op));
-      ops += (ops.empty() ? "" : "+") + std::string(OpName(m->op));
-    }
-    for (char& c : op) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    // "Conv+Add+Relu": the ops of nodes[from..], a kernel's label.
+    auto ops_from = [&](size_t from) {
+      std::string s;
+      for (size_t k = from; k < nodes.size(); ++k)
+        s += (s.empty() ? "" : "+") + std::string(OpName(nodes[k]->op));
+      return s;
+    };
+    std::string ops = ops_from(0), op = ops;  // op: "conv_add_relu", in kernel names
+    for (char& c : op)
+      c = c == '+' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     std::vector<codegen::KernelSpec> kernels;
     try {
       kernels = be->Lower(nodes, fmt::format("k{}_{}", index++, op), device);
@@ -138,8 +142,9 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
       for (int id : k.args) step.buffers.push_back(id < 0 ? scratch.at(-1 - id) : buffer_of.at(id));
       step.global = k.global;
       step.local = k.local;
-      step.node = first.name;
-      step.op = ops;
+      TEXEL_CHECK(k.first_op < nodes.size(), "kernel '{}' starts past its group", k.name);
+      step.node = nodes[k.first_op]->name;
+      step.op = ops_from(k.first_op);
       step.backend = std::string(be->name());
       step.flops = k.flops;
       for (const ir::Value* v : reads) step.bytes += static_cast<double>(v->type.bytes());

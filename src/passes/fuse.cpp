@@ -56,40 +56,46 @@ bool BackendFuses(const ir::Node& n) {
   return be && be->FusesEpilogues();
 }
 
+// What the second and third rules look up. They change groups, never edges.
+struct GraphIndex {
+  std::map<const ir::Node*, size_t> pos;            // graph order
+  std::vector<std::vector<const ir::Node*>> users;  // value id -> the nodes that read it
+  std::vector<bool> outputs;                        // value id -> a graph output
+  std::map<int, std::vector<ir::Node*>> members;    // group -> its nodes in graph order
+
+  explicit GraphIndex(ir::Graph& g) : users(g.UseCounts().size()), outputs(users.size(), false) {
+    for (const auto& node : g.nodes()) {
+      pos[node.get()] = pos.size();
+      for (const ir::Value* in : node->inputs) users[in->id].push_back(node.get());
+      if (node->group >= 0) members[node->group].push_back(node.get());
+    }
+    for (const ir::Value* v : g.outputs()) outputs[v->id] = true;
+  }
+};
+
 // The second rule: merges elementwise groups into the group whose result they read where all
 // of that result's uses are inside the two. Returns how many groups were merged away.
-int64_t MergeDiamonds(ir::Graph& g, size_t num_groups) {
-  std::vector<std::vector<ir::Node*>> members(num_groups);
-  for (const auto& node : g.nodes())
-    if (node->group >= 0) members[node->group].push_back(node.get());
-  std::vector<std::vector<const ir::Node*>> users(g.UseCounts().size());
-  for (const auto& node : g.nodes())
-    for (const ir::Value* in : node->inputs) users[in->id].push_back(node.get());
-  std::map<const ir::Node*, size_t> pos;  // graph order: the merged group keeps its anchor first
-  for (const auto& node : g.nodes()) pos[node.get()] = pos.size();
-  std::vector<bool> outputs(users.size(), false);
-  for (const ir::Value* v : g.outputs()) outputs[v->id] = true;
+int64_t MergeDiamonds(GraphIndex& ix) {
   int64_t merged = 0;
-  for (size_t h = 0; h < num_groups; ++h) {
-    if (members[h].empty() || !IsElementwise(*members[h].front())) continue;
-    const ir::Value* out_h = members[h].back()->outputs[0];
-    for (const ir::Value* x : ir::ExternalInputs({members[h].begin(), members[h].end()})) {
+  for (auto& [h, mh] : ix.members) {
+    if (mh.empty() || !IsElementwise(*mh.front())) continue;
+    const ir::Value* out_h = mh.back()->outputs[0];
+    for (const ir::Value* x : ir::ExternalInputs({mh.begin(), mh.end()})) {
       const ir::Node* p = x->producer;
-      if (!p || p->group < 0 || static_cast<size_t>(p->group) == h || outputs[x->id]) continue;
-      std::vector<ir::Node*>& gm = members[p->group];
-      if (gm.back()->outputs[0] != x || pos[members[h].front()] < pos[gm.back()] ||
-          !SameLayout(x->type.shape, out_h->type.shape) ||
-          p->backend != members[h].front()->backend)
+      if (!p || p->group < 0 || p->group == h || ix.outputs[x->id]) continue;
+      std::vector<ir::Node*>& gm = ix.members[p->group];
+      if (gm.back()->outputs[0] != x || ix.pos[mh.front()] < ix.pos[gm.back()] ||
+          !SameLayout(x->type.shape, out_h->type.shape) || p->backend != mh.front()->backend)
         continue;
       if (IsAnchor(*gm.front()) && out_h->type.dtype != gm.front()->outputs[0]->type.dtype)
         continue;
-      bool inside = std::none_of(members[h].begin(), members[h].end(),
+      bool inside = std::none_of(mh.begin(), mh.end(),
                                  [](const ir::Node* n) { return ir::ReadsThroughView(*n); });
-      for (const ir::Node* u : users[x->id]) inside &= u->group == p->group || u->group == (int)h;
+      for (const ir::Node* u : ix.users[x->id]) inside &= u->group == p->group || u->group == h;
       if (!inside) continue;
-      for (ir::Node* n : members[h]) n->group = p->group;
-      gm.insert(gm.end(), members[h].begin(), members[h].end());
-      members[h].clear();
+      for (ir::Node* n : mh) n->group = p->group;
+      gm.insert(gm.end(), mh.begin(), mh.end());
+      mh.clear();
       ++merged;
       break;
     }
@@ -98,50 +104,40 @@ int64_t MergeDiamonds(ir::Graph& g, size_t num_groups) {
 }
 
 // The third rule; returns how many LayerNorms joined a product's group.
-int64_t MergeNormPrologues(ir::Graph& g, std::vector<const ir::Node*>& root) {
-  std::vector<int> uses = g.UseCounts();
-  std::vector<bool> outputs(uses.size(), false);
-  for (const ir::Value* v : g.outputs()) outputs[v->id] = true;
-  std::map<const ir::Node*, size_t> pos;
-  std::vector<std::vector<const ir::Node*>> users(uses.size());
-  for (const auto& node : g.nodes()) {
-    pos[node.get()] = pos.size();
-    for (const ir::Value* in : node->inputs) users[in->id].push_back(node.get());
-  }
-  std::map<int, std::vector<ir::Node*>> members;
-  for (const auto& node : g.nodes())
-    if (node->group >= 0) members[node->group].push_back(node.get());
+int64_t MergeNormPrologues(ir::Graph& g, GraphIndex& ix, std::vector<const ir::Node*>& root) {
   int64_t merged = 0;
   for (const auto& node : g.nodes()) {
     ir::Node& n = *node;
     if (n.op != OpKind::kLayerNorm || ir::ReadsThroughView(n)) continue;
     ir::Value* x = n.inputs[0];
     ir::Node* p = x->producer;
-    if (!p || outputs[x->id] || p->backend != n.backend || !BackendFuses(n)) continue;
-    const ir::Node* first = p->group >= 0 ? members[p->group].front() : p;
-    const ir::Node* last = p->group >= 0 ? members[p->group].back() : p;
+    if (!p || ix.outputs[x->id] || p->backend != n.backend || !BackendFuses(n)) continue;
+    std::vector<ir::Node*> product = p->group >= 0 ? ix.members[p->group] : std::vector{p};
     const Shape& xs = x->type.shape;
-    bool has_norm =
-        p->group >= 0 && std::any_of(members[p->group].begin(), members[p->group].end(),
-                                     [](const ir::Node* m) { return m->op == OpKind::kLayerNorm; });
-    if (first->op != OpKind::kMatMul || last->outputs[0] != x || xs.empty() || has_norm ||
-        n.attrs.Int("axis") != static_cast<int64_t>(xs.size()) - 1 ||
-        first->outputs[0]->type.dtype != DType::kFloat32 || x->type.dtype != DType::kFloat32)
+    bool has_norm = std::any_of(product.begin(), product.end(),
+                                [](const ir::Node* m) { return m->op == OpKind::kLayerNorm; });
+    if (product.front()->op != OpKind::kMatMul || product.back()->outputs[0] != x || xs.empty() ||
+        has_norm || n.attrs.Int("axis") != static_cast<int64_t>(xs.size()) - 1 ||
+        product.front()->outputs[0]->type.dtype != DType::kFloat32 ||
+        x->type.dtype != DType::kFloat32)
       continue;
-    std::vector<ir::Node*> moved = n.group >= 0 ? members[n.group] : std::vector<ir::Node*>{&n};
-    bool read_after = std::all_of(users[x->id].begin(), users[x->id].end(), [&](const ir::Node* u) {
-      return u->group == n.group && n.group >= 0 ? true : u == &n || pos[u] > pos[moved.back()];
+    std::vector<ir::Node*> moved = n.group >= 0 ? ix.members[n.group] : std::vector{&n};
+    // Other readers of X: in the LayerNorm's epilogue, or after the merged group.
+    const std::vector<const ir::Node*>& readers = ix.users[x->id];
+    bool read_elsewhere = readers.size() > 1;
+    bool read_after = std::all_of(readers.begin(), readers.end(), [&](const ir::Node* u) {
+      return u == &n || (n.group >= 0 && u->group == n.group) || ix.pos[u] > ix.pos[moved.back()];
     });
-    if (uses[x->id] > 1 && !read_after) continue;
+    if (!read_after) continue;
     if (p->group < 0) {
       p->group = static_cast<int>(root.size());
       root.push_back(p);
-      members[p->group] = {p};
+      ix.members[p->group] = {p};
     }
-    if (uses[x->id] > 1) n.attrs.Set("write_input", int64_t{1});
-    if (n.group >= 0) members.erase(n.group);
+    if (read_elsewhere) n.attrs.Set("write_input", int64_t{1});
+    if (n.group >= 0) ix.members.erase(n.group);
     for (ir::Node* m : moved) m->group = p->group;
-    std::vector<ir::Node*>& gm = members[p->group];
+    std::vector<ir::Node*>& gm = ix.members[p->group];
     gm.insert(gm.end(), moved.begin(), moved.end());
     ++merged;
   }
@@ -173,8 +169,9 @@ Stats Fuse(ir::Graph& g, const PassContext&) {
       break;
     }
   }
-  int64_t merged = MergeDiamonds(g, root.size());
-  int64_t norms = MergeNormPrologues(g, root);
+  GraphIndex ix(g);
+  int64_t merged = MergeDiamonds(ix);
+  int64_t norms = MergeNormPrologues(g, ix, root);
   std::set<int> groups;
   for (const auto& node : g.nodes())
     if (node->group >= 0) groups.insert(node->group);

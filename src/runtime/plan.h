@@ -56,8 +56,8 @@ struct MemoryPlan {
   int64_t unshared_bytes = 0;    // the planned buffers' sum: the memory without sharing
   std::vector<int64_t> offsets;  // buffer index -> offset in the arena; -1 outside it
   int64_t constant_bytes = 0;    // outside the arena: uploaded once per Executable
-  int64_t io_bytes =
-      0;  // outside the arena: graph inputs and outputs and arrival counters, one set per Session
+  // Outside the arena, one set per Session: graph inputs and outputs, and arrival counters.
+  int64_t io_bytes = 0;
   // Image values live in the texture pool (runtime/texture_pool.h): buffer index -> block, -1
   // for buffers; the pool's blocks, and the bytes of the images without sharing.
   std::vector<int> texture_block;

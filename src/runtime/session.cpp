@@ -92,10 +92,7 @@ Session::Session(const Executable& exe) : exe_(exe) {
     if (offset < 0) {
       buffers_[i] = cl::Buffer(exe.context(), static_cast<size_t>(b.bytes));
       slot_[i] = static_cast<int>(i);
-      if (b.zeroed) {
-        std::vector<char> zeros(static_cast<size_t>(b.bytes), 0);
-        buffers_[i].Write(exe.context(), zeros.data(), zeros.size());
-      }
+      if (b.zeroed) buffers_[i].Zero(exe.context());
       continue;
     }
     auto [it, fresh] = region_slot.try_emplace({offset, b.bytes}, static_cast<int>(i));

@@ -168,8 +168,6 @@ std::string KernelMix(const runtime::Plan& plan) {
     ir::OpKind op = ir::OpKind::kCopy;
     bool known = ir::ParseOpKind(step.op.substr(0, step.op.find('+')), &op);
     ir::OpClass c = ir::GetOpInfo(op).cls;
-    // A LayerNorm reading a product's slices shares the product's group (passes/fuse.cpp).
-    if (step.kernel.ends_with("_layernorm")) c = ir::OpClass::kNormalize;
     int k = !known                                                   ? 4
             : c == ir::OpClass::kAttention                           ? 0
             : c == ir::OpClass::kNormalize                           ? 1

@@ -27,10 +27,7 @@ struct BoundKernels {
     for (const auto& spec : specs) source += spec.source;
     cl::Program program(ctx, source, "", nullptr);
     for (int64_t bytes : specs[0].scratch_bytes) scratch.emplace_back(ctx, bytes);
-    for (int s : specs[0].zeroed_scratch) {
-      std::vector<char> zeros(static_cast<size_t>(specs[0].scratch_bytes.at(s)), 0);
-      scratch.at(s).Write(ctx, zeros.data(), zeros.size());
-    }
+    for (int s : specs[0].zeroed_scratch) scratch.at(s).Zero(ctx);
     for (const auto& spec : specs) {
       kernels.emplace_back(program.get(), spec.name);
       for (size_t i = 0; i < spec.args.size(); ++i) {

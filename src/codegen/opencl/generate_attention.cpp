@@ -171,7 +171,7 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
   bool fixup = p.splits > 1 && p.tiled && target.group_handoff;
   src.Define("FIXUP", fixup);
   src.Define("FIXUP_PARAMS", fixup ? ", __global T* part, __global int* counters" : "");
-  DefineArrival(src, target);
+  if (fixup) DefineArrival(src, target);
   std::string lanes = p.vw == 1 ? "" : std::to_string(p.vw);
   src.Define("PART_STORE(rec, c, x)",
              p.vw == 1 ? "(rec)[c] = (x)" : fmt::format("vstore{}((x), (c), (rec))", lanes));

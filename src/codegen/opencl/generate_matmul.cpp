@@ -77,37 +77,6 @@ std::string VecLoad(DType t, int n) {
   if (n * ElemBytes(t) > 16) return fmt::format("vload{}(0, (p) + (i))", n);
   return fmt::format("(*(__global const {}*)((p) + (i)))", VecType(t, n));
 }
-// ADD_PART(p, i, v) / ADD_PART1(p, i, x): n (or one) elements at element i of p, written by other
-// work-groups of this kernel run, added to v (x). NVIDIA: loads that bypass the compute unit's
-// L1 (ld.global.cg: another compute unit wrote the data, and L1s are not coherent); elsewhere
-// plain loads after ARRIVE_LAST's fence.
-void DefineAddPart(KernelSource& src, DType t, int n, const Target& target) {
-  if (!target.ptx || t != DType::kFloat32) {
-    src.Define("ADD_PART(p, i, v)", fmt::format("(v) += {}", VecLoad(t, n)));
-    src.Define("ADD_PART1(p, i, x)", "(x) += ((volatile __global const T*)(p))[i]");
-    return;
-  }
-  std::string regs, outs, lanes;
-  const char* lane[] = {"s0", "s1", "s2", "s3"};
-  for (int e = 0; e < n; ++e) {
-    regs += fmt::format("{}%{}", e ? ", " : "", e);
-    outs += fmt::format("{}\"=f\"(x{}_)", e ? ", " : "", e);
-    lanes += n == 1 ? "(v) += x0_;" : fmt::format(" (v).{} += x{}_;", lane[e], e);
-  }
-  std::string decl = "float x0_";
-  for (int e = 1; e < n; ++e) decl += fmt::format(", x{}_", e);
-  std::string op =
-      n == 1 ? "ld.global.cg.f32 %0" : fmt::format("ld.global.cg.v{}.f32 {{{}}}", n, regs);
-  src.Define(
-      "ADD_PART(p, i, v)",
-      fmt::format(
-          "do {{ {}; __asm volatile(\"{}, [%{}];\" : {} : \"l\"((p) + (i))); {} }} while (0)", decl,
-          op, n, outs, lanes));
-  src.Define("ADD_PART1(p, i, x)",
-             "do { float x0_; __asm volatile(\"ld.global.cg.f32 %0, [%1];\" : \"=f\"(x0_) : "
-             "\"l\"((p) + (i))); (x) += x0_; } while (0)");
-}
-
 std::string VecStore(DType t, int n) {
   if (t == DType::kFloat16) return fmt::format("vstore_half{}_rte((v), 0, (p) + (i))", n);
   return fmt::format("(*(__global {}*)((p) + (i)) = (v))", VecType(t, n));
@@ -210,9 +179,8 @@ std::string MatMulParams::ToString() const {
   if (kind == Kind::kDirect)
     return fmt::format("direct {}x{} wi {}x{} split {} panel {}", tile_m, tile_n, wi_m, wi_n,
                        split_k, panel_k);
-  return fmt::format(
-      "tiled {}x{}x{} wi {}x{} vec {}/{}{}", tile_m, tile_n, tile_k, wi_m, wi_n, vec_a, vec_b,
-      split_k > 1 ? fmt::format(" split {}{}", split_k, handoff ? " handoff" : "") : "");
+  return fmt::format("tiled {}x{}x{} wi {}x{} vec {}/{}{}", tile_m, tile_n, tile_k, wi_m, wi_n,
+                     vec_a, vec_b, split_k > 1 ? fmt::format(" split {}", split_k) : "");
 }
 
 GemmShape GemmShapeOf(const ir::Node& n) {
@@ -273,8 +241,6 @@ std::optional<std::string> CheckMatMulParams(const MatMulParams& p, const GemmSh
     return "tile_k and tile_n must be multiples of the load vector widths";
   if (p.split_k > 1 && s.dtype == DType::kFloat16)
     return "split-K keeps its partial sums in f32 or f64 storage only";
-  if (p.handoff && !t.group_handoff)
-    return "the device's work-groups cannot hand partial sums to each other";
   if (TiledLocalBytes(p, s.dtype) > static_cast<int64_t>(t.local_mem_bytes))
     return fmt::format("{} bytes of local memory exceed the device's {}",
                        TiledLocalBytes(p, s.dtype), t.local_mem_bytes);
@@ -391,9 +357,7 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
     k.Define("BIAS_PARAM", with ? ", __global const T_STORE* restrict bias_p" : "");
     k.Define("BIAS(b, row)", with ? "LOAD(bias_p, " + g.bias + ")" : "0");
   };
-  // Split-K finished by the last work-group of each tile instead of a second kernel.
-  bool fixup = split && p.handoff && !g.partials_only;
-  define_bias(src, bias && (!split || fixup));
+  define_bias(src, bias && !split);
   src.Define("EDGE_M", s.m % p.tile_m != 0).Define("EDGE_N", s.n % p.tile_n != 0);
   src.Define("CLAMP_N", s.n % p.tile_n != 0 && !s.gather_b);
   if (direct) {
@@ -417,18 +381,13 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
     src.Define("AS_STRIDE", p.tile_m + 4).Define("BS_STRIDE", p.tile_n);
     src.Define("LOCAL_ALIGN", ElemBytes(t) * std::max({vm, vn, p.vec_b}));
     src.Define("EDGE_K", s.k % p.tile_k != 0);
-    src.Define("SPLITS", splits).Define("KS", ks).Define("FIXUP", fixup);
-    src.Define("FIXUP_PARAMS", fixup ? ", __global T* restrict parts, __global int* counters" : "");
-    if (fixup) {
-      DefineArrival(src, target);
-      DefineAddPart(src, t, vn, target);
-    }
+    src.Define("SPLITS", splits).Define("KS", ks);
   }
   int64_t outputs = s.batch * s.m * s.n;
   KernelSpec spec;
   spec.name = kernel_name;
-  spec.args = split && !fixup ? std::vector<int>{g.args[0], g.args[1], -1} : g.args;
-  ApplyEpilogue(src, kernel_name, g.out, split && !fixup ? Chain{} : epilogue, spec);
+  spec.args = split ? std::vector<int>{g.args[0], g.args[1], -1} : g.args;
+  ApplyEpilogue(src, kernel_name, g.out, split ? Chain{} : epilogue, spec);
   spec.source = src.Render();
   size_t lx = p.LocalX(), ly = p.LocalY();
   spec.global = {static_cast<size_t>(CeilDiv(s.n, p.tile_n)) * lx,
@@ -440,14 +399,6 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
 
   spec.scratch_bytes = {splits * outputs * ElemBytes(t)};
   if (g.partials_only) return {spec};
-  if (fixup) {
-    spec.args.push_back(-1);
-    spec.args.push_back(-2);
-    spec.scratch_bytes.push_back(static_cast<int64_t>(spec.global[0] / lx * spec.global[1] / ly) *
-                                 s.batch * 4);
-    spec.zeroed_scratch = {1};
-    return {spec};
-  }
   std::string sum_name = kernel_name + "_sum";
   KernelSource sum(sum_name, "matmul_splitk");
   DefineStorage(sum, t);
@@ -499,7 +450,6 @@ KernelSpec GenerateMatMulPartials(const ir::Node& n, const std::string& kernel_n
   GemmOperands g = OperandsOf(n);
   g.partials_only = true;
   MatMulParams p = ChooseMatMulParams(g.shape, target);
-  p.handoff = false;
   std::vector<KernelSpec> specs = GenerateGemm(g, kernel_name, target, p);
   TEXEL_CHECK(specs.size() == 1 && specs[0].scratch_bytes.size() == 1, "partial product kernels");
   *slices = specs[0].scratch_bytes[0] /

@@ -106,6 +106,7 @@ std::vector<KernelSpec> GenerateGroup(const Chain& nodes, const std::string& ker
       KernelSpec norm = GenerateLayerNorm(**ln, kernel_name + "_layernorm", target,
                                           Chain(ln + 1, epilogue.end()), &pro);
       norm.scratch_bytes = product.scratch_bytes;
+      norm.first_op = static_cast<size_t>(ln - epilogue.begin()) + 1;
       return {product, norm};
     }
     case ir::OpClass::kNormalize:

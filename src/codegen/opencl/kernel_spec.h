@@ -20,6 +20,9 @@ struct KernelSpec {
   // Scratch buffers (by index) that start zeroed and that the kernels leave zeroed: work-group
   // arrival counters, which outlive a run and are never shared with other values.
   std::vector<int> zeroed_scratch;
+  // Where this kernel's own ops start among its group's nodes, for profiles and kernel counts:
+  // a LayerNorm's kernel after the product it reads (codegen GenerateGroup); 0: the whole group.
+  size_t first_op = 0;
   std::vector<size_t> global;
   std::vector<size_t> local;  // empty: the driver chooses
   double flops = 0;           // useful arithmetic, for profiles

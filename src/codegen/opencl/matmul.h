@@ -47,9 +47,6 @@ struct MatMulParams {
   int vec_a = 1, vec_b = 1;
   int split_k = 1;
   int panel_k = 0;
-  // kTiled with split_k > 1: the last work-group of each tile adds the others' partial sums and
-  // applies the epilogue (no second kernel); needs Target::group_handoff.
-  bool handoff = false;
 
   int LocalX() const { return tile_n / wi_n; }
   int LocalY() const { return kind == Kind::kDirect && split_k > 1 ? split_k : tile_m / wi_m; }

@@ -353,6 +353,17 @@ void Buffer::Read(const Context& ctx, void* dst, size_t bytes, size_t offset) co
   Transfer(ctx, *this, false, dst, bytes, offset);
 }
 
+void Buffer::Zero(const Context& ctx) const {
+  TEXEL_CHECK(!is_image(), "images are not zeroed");
+  if (bytes_ == 0) return;
+  const cl_uchar zero = 0;
+  cl_event done = nullptr;
+  CheckCL(clEnqueueFillBuffer(ctx.queue(), mem_, &zero, 1, 0, bytes_, 0, nullptr, &done),
+          "clEnqueueFillBuffer");
+  Event owned(done);
+  CheckCL(clWaitForEvents(1, &done), "clWaitForEvents");
+}
+
 // ---- Event ----
 
 Event::~Event() {

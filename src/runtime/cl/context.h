@@ -81,6 +81,7 @@ class Buffer {
   void Write(const Context& ctx, const void* src, size_t bytes,
              size_t offset = 0) const;                                              // blocking
   void Read(const Context& ctx, void* dst, size_t bytes, size_t offset = 0) const;  // blocking
+  void Zero(const Context& ctx) const;  // every byte of a buffer (not an image) 0; blocking
 
  private:
   cl_mem mem_ = nullptr;

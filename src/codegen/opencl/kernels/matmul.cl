@@ -24,21 +24,14 @@
 // EPILOGUE(v, i) (applied to each result, i = flat output index), EPILOGUE_PARAMS; SPLITS, KS
 // (split-K: work-group z = batch * SPLITS + s sums k in [s * KS, s * KS + KS) into slice s of
 // `out`, a scratch buffer of SPLITS x BATCH x M x N, with no bias or epilogue; kernels/
-// matmul_splitk.cl adds the slices up. SPLITS == 1, KS == K otherwise). FIXUP (with SPLITS > 1):
-// no second kernel; `out` is the result, the slices go to `parts` (FIXUP_PARAMS), and the last of
-// a tile's SPLITS work-groups to arrive (ARRIVE_LAST, on `counters`) adds the others' slices to
-// its own (ADD_PART(p, i, v): VN elements at element i of p added to v, ADD_PART1 one) and
-// applies the bias and epilogue.
+// matmul_splitk.cl adds the slices up. SPLITS == 1, KS == K otherwise).
 // Overhanging rows and columns are clamped on load (their results are never stored); K beyond
 // its end reads zeros.
 __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
     __global const T_STORE* restrict a, __global const T_STORE* restrict b BIAS_PARAM,
-    __global T_STORE* restrict out EPILOGUE_PARAMS FIXUP_PARAMS) {
+    __global T_STORE* restrict out EPILOGUE_PARAMS) {
   __local T as[2][TK][AS_STRIDE] __attribute__((aligned(LOCAL_ALIGN)));
   __local T bs[2][TK][BS_STRIDE] __attribute__((aligned(LOCAL_ALIGN)));
-#if FIXUP
-  __local int last;
-#endif
   const int tx = get_local_id(0), ty = get_local_id(1);
   const int tid = ty * LX + tx;
   const int col0 = get_group_id(0) * TN, row0 = get_group_id(1) * TM;
@@ -151,64 +144,13 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
     }
   }
 
-#if FIXUP
-  // Each work-item's results as VN-wide pieces (scalars where N is not a multiple of VN): row,
-  // col, flat index o of piece (i, g) of batch `batch`.
-#ifdef STORE_VN
-#define PIECE_W VN
-#else
-#define PIECE_W 1
-#endif
-#define FOR_EACH_PIECE(code)                                                             \
-  _Pragma("unroll") for (int i = 0; i < WM; ++i) {                                      \
-    const int row = row0 + i / VM * LY * VM + ty * VM + i % VM;                         \
-    if (EDGE_M && row >= M) continue;                                                   \
-    _Pragma("unroll") for (int g = 0; g < WN / PIECE_W; ++g) {                          \
-      const int col = col0 + g * PIECE_W / VN * LX * VN + tx * VN + g * PIECE_W % VN;   \
-      if (EDGE_N && col >= N) continue;                                                 \
-      const long o = ((long)batch * M + row) * N + col;                                 \
-      code;                                                                             \
-    }                                                                                   \
-  }
-  const long slice = (long)BATCH * M * N;
-#ifdef STORE_VN
-  FOR_EACH_PIECE({
-    TVN v;
-    for (int e = 0; e < VN; ++e) ELEM(v, e) = acc[i][g * VN + e];
-    STORE_VN(parts, split * slice + o, v);
-  })
-#else
-  FOR_EACH_PIECE(parts[split * slice + o] = acc[i][g])
-#endif
-  ARRIVE_LAST(counters + ((long)batch * get_num_groups(1) + get_group_id(1)) * get_num_groups(0) +
-                  get_group_id(0),
-              SPLITS, last);
-  if (!last) return;
-  for (int s = 0; s < SPLITS; ++s) {
-    if (s == split) continue;
-#ifdef STORE_VN
-    FOR_EACH_PIECE({
-      TVN v = 0;
-      ADD_PART(parts, s * slice + o, v);
-      for (int e = 0; e < VN; ++e) acc[i][g * VN + e] += ELEM(v, e);
-    })
-#else
-    FOR_EACH_PIECE(ADD_PART1(parts, s * slice + o, acc[i][g]))
-#endif
-  }
-#undef FOR_EACH_PIECE
-#undef PIECE_W
-#define OUT_SLICE 0
-#else
-#define OUT_SLICE split
-#endif
 #pragma unroll
   for (int i = 0; i < WM; ++i) {
     const int row = row0 + i / VM * LY * VM + ty * VM + i % VM;
 #if EDGE_M
     if (row >= M) continue;
 #endif
-    const long o_row = (((long)OUT_SLICE * BATCH + batch) * M + row) * N;
+    const long o_row = (((long)split * BATCH + batch) * M + row) * N;
     const T bias = BIAS(batch, row);
 #pragma unroll
     for (int g = 0; g < WN / VN; ++g) {
@@ -234,4 +176,3 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
     }
   }
 }
-#undef OUT_SLICE
