@@ -6,8 +6,9 @@
 //
 // Usage: texel_attention_bench [--device SPEC] [--shapes BxHxSxD[c],...] [--params P ...]
 //   --shapes  e.g. 1x12x1024x64,1x12x128x64c (c: causal); default 1x12x1024x64,1x12x128x64
-//   --params  rows:BQxBK:SPLITS[:fast] or tiled:SPLITS[:fast][:warp] (fast: native_exp; warp:
-//             the rows' exchanges synchronise a warp, on NVIDIA)
+//   --params  rows:BQxBK:SPLITS[:fast] or tiled[ROWSxRM]:SPLITS[:fast][:warp] (tiled: ROWS 32 or
+//             64 per work-group, RM 4 or 8 per work-item, 64x4 if left out; fast: native_exp;
+//             warp: the rows' exchanges synchronise a warp, on NVIDIA)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -36,15 +37,18 @@ codegen::AttentionParams ParseParams(const std::string& s) {
     p.vw = 4;
     return p;
   }
-  if (std::sscanf(s.c_str(), "tiled:%d", &p.splits) == 1) {
+  p.bq = 64;
+  if (std::sscanf(s.c_str(), "tiled%dx%d:%d", &p.bq, &p.rm, &p.splits) == 3 ||
+      std::sscanf(s.c_str(), "tiled:%d", &p.splits) == 1) {
     p.tiled = true;
     return p;
   }
-  Fail(ErrorCode::kInvalidArgument, "--params '{}': want rows:BQxBK:SPLITS or tiled:SPLITS", s);
+  Fail(ErrorCode::kInvalidArgument,
+       "--params '{}': want rows:BQxBK:SPLITS, tiled:SPLITS or tiledROWSxRM:SPLITS", s);
 }
 
 std::string Label(const codegen::AttentionParams& p) {
-  std::string s = p.tiled ? fmt::format("tiled bk {}", p.bk)
+  std::string s = p.tiled ? fmt::format("tiled {}x{}", p.bq, p.rm)
                           : fmt::format("rows bq {} bk {} vw {}", p.bq, p.bk, p.vw);
   return s + fmt::format(" split {}{}{}", p.splits, p.fast_exp ? " fast" : "",
                          p.warp_sync ? " warp" : "");

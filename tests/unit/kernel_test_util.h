@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "api/compiler.h"
+#include "codegen/opencl/generator.h"
 #include "core/tensor.h"
 #include "ir/graph.h"
 #include "runtime/cl/context.h"
@@ -36,6 +37,19 @@ inline std::vector<HostTensor> CompileAndRun(std::unique_ptr<ir::Graph> g,
   CompiledModel m = CompileGraph(std::move(g), SharedContext(), CompileOptions{});
   runtime::Session session(*m.executable);
   return session.Run(inputs);
+}
+
+// An H100's facts as the heuristics see them (132 compute units, 48 KiB of local memory, 32-lane
+// warps, inline PTX), for tests of what they choose there.
+inline codegen::Target H100Target() {
+  codegen::Target gpu;
+  gpu.gpu = true;
+  gpu.compute_units = 132;
+  gpu.local_mem_bytes = 48 * 1024;
+  gpu.max_work_group_size = 1024;
+  gpu.warp_size = 32;
+  gpu.ptx = true;
+  return gpu;
 }
 
 inline HostTensor RandomF32(Shape s, uint32_t seed) {

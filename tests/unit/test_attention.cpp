@@ -137,9 +137,10 @@ TEST(AttentionTest, PlainBatchedWithBiasOddShapes) {
   testing::ExpectClose(r.plain.at(0), want, "unfused");
 }
 
-// The GPU's tiled kernel split over the keys, merged by a second kernel or by the last work-group
-// of each row block (NVIDIA's way), causal or not, each run twice with the result cleared in
-// between: the arrival counters must be back at zero after a run.
+// The GPU's tiled kernel in each of its layouts (32 or 64 rows per work-group, 4 or 8 per
+// work-item) split over the keys, merged by a second kernel or by the last work-group of each
+// row block (NVIDIA's way), causal or not, each run twice with the result cleared in between:
+// the arrival counters must be back at zero after a run.
 TEST(AttentionTest, TiledKernelSplitsMergedBothWays) {
   HostTensor q = testing::RandomF32({3, 70, 64}, 11), k = testing::RandomF32({3, 70, 64}, 12),
              v = testing::RandomF32({3, 70, 64}, 13);
@@ -149,38 +150,71 @@ TEST(AttentionTest, TiledKernelSplitsMergedBothWays) {
   dq.Write(ctx, q.bytes.data(), q.bytes.size());
   dk.Write(ctx, k.bytes.data(), k.bytes.size());
   dv.Write(ctx, v.bytes.data(), v.bytes.size());
-  for (int causal : {0, 1})
-    for (bool handoff : {false, true}) {
-      ir::Graph g;
-      ir::Value* in[3] = {g.AddInput("q", {DType::kFloat32, q.shape}),
-                          g.AddInput("k", {DType::kFloat32, k.shape}),
-                          g.AddInput("v", {DType::kFloat32, v.shape})};
-      ir::Node* node = g.AddNode(OpKind::kAttention, {in[0], in[1], in[2]},
-                                 {{"scale", 0.125}, {"causal", int64_t{causal}}}, "attention");
-      codegen::Target target = backends::NativeBackend::TargetOf(ctx.info());
-      target.gpu = true;
-      target.group_handoff = handoff;
-      codegen::AttentionParams p;
-      p.tiled = true;
-      p.splits = 2;
-      std::vector<codegen::KernelSpec> specs =
-          codegen::GenerateAttentionWith(*node, "att", target, &p);
-      EXPECT_EQ(specs.size(), handoff ? 1u : 2u);
-      backends::BoundKernels run(ctx, std::move(specs), [&](int id) -> const cl::Buffer& {
-        return id == in[0]->id ? dq : id == in[1]->id ? dk : id == in[2]->id ? dv : dout;
-      });
-      std::vector<char> nan(q.bytes.size(), '\xff');
-      for (int r = 0; r < 2; ++r) {
-        dout.Write(ctx, nan.data(), nan.size());
-        run.Launch(ctx);
-      }
-      HostTensor got(DType::kFloat32, q.shape);
-      dout.Read(ctx, got.bytes.data(), got.bytes.size());
-      HostTensor want = RefAttention(q, k, v, 0.125, [&](int64_t, int64_t i, int64_t j) {
-        return causal && j > i ? -INFINITY : 0.0;
-      });
-      testing::ExpectClose(got, want, fmt::format("causal {} handoff {}", causal, handoff));
+  struct Variant {
+    int rows, rm, causal;
+    bool handoff;
+  };
+  for (Variant var : {Variant{64, 4, 0, false}, Variant{64, 4, 1, true}, Variant{64, 8, 1, false},
+                      Variant{64, 8, 0, true}, Variant{32, 4, 0, true}, Variant{32, 4, 1, false},
+                      Variant{32, 8, 1, true}, Variant{32, 8, 0, false}}) {
+    const int causal = var.causal;
+    const bool handoff = var.handoff;
+    ir::Graph g;
+    ir::Value* in[3] = {g.AddInput("q", {DType::kFloat32, q.shape}),
+                        g.AddInput("k", {DType::kFloat32, k.shape}),
+                        g.AddInput("v", {DType::kFloat32, v.shape})};
+    ir::Node* node = g.AddNode(OpKind::kAttention, {in[0], in[1], in[2]},
+                               {{"scale", 0.125}, {"causal", int64_t{causal}}}, "attention");
+    codegen::Target target = backends::NativeBackend::TargetOf(ctx.info());
+    target.gpu = true;
+    target.group_handoff = handoff;
+    codegen::AttentionParams p;
+    p.tiled = true;
+    p.bq = var.rows;
+    p.rm = var.rm;
+    p.splits = 2;
+    std::vector<codegen::KernelSpec> specs =
+        codegen::GenerateAttentionWith(*node, "att", target, &p);
+    EXPECT_EQ(specs.size(), handoff ? 1u : 2u);
+    backends::BoundKernels run(ctx, std::move(specs), [&](int id) -> const cl::Buffer& {
+      return id == in[0]->id ? dq : id == in[1]->id ? dk : id == in[2]->id ? dv : dout;
+    });
+    std::vector<char> nan(q.bytes.size(), '\xff');
+    for (int r = 0; r < 2; ++r) {
+      dout.Write(ctx, nan.data(), nan.size());
+      run.Launch(ctx);
     }
+    HostTensor got(DType::kFloat32, q.shape);
+    dout.Read(ctx, got.bytes.data(), got.bytes.size());
+    HostTensor want = RefAttention(q, k, v, 0.125, [&](int64_t, int64_t i, int64_t j) {
+      return causal && j > i ? -INFINITY : 0.0;
+    });
+    testing::ExpectClose(
+        got, want, fmt::format("{}x{} causal {} handoff {}", var.rows, var.rm, causal, handoff));
+  }
+}
+
+// What the heuristic picks on an H100-like GPU at the shapes measured in docs/attention.md:
+// BERT's sequence of 128 in 32-row blocks, ViT's 197 and 1024 in 64-row blocks split 2 (4
+// causal), Swin's 49-token windows unsplit.
+TEST(AttentionTest, GpuChoicesAtTransformerShapes) {
+  codegen::Target gpu = testing::H100Target();
+  struct Case {
+    int64_t sq, batch, d;
+    bool causal;
+    int rows, splits;
+  };
+  for (Case c : {Case{128, 12, 64, false, 32, 2}, Case{197, 12, 64, false, 64, 2},
+                 Case{1024, 12, 64, false, 64, 2}, Case{1024, 12, 64, true, 64, 4},
+                 Case{49, 192, 32, false, 64, 1}}) {
+    codegen::AttentionParams p =
+        codegen::ChooseAttentionParams(c.sq, c.sq, c.batch, c.d, c.d, 4, c.causal, gpu);
+    std::string what = fmt::format("seq {} x {} d {} causal {}", c.sq, c.batch, c.d, c.causal);
+    EXPECT_TRUE(p.tiled && p.warp_sync && p.fast_exp) << what;
+    EXPECT_EQ(p.bq, c.rows) << what;
+    EXPECT_EQ(p.rm, 4) << what;
+    EXPECT_EQ(p.splits, c.splits) << what;
+  }
 }
 
 TEST(AttentionTest, HeadsAsViewsWithCausalMask) {
@@ -475,8 +509,9 @@ TEST(NormalizeTest, LayerNormReadsTheProductBeforeIt) {
         const runtime::Plan& plan = m.executable->plan();
         steps[fused] = plan.steps.size();
         // The GPU's product is split along K: several slices for the LayerNorm to add up.
-        if (fused && *target)
+        if (fused && *target) {
           EXPECT_GT(plan.buffers.at(plan.steps.at(0).buffers.at(2)).bytes, 2 * 37 * 80 * 4 * 2);
+        }
         runtime::Session s(*m.executable);
         out[fused] = s.Run({{"x", x}, {"res", res}});
       }

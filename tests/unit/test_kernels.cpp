@@ -390,15 +390,18 @@ TEST(KernelTest, Float16MatMulSoftmaxReduceConvPool) {
               "f16 avgpool", 2e-3f);
 }
 
-// Fusion (passes/fuse.cpp): epilogues on conv, pooling and reductions, and a pure elementwise
-// chain with broadcast operands, each checked against the unfused reference; the plan must
-// hold one kernel per group.
+// Fusion (passes/fuse.cpp): epilogues on conv, pooling, reductions and an embedding lookup
+// (Gather), and a pure elementwise chain with broadcast operands, each checked against the
+// unfused reference; the plan must hold one kernel per group.
 TEST(KernelTest, FusedEpiloguesAndChains) {
   HostTensor x = RandomF32({1, 3, 6, 7}, 221);
   HostTensor w = RandomF32({4, 3, 3, 3}, 222);
   HostTensor scale = RandomF32({4, 1, 1}, 223), shift = RandomF32({4, 1, 1}, 224);
   HostTensor skip = RandomF32({1, 4, 6, 7}, 225);
   HostTensor a = RandomF32({2, 3, 4}, 226), b = RandomF32({3, 1}, 227);
+  HostTensor table = RandomF32({5, 4}, 228), pos = RandomF32({3, 4}, 229),
+             factor = RandomF32({}, 230);
+  HostTensor ids = I64({2, 3}, {4, -1, 0, 2, 1, -5});
   auto g = std::make_unique<ir::Graph>();
   ir::Value* xv = g->AddInput("x", F32Type(x.shape));
   ir::Value* sv = g->AddInput("skip", F32Type(skip.shape));
@@ -424,11 +427,17 @@ TEST(KernelTest, FusedEpiloguesAndChains) {
   ir::Value* t = op(ir::OpKind::kTanh, {av});
   ir::Value* cond = op(ir::OpKind::kGreater, {t, Const(*g, "b", b)});
   g->AddOutput(op(ir::OpKind::kWhere, {cond, t, op(ir::OpKind::kSigmoid, {av})}));
+  ir::Value* e = op(
+      ir::OpKind::kGather,
+      {g->AddInput("table", F32Type(table.shape)), g->AddInput("ids", {DType::kInt64, ids.shape})},
+      {{"axis", int64_t{0}}});
+  e = op(ir::OpKind::kAdd, {e, Const(*g, "pos", pos)});
+  g->AddOutput(op(ir::OpKind::kMul, {e, Const(*g, "factor", factor)}));
   CompiledModel m = CompileGraph(std::move(g), SharedContext(), CompileOptions{});
   // Kernels: conv+4, pool+1, reduce+2, Tanh (used twice, so nothing joins it), Greater+Where
-  // (Where joins through its first single-use input), Sigmoid.
+  // (Where joins through its first single-use input), Sigmoid, Gather+2.
   runtime::Session session(*m.executable);
-  auto out = session.Run({{"x", x}, {"skip", skip}, {"a", a}});
+  auto out = session.Run({{"x", x}, {"skip", skip}, {"a", a}, {"table", table}, {"ids", ids}});
   HostTensor conv = RefConv(x, w, nullptr, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
   HostTensor want0(DType::kFloat32, conv.shape);
   for (int64_t i = 0; i < conv.size(); ++i) {
@@ -451,7 +460,14 @@ TEST(KernelTest, FusedEpiloguesAndChains) {
     want3.data<float>()[i] = tv > F(b, (i / 4) % 3) ? tv : 1.0f / (1.0f + std::exp(-F(a, i)));
   }
   ExpectClose(out[3], want3, "elementwise chain");
-  EXPECT_EQ(m.executable->plan().steps.size(), 6u) << "the chains should be fused";
+  HostTensor want4(DType::kFloat32, {2, 3, 4});
+  for (int64_t i = 0; i < want4.size(); ++i) {
+    int64_t id = ids.data<int64_t>()[i / 4];
+    want4.data<float>()[i] =
+        (F(table, (id < 0 ? id + 5 : id) * 4 + i % 4) + F(pos, i % 12)) * F(factor, 0);
+  }
+  ExpectClose(out[4], want4, "embedding epilogue");
+  EXPECT_EQ(m.executable->plan().steps.size(), 7u) << "the chains should be fused";
 }
 
 TEST(KernelTest, DataMovement) {

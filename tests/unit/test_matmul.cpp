@@ -193,12 +193,7 @@ TEST(MatMulTest, Float16AndFloat64) {
 // What the heuristic picks for a large GPU (H100-like facts): valid for every shape, tiled
 // beyond 8 rows, and correct when run here.
 TEST(MatMulTest, GpuHeuristicChoices) {
-  codegen::Target gpu;
-  gpu.gpu = true;
-  gpu.compute_units = 132;
-  gpu.local_mem_bytes = 48 * 1024;
-  gpu.max_work_group_size = 1024;
-  gpu.warp_size = 32;
+  codegen::Target gpu = testing::H100Target();
   codegen::Target cpu = CpuTarget();
   uint32_t seed = 700;
   for (const Case& c : kCases) {

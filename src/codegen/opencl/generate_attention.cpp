@@ -31,12 +31,18 @@ AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int
   while (p.bk > 4 && static_cast<uint64_t>(p.bk * (d + dv)) * elem_bytes > t.local_mem_bytes / 2)
     p.bk /= 2;
   // The tiled kernel (64 rows, 128 work-items, 4 x 4 score and 4 x DV/8 output blocks each)
-  // where its local memory fits: Q, a K and a V tile and the probabilities, 40 KiB at d 64.
+  // where its local memory fits: Q, a K and a V tile and the probabilities, 40 KiB at d 64 (32
+  // rows need less).
   uint64_t tiled_bytes = 4 * static_cast<uint64_t>(64 * d + 32 * d + 32 * dv + 32 * 64 + 192);
   p.tiled = t.gpu && elem_bytes == 4 && d % 4 == 0 && dv % 32 == 0 && sq >= 32 &&
             tiled_bytes <= t.local_mem_bytes && t.max_work_group_size >= 128;
   if (p.tiled) {
-    p.bq = 64;
+    // 32 rows per work-group where 64-row blocks would number under a quarter of the compute
+    // units (BERT's sequence of 128 with 12 heads: 24): twice the work-groups to split. 4 rows
+    // per work-item: 8 (half the local reads per FMA) measured slower at every shape on the
+    // H100 (docs/attention.md).
+    p.bq = (sq + 63) / 64 * batch * 4 <= static_cast<int64_t>(t.compute_units) ? 32 : 64;
+    p.rm = 4;
     p.bk = 32;
     p.vw = 4;
   }
@@ -139,7 +145,9 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
              : ChooseAttentionParams(sq, sk, nb, dh, dv, elem, a.Int("causal", 0) != 0, target);
   if (p.tiled && !(dh % 4 == 0 && dv % 32 == 0 && elem == 4))
     Fail(ErrorCode::kUnsupported, "the tiled attention kernel needs d % 4 == 0, dv % 32 == 0, f32");
-  if (p.tiled) p.vw = 4, p.bq = 64, p.bk = 32;
+  if (p.tiled && !((p.bq == 32 || p.bq == 64) && (p.rm == 4 || p.rm == 8)))
+    Fail(ErrorCode::kUnsupported, "the tiled attention kernel takes 32 or 64 rows, 4 or 8 each");
+  if (p.tiled) p.vw = 4, p.bk = 32;
   if (p.warp_sync && !(target.ptx && target.warp_size == 32))
     Fail(ErrorCode::kUnsupported, "warp-synchronised attention needs 32-lane NVIDIA warps");
   if (p.vw == 4 && (dh % 4 != 0 || dv % 4 != 0)) p.vw = 1;
@@ -151,6 +159,7 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
   src.Define("SUMV(a)", p.vw == 1 ? "(a)" : "((a).s0 + (a).s1 + (a).s2 + (a).s3)");
   src.Define("D", dh).Define("DV", dv).Define("SQ", sq).Define("SK", sk);
   src.Define("BQ", p.bq).Define("BK", p.bk);
+  if (p.tiled) src.Define("ROWS", p.bq).Define("RM", p.rm);
   src.Define("SCALE", FloatLiteral(a.Float("scale")));
   src.Define("CAUSAL", a.Int("causal", 0));
   src.Define("EXP(x)", p.fast_exp ? "native_exp(x)" : "exp(x)");
@@ -206,7 +215,7 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
   src.Define("O_STORE(r, c, x)", VectorStore(o.strides[r - 2], o.strides[r - 1], p.vw, t));
   spec.source = src.Render();
   size_t groups = static_cast<size_t>((sq + p.bq - 1) / p.bq);
-  size_t lw = p.tiled ? 128 : static_cast<size_t>(p.bq);
+  size_t lw = static_cast<size_t>(p.tiled ? p.bq / p.rm * 8 : p.bq);
   spec.global = {groups * lw, static_cast<size_t>(nb), static_cast<size_t>(p.splits)};
   spec.local = {lw, 1, 1};
   double pairs = static_cast<double>(nb) * static_cast<double>(sq) * static_cast<double>(sk);

@@ -229,9 +229,15 @@ KernelSpec GenerateElementwise(const std::vector<const ir::Node*>& ops,
   return PointwiseKernel(kernel_name, params, body, out, false, std::move(spec));
 }
 
-KernelSpec GeneratePointwise(const ir::Node& n, const std::string& kernel_name) {
+KernelSpec GeneratePointwise(const ir::Node& n, const std::string& kernel_name,
+                             const std::vector<const ir::Node*>& epilogue) {
   if (n.info().cls != ir::OpClass::kMovement) return GenerateElementwise({&n}, kernel_name);
-  const ir::Value* out = n.outputs[0];
+  const ir::Value* out = epilogue.empty() ? n.outputs[0] : epilogue.back()->outputs[0];
+  // An epilogue (fuse lets one follow an f32 Gather: an embedding lookup and the position
+  // embedding added to it) computes in float from the moved value.
+  TEXEL_CHECK(epilogue.empty() || (n.outputs[0]->type.dtype == DType::kFloat32 &&
+                                   out->type.dtype == DType::kFloat32),
+              "{} takes an epilogue only in f32", OpName(n.op));
   std::string params;
   KernelSpec spec;
   bool computes = n.op == OpKind::kResize || n.op == OpKind::kCumSum ||
@@ -245,9 +251,25 @@ KernelSpec GeneratePointwise(const ir::Node& n, const std::string& kernel_name) 
         fmt::format("__global const {}* in{}, ", PointerType(n.inputs[k]->type.dtype, true), k);
     spec.args.push_back(n.inputs[k]->id);
   }
+  std::string body = MovementBody(n);
+  if (!epilogue.empty()) {
+    // The chain's other operands are parameters e<k> after the movement's inputs.
+    std::vector<const ir::Value*> ext;
+    for (const ir::Value* v : ir::ExternalInputs(epilogue))
+      if (v != n.outputs[0]) ext.push_back(v);
+    for (size_t k = 0; k < ext.size(); ++k) {
+      params += fmt::format("__global const {}* e{}, ", StorageTypeName(ext[k]->type.dtype), k);
+      spec.args.push_back(ext[k]->id);
+    }
+    ChainCode c = ElementwiseChain(epilogue, n.outputs[0], "v", [&](const ir::Value* v) {
+      return fmt::format("e{}", std::find(ext.begin(), ext.end(), v) - ext.begin());
+    });
+    body += " " + c.code + " v = " + c.result + ";";
+    spec.flops = static_cast<double>(NumElements(out->type.shape) * epilogue.size());
+  }
   params += fmt::format("__global {}* out", PointerType(out->type.dtype, true));
   spec.args.push_back(out->id);
-  return PointwiseKernel(kernel_name, params, MovementBody(n), out, true, std::move(spec));
+  return PointwiseKernel(kernel_name, params, body, out, epilogue.empty(), std::move(spec));
 }
 
 }  // namespace texel::codegen

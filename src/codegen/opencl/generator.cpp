@@ -113,6 +113,9 @@ std::vector<KernelSpec> GenerateGroup(const Chain& nodes, const std::string& ker
       if (node.op == ir::OpKind::kLayerNorm)
         return {GenerateLayerNorm(node, kernel_name, target, epilogue)};
       break;
+    case ir::OpClass::kMovement:
+      if (!epilogue.empty()) return {GeneratePointwise(node, kernel_name, epilogue)};
+      break;
     default: break;
   }
   TEXEL_CHECK(epilogue.empty(), "{} takes no fused epilogue", OpName(node.op));

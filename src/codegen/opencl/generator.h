@@ -41,8 +41,10 @@ std::vector<KernelSpec> GenerateKernel(const ir::Node& node, const std::string& 
 std::vector<KernelSpec> GenerateGroup(const std::vector<const ir::Node*>& nodes,
                                       const std::string& kernel_name, const Target& target);
 
-// Family generators, dispatched by op class.
-KernelSpec GeneratePointwise(const ir::Node& node, const std::string& kernel_name);
+// Family generators, dispatched by op class. A movement node takes an elementwise epilogue
+// (f32; fuse gives one to a Gather only).
+KernelSpec GeneratePointwise(const ir::Node& node, const std::string& kernel_name,
+                             const std::vector<const ir::Node*>& epilogue = {});
 // A chain of elementwise nodes (fusion) as one pointwise kernel.
 KernelSpec GenerateElementwise(const std::vector<const ir::Node*>& ops,
                                const std::string& kernel_name);
@@ -79,6 +81,7 @@ KernelSpec GenerateLayerNorm(const ir::Node& node, const std::string& kernel_nam
 struct AttentionParams {
   int bq = 16, bk = 32, vw = 1, splits = 1;
   bool tiled = false;
+  int rm = 4;  // tiled: query rows per work-item (4 or 8); bq (32 or 64) rows per work-group
   bool fast_exp = false;  // native_exp for the softmax's exponentials
   // Tiled: the rows' exchanges synchronise one warp (PTX bar.warp.sync, 32-lane NVIDIA warps)
   // instead of the work-group.

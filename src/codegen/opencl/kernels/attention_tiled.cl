@@ -1,13 +1,14 @@
 // Scaled dot-product attention for GPUs, tiled like a GEMM (the same online softmax as
-// attention.cl): a work-group of 128 work-items (16 x 8) takes 64 query rows of one batch entry.
-// Q (pre-scaled) stays in local memory for the whole pass, transposed; per tile of 32 keys:
-//   S = Q·Kᵀ    each work-item 4 rows x 4 keys (tx, tx + 8, tx + 16, tx + 24) in registers, two
-//               float4 local reads per 16 FMAs (the tile's keys are stored permuted so that a
-//               work-item's four are one float4)
+// attention.cl): a work-group of WG = ROWS / RM * 8 work-items takes ROWS query rows of one
+// batch entry, RM rows per work-item. Q (pre-scaled) stays in local memory for the whole pass,
+// transposed; per tile of 32 keys:
+//   S = Q·Kᵀ    each work-item RM rows x 4 keys (tx, tx + 8, tx + 16, tx + 24) in registers,
+//               RM / 4 + 1 float4 local reads per 4 RM FMAs (the tile's keys are stored permuted
+//               so that a work-item's four are one float4)
 //   softmax     the 8 work-items sharing a row meet once through `red` for the tile's row max;
-//               each then rescales its part of the row, exponentiates its 16 scores into P and
+//               each then rescales its part of the row, exponentiates its scores into P and
 //               keeps its part of the row sum l (the parts are added at the end)
-//   O += P·V    each work-item 4 rows x DV/8 columns (tx*4 + 32g + e), rescaled by
+//   O += P·V    each work-item RM rows x DV/8 columns (tx*4 + 32g + e), rescaled by
 //               exp(m - m_new) first
 // so that a local read feeds 4-8 FMAs instead of one row's 1 (the row-per-work-item kernel
 // is bound by local-memory reads on GPUs). The 8 work-items of a row lie in one warp of 32, so
@@ -17,14 +18,19 @@
 // stores. Keys past SK, and past the diagonal with CAUSAL, are -inf; rows past SQ read zeros
 // and store nothing. With SPLIT > 1 as attention.cl: records of DV + 2 (unnormalised row, m, l)
 // for attention_merge.cl, or with FIXUP merged by the row block's last work-group to arrive.
-// Parameters: as attention.cl, with D % 4 == 0, DV % 32 == 0, BK == 32; ROW_SYNC(); FIXUP,
-// FIXUP_PARAMS, ARRIVE_LAST, SPLIT_REC(s, g, i) (split s's record of row i of batch entry g).
+// Parameters: as attention.cl, with D % 4 == 0, DV % 32 == 0, BK == 32, ROWS (32 or 64) and
+// RM (4 or 8); ROW_SYNC(); FIXUP, FIXUP_PARAMS, ARRIVE_LAST, SPLIT_REC(s, g, i) (split s's record
+// of row i of batch entry g).
 #if BK != 32
 #error the tiled attention kernel takes 32 keys per tile
 #endif
-#define PT_STRIDE 68                              // P rows (one per key), padded: 17 float4s
-#define RED(row, x) red[(row) * 8 + (row) / 4 * 8 + (x)]  // 8 per row, +8 per warp quarter
-__kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
+#if RM % 4 != 0 || ROWS % RM != 0
+#error the tiled attention kernel takes rows in fours
+#endif
+#define WG (ROWS / RM * 8)
+#define PT_STRIDE (ROWS + 4)                           // P rows (one per key), padded by a float4
+#define RED(row, x) red[(row) * 8 + (row) / RM * 8 + (x)]  // 8 per row, +8 per row group
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     __global const T_STORE* q, __global const T_STORE* k, __global const T_STORE* v,
 #if SPLIT > 1 && !FIXUP
     __global T* part BIAS_PARAMS) {
@@ -35,43 +41,47 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
   __local int last;
 #endif
   const int lid = get_local_id(0), tx = lid % 8, ty = lid / 8;
-  const int i0 = get_group_id(0) * 64;
+  const int i0 = get_group_id(0) * ROWS;
   const long g = get_group_id(1);
   long qo = 0, ko = 0, vo = 0, oo = 0;
   BATCH_OFFSETS
-  __local float qs[D * 64];   // qs[d * 64 + row]
+  __local float qs[D * ROWS];  // qs[d * ROWS + row]
   __local float ks[D * BK];   // ks[d * BK + key]
   __local float vs[BK * DV];  // vs[key * DV + c]
   __local float pt[BK * PT_STRIDE];  // pt[key * PT_STRIDE + row]: probabilities
-  __local float red[64 * 8 + 16 * 8];  // RED(row, tx): partial row maxima, at the end row sums
-  for (int e = lid; e < 64 * (D / 4); e += 128) {
-    const int row = e % 64, c = e / 64;
+  __local float red[ROWS * 8 + WG];  // RED(row, tx): partial row maxima, at the end row sums
+  for (int e = lid; e < ROWS * (D / 4); e += WG) {
+    const int row = e % ROWS, c = e / ROWS;
     const float4 x = i0 + row < SQ ? convert_float4(Q_AT(i0 + row, c)) * (float)SCALE : (float4)0;
-    qs[(c * 4 + 0) * 64 + row] = x.s0;
-    qs[(c * 4 + 1) * 64 + row] = x.s1;
-    qs[(c * 4 + 2) * 64 + row] = x.s2;
-    qs[(c * 4 + 3) * 64 + row] = x.s3;
+    qs[(c * 4 + 0) * ROWS + row] = x.s0;
+    qs[(c * 4 + 1) * ROWS + row] = x.s1;
+    qs[(c * 4 + 2) * ROWS + row] = x.s2;
+    qs[(c * 4 + 3) * ROWS + row] = x.s3;
   }
-  float m[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY}, l[4] = {0, 0, 0, 0};
-  float acc[4][DV / 8];
+  float m[RM], l[RM], acc[RM][DV / 8];
 #pragma unroll
-  for (int r = 0; r < 4; ++r)
+  for (int r = 0; r < RM; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0;
+  }
+#pragma unroll
+  for (int r = 0; r < RM; ++r)
 #pragma unroll
     for (int c = 0; c < DV / 8; ++c) acc[r][c] = 0;
   const int jbeg = KEY_BEGIN, kend = KEY_END(i0);
   // The next tile's keys and values are loaded into registers while this one is computed
   // (KL and VL float4 per work-item), and stored to local memory at the top of the next step.
-#define KL ((BK * (D / 4) + 127) / 128)
-#define VL ((BK * (DV / 4) + 127) / 128)
+#define KL ((BK * (D / 4) + WG - 1) / WG)
+#define VL ((BK * (DV / 4) + WG - 1) / WG)
   float4 kr[KL], vr[VL];
 #define LOAD_TILE(j0)                                                                 \
   for (int n = 0; n < KL; ++n) {                                                      \
-    const int e = lid + n * 128, j = e % BK;                                          \
+    const int e = lid + n * WG, j = e % BK;                                          \
     kr[n] = e < BK * (D / 4) && (j0) + j < SK ? convert_float4(K_AT((j0) + j, e / BK)) \
                                               : (float4)0;                            \
   }                                                                                   \
   for (int n = 0; n < VL; ++n) {                                                      \
-    const int e = lid + n * 128, j = e / (DV / 4);                                    \
+    const int e = lid + n * WG, j = e / (DV / 4);                                    \
     vr[n] = e < BK * (DV / 4) && (j0) + j < SK                                        \
                 ? convert_float4(V_AT((j0) + j, e % (DV / 4)))                        \
                 : (float4)0;                                                          \
@@ -83,7 +93,7 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
     barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
     for (int n = 0; n < KL; ++n) {
-      const int e = lid + n * 128, j = e % BK, c = e / BK, col = j % 8 * 4 + j / 8;
+      const int e = lid + n * WG, j = e % BK, c = e / BK, col = j % 8 * 4 + j / 8;
       if (e < BK * (D / 4)) {
         ks[(c * 4 + 0) * BK + col] = kr[n].s0;
         ks[(c * 4 + 1) * BK + col] = kr[n].s1;
@@ -93,34 +103,39 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
     }
 #pragma unroll
     for (int n = 0; n < VL; ++n) {
-      const int e = lid + n * 128;
+      const int e = lid + n * WG;
       if (e < BK * (DV / 4)) vstore4(vr[n], 0, vs + (e / (DV / 4)) * DV + (e % (DV / 4)) * 4);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     if (j0 + BK < kend) {
       LOAD_TILE(j0 + BK)
     }
-    float s[4][4];
+    float s[RM][4];
 #pragma unroll
-    for (int r = 0; r < 4; ++r)
+    for (int r = 0; r < RM; ++r)
 #pragma unroll
       for (int c = 0; c < 4; ++c) s[r][c] = 0;
 #pragma unroll 8
     for (int d = 0; d < D; ++d) {
-      const float4 a = vload4(0, qs + d * 64 + ty * 4);
-      const float4 b = vload4(0, ks + d * BK + tx * 4);
-      const float av[4] = {a.s0, a.s1, a.s2, a.s3}, bv[4] = {b.s0, b.s1, b.s2, b.s3};
+      float av[RM];
 #pragma unroll
-      for (int r = 0; r < 4; ++r)
+      for (int h = 0; h < RM / 4; ++h) {
+        const float4 a = vload4(h, qs + d * ROWS + ty * RM);
+        av[4 * h] = a.s0, av[4 * h + 1] = a.s1, av[4 * h + 2] = a.s2, av[4 * h + 3] = a.s3;
+      }
+      const float4 b = vload4(0, ks + d * BK + tx * 4);
+      const float bv[4] = {b.s0, b.s1, b.s2, b.s3};
+#pragma unroll
+      for (int r = 0; r < RM; ++r)
 #pragma unroll
         for (int c = 0; c < 4; ++c) s[r][c] = mad(av[r], bv[c], s[r][c]);
     }
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {
+    for (int r = 0; r < RM; ++r) {
       float mx = -INFINITY;
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
-        const int i = min(i0 + ty * 4 + r, SQ - 1), j = j0 + tx + 8 * c;
+        const int i = min(i0 + ty * RM + r, SQ - 1), j = j0 + tx + 8 * c;
         float x = s[r][c] + BIAS(i, min(j, SK - 1));
 #if CAUSAL
         if (j > i + (SK - SQ)) x = -INFINITY;
@@ -128,13 +143,13 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
         s[r][c] = j < SK ? x : -INFINITY;
         mx = fmax(mx, s[r][c]);
       }
-      RED(ty * 4 + r, tx) = mx;
+      RED(ty * RM + r, tx) = mx;
     }
     ROW_SYNC();
-    float p[4][4];
+    float p[RM][4];
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const float4 a = vload4(0, &RED(ty * 4 + r, 0)), b = vload4(0, &RED(ty * 4 + r, 4));
+    for (int r = 0; r < RM; ++r) {
+      const float4 a = vload4(0, &RED(ty * RM + r, 0)), b = vload4(0, &RED(ty * RM + r, 4));
       const float mx =
           fmax(fmax(fmax(a.s0, a.s1), fmax(a.s2, a.s3)), fmax(fmax(b.s0, b.s1), fmax(b.s2, b.s3)));
       const float m_new = fmax(m[r], mx);
@@ -152,18 +167,24 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
     }
 #pragma unroll
     for (int c = 0; c < 4; ++c)
-      vstore4((float4)(p[0][c], p[1][c], p[2][c], p[3][c]), 0,
-              pt + (tx + 8 * c) * PT_STRIDE + ty * 4);
+#pragma unroll
+      for (int h = 0; h < RM / 4; ++h)
+        vstore4((float4)(p[4 * h][c], p[4 * h + 1][c], p[4 * h + 2][c], p[4 * h + 3][c]), h,
+                pt + (tx + 8 * c) * PT_STRIDE + ty * RM);
     ROW_SYNC();
 #pragma unroll 8
     for (int j = 0; j < BK; ++j) {
-      const float4 pj = vload4(0, pt + j * PT_STRIDE + ty * 4);
-      const float pv[4] = {pj.s0, pj.s1, pj.s2, pj.s3};
+      float pv[RM];
+#pragma unroll
+      for (int h = 0; h < RM / 4; ++h) {
+        const float4 pj = vload4(h, pt + j * PT_STRIDE + ty * RM);
+        pv[4 * h] = pj.s0, pv[4 * h + 1] = pj.s1, pv[4 * h + 2] = pj.s2, pv[4 * h + 3] = pj.s3;
+      }
 #pragma unroll
       for (int c = 0; c < DV / 8; c += 4) {
         const float4 w = vload4(0, vs + j * DV + c * 8 + tx * 4);
 #pragma unroll
-        for (int r = 0; r < 4; ++r) {
+        for (int r = 0; r < RM; ++r) {
           acc[r][c + 0] = mad(pv[r], w.s0, acc[r][c + 0]);
           acc[r][c + 1] = mad(pv[r], w.s1, acc[r][c + 1]);
           acc[r][c + 2] = mad(pv[r], w.s2, acc[r][c + 2]);
@@ -174,18 +195,18 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
   }
   barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
-  for (int r = 0; r < 4; ++r) RED(ty * 4 + r, tx) = l[r];
+  for (int r = 0; r < RM; ++r) RED(ty * RM + r, tx) = l[r];
   ROW_SYNC();
-  float lsum[4];
+  float lsum[RM];
 #pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    const float4 a = vload4(0, &RED(ty * 4 + r, 0)), b = vload4(0, &RED(ty * 4 + r, 4));
+  for (int r = 0; r < RM; ++r) {
+    const float4 a = vload4(0, &RED(ty * RM + r, 0)), b = vload4(0, &RED(ty * RM + r, 4));
     lsum[r] = a.s0 + a.s1 + a.s2 + a.s3 + b.s0 + b.s1 + b.s2 + b.s3;
   }
 #if SPLIT > 1
 #pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    const int i = i0 + ty * 4 + r;
+  for (int r = 0; r < RM; ++r) {
+    const int i = i0 + ty * RM + r;
     if (i >= SQ) break;
     __global T* rec = PART_REC(g, i);
 #pragma unroll
@@ -203,8 +224,8 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
   ARRIVE_LAST(counters + g * get_num_groups(0) + get_group_id(0), SPLIT, last);
   if (!last) return;
 #pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    const int i = i0 + ty * 4 + r;
+  for (int r = 0; r < RM; ++r) {
+    const int i = i0 + ty * RM + r;
     if (i >= SQ) break;
     float mx = m[r];
     for (int s = 0; s < SPLIT; ++s)
@@ -226,8 +247,8 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
 #endif
 #if SPLIT == 1 || FIXUP
 #pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    const int i = i0 + ty * 4 + r;
+  for (int r = 0; r < RM; ++r) {
+    const int i = i0 + ty * RM + r;
     if (i >= SQ) break;
     const float inv = 1 / lsum[r];
 #pragma unroll
@@ -241,4 +262,5 @@ __kernel __attribute__((reqd_work_group_size(128, 1, 1))) void KERNEL_NAME(
 #undef KL
 #undef VL
 #undef PT_STRIDE
+#undef WG
 #undef RED
