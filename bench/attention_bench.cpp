@@ -5,10 +5,12 @@
 // Correctness: max |texel - host| over 64 sampled rows (double accumulation on the host).
 //
 // Usage: texel_attention_bench [--device SPEC] [--shapes BxHxSxD[c],...] [--params P ...]
+//                              [--build-options OPTIONS]
 //   --shapes  e.g. 1x12x1024x64,1x12x128x64c (c: causal); default 1x12x1024x64,1x12x128x64
 //   --params  rows:BQxBK:SPLITS[:fast] or tiled[ROWSxRM]:SPLITS[:fast][:warp] (tiled: ROWS 32 or
 //             64 per work-group, RM 4 or 8 per work-item, 64x4 if left out; fast: native_exp;
 //             warp: the rows' exchanges synchronise a warp, on NVIDIA)
+//   --build-options  OpenCL build options for the kernels (e.g. -cl-nv-maxrregcount=96)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -60,7 +62,7 @@ struct Shape4 {
 };
 
 void RunShape(const cl::Context& ctx, const Shape4& sh,
-              const std::vector<codegen::AttentionParams>& extra) {
+              const std::vector<codegen::AttentionParams>& extra, const std::string& options) {
   ir::Graph g;
   Shape shape{sh.b, sh.h, sh.s, sh.d};
   ir::Value* q = g.AddInput("q", {DType::kFloat32, shape});
@@ -94,7 +96,8 @@ void RunShape(const cl::Context& ctx, const Shape4& sh,
           ctx, codegen::GenerateAttentionWith(*node, "att", target, &chosen),
           [&](int id) -> const cl::Buffer& {
             return id == q->id ? dq : id == k->id ? dk : id == v->id ? dv : dout;
-          });
+          },
+          "", options);
       std::vector<float> nan(n, std::nanf(""));
       dout.Write(ctx, nan.data(), n * 4);
       secs = bench::TimeRuns(ctx, 0.3, [&] { run.Launch(ctx); });
@@ -133,13 +136,15 @@ void RunShape(const cl::Context& ctx, const Shape4& sh,
 }
 
 int Main(int argc, char** argv) {
-  std::string device, shapes = "1x12x1024x64,1x12x128x64";
+  std::string device, shapes = "1x12x1024x64,1x12x128x64", options;
   std::vector<codegen::AttentionParams> extra;
   bench::ForEachFlag(argc, argv, [&](const std::string& arg, const bench::FlagValue& value) {
     if (arg == "--device")
       device = value();
     else if (arg == "--shapes")
       shapes = value();
+    else if (arg == "--build-options")
+      options = value();
     else if (arg == "--params")
       extra.push_back(ParseParams(value()));
     else
@@ -158,7 +163,7 @@ int Main(int argc, char** argv) {
     if (std::sscanf(one.c_str(), "%lldx%lldx%lldx%lld", &b, &h, &s, &d) != 4)
       Fail(ErrorCode::kInvalidArgument, "--shapes: want BxHxSxD[c],...");
     sh = {b, h, s, d, one.back() == 'c'};
-    RunShape(ctx, sh, extra);
+    RunShape(ctx, sh, extra, options);
     pos = end + 1;
   }
   return 0;

@@ -18,14 +18,15 @@ struct BoundKernels {
   std::vector<cl::Buffer> scratch;
   std::vector<cl::Kernel> kernels;
 
-  // `prelude` goes before the kernels' source (an extension pragma).
+  // `prelude` goes before the kernels' source (an extension pragma); `options` are the build
+  // options.
   BoundKernels(const cl::Context& ctx, std::vector<codegen::KernelSpec> generated,
                const std::function<const cl::Buffer&(int id)>& buffer_of,
-               const std::string& prelude = "")
+               const std::string& prelude = "", const std::string& options = "")
       : specs(std::move(generated)) {
     std::string source = prelude;
     for (const auto& spec : specs) source += spec.source;
-    cl::Program program(ctx, source, "", nullptr);
+    cl::Program program(ctx, source, options, nullptr);
     for (int64_t bytes : specs[0].scratch_bytes) scratch.emplace_back(ctx, bytes);
     for (int s : specs[0].zeroed_scratch) scratch.at(s).Zero(ctx);
     for (const auto& spec : specs) {
