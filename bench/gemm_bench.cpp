@@ -6,6 +6,9 @@
 //
 // Usage: texel_gemm_bench [--device SPEC] [--sizes 512,1024] [--gemv 4096] [--no-clblast]
 //                         [--shapes MxNxK,...] [--params TMxTNxTK:WMxWN ...] [--seconds S]
+//                         [--modes fp32,tf32,tf32x3,fp16,fp16h] [--warp BMxBNxBK:WMxWN ...]
+//   --modes    also times texel_gemm's engine (api/gemm.h) in these compute modes on f32 storage
+//              (fp16h: fp16 on f16 storage), with the heuristic's tiles and each --warp's.
 //   --params   extra texel kernels with explicit parameters (beside the heuristic's choice), to
 //              compare candidates on one device in one run: TMxTNxTK:WMxWN[:sSPLIT] (tiled, K
 //              split SPLIT ways; 4-wide loads where K and N allow), direct:WMxWN:LXxSPLIT or
@@ -22,10 +25,12 @@
 #include <string>
 #include <vector>
 
+#include "api/gemm.h"
 #include "backends/native/native_backend.h"
 #include "bench_util.h"
 #include "codegen/opencl/matmul.h"
 #include "core/error.h"
+#include "core/tensor.h"
 #include "ir/graph.h"
 #include "runtime/cl/context.h"
 #include "runtime/cl/device.h"
@@ -141,8 +146,84 @@ double SampledError(const Problem& p, const std::vector<float>& c) {
   return err;
 }
 
-void RunSize(const cl::Context& ctx, int64_t m, int64_t n, int64_t k, bool clblast,
-             const std::vector<codegen::MatMulParams>& extra) {
+struct GemmRuns {
+  std::vector<std::string> modes;  // "fp32", "tf32", "tf32x3", "fp16", "fp16h"
+  std::vector<codegen::WarpGemmParams> warp;
+};
+
+codegen::WarpGemmParams ParseWarp(const std::string& s) {
+  codegen::WarpGemmParams p;
+  if (std::sscanf(s.c_str(), "%dx%dx%d:%dx%d", &p.bm, &p.bn, &p.bk, &p.wm, &p.wn) != 5)
+    Fail(ErrorCode::kInvalidArgument, "--warp '{}': want BMxBNxBK:WMxWN", s);
+  return p;
+}
+
+// texel_gemm's engine in each requested mode on p (C = A B, row-major), one line per tiling.
+void RunEngine(const std::shared_ptr<cl::Context>& ctx, Problem& p, const GemmRuns& runs) {
+  api::GemmKernels kernels(ctx);
+  codegen::Target target = backends::NativeBackend::TargetOf(ctx->info());
+  double flop = 2.0 * static_cast<double>(p.m) * p.n * p.k;
+  cl::Buffer ha, hb, hc;  // f16 copies, made when a mode asks for them
+  for (const std::string& name : runs.modes) {
+    bool half = name == "fp16h";
+    codegen::GemmProblem g;
+    g.m = p.m, g.n = p.n, g.k = p.k, g.lda = p.k, g.ldb = p.n, g.ldc = p.n;
+    g.elem = half ? DType::kFloat16 : DType::kFloat32;
+    if (!ParseComputeMode(half ? "fp16" : name, &g.mode))
+      Fail(ErrorCode::kInvalidArgument, "--modes: unknown mode '{}'", name);
+    if (half && !ha.mem()) {
+      auto upload = [&](const std::vector<float>& v) {
+        std::vector<uint16_t> h(v.size());
+        for (size_t i = 0; i < v.size(); ++i) h[i] = FloatToHalf(v[i]);
+        cl::Buffer b(*ctx, h.size() * 2);
+        b.Write(*ctx, h.data(), h.size() * 2);
+        return b;
+      };
+      ha = upload(p.a), hb = upload(p.b);
+      hc = cl::Buffer(*ctx, static_cast<size_t>(p.m * p.n) * 2);
+    }
+    api::GemmOperands ops{half ? ha.mem() : p.da.mem(), half ? hb.mem() : p.db.mem(),
+                          half ? hc.mem() : p.dc.mem(), 1.0f, 0.0f};
+    std::vector<const codegen::WarpGemmParams*> tilings{nullptr};
+    for (const auto& w : runs.warp) tilings.push_back(&w);
+    for (const codegen::WarpGemmParams* params : tilings) {
+      codegen::WarpGemmParams chosen = params ? *params : codegen::ChooseWarpGemmParams(g, target);
+      std::string label = fmt::format("gemm {} {}{}", name, chosen.ToString(), params ? "" : " *");
+      double secs = 0;
+      try {
+        api::CheckGemm(g, ops, target);
+        if (auto why = codegen::CheckWarpGemmParams(chosen, g, target))
+          Fail(ErrorCode::kInvalidArgument, "{}", *why);
+        std::vector<uint8_t> nan(static_cast<size_t>(p.m * p.n) * DTypeSize(g.elem), 0xff);
+        (half ? hc : p.dc).Write(*ctx, nan.data(), nan.size());
+        secs = bench::TimeRuns(*ctx, g_seconds, [&] {
+          kernels.Enqueue(g, ops, nullptr, {}, nullptr, target, &chosen);
+        });
+      } catch (const Error& e) {
+        std::printf("%5lldx%-5lldx%-5lld  %-36s  skipped: %s\n", (long long)p.m, (long long)p.n,
+                    (long long)p.k, label.c_str(), e.what());
+        continue;
+      }
+      std::vector<float> c(static_cast<size_t>(p.m * p.n));
+      if (half) {
+        std::vector<uint16_t> h(c.size());
+        hc.Read(*ctx, h.data(), h.size() * 2);
+        for (size_t i = 0; i < c.size(); ++i) c[i] = HalfToFloat(h[i]);
+      } else {
+        c = Read(*ctx, p.dc, c.size());
+      }
+      std::printf("%5lldx%-5lldx%-5lld  %-36s %9.3f %8.3f %38s %9.2e\n", (long long)p.m,
+                  (long long)p.n, (long long)p.k, label.c_str(), secs * 1e3, flop / secs * 1e-12,
+                  "", SampledError(p, c));
+      std::fflush(stdout);
+    }
+  }
+}
+
+void RunSize(const std::shared_ptr<cl::Context>& shared, int64_t m, int64_t n, int64_t k,
+             bool clblast, const std::vector<codegen::MatMulParams>& extra,
+             const GemmRuns& engine) {
+  const cl::Context& ctx = *shared;
   Problem p{m, n, k, std::vector<float>(m * k), std::vector<float>(k * n), {}, {}, {}};
   std::mt19937 rng(1234);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -187,6 +268,7 @@ void RunSize(const cl::Context& ctx, int64_t m, int64_t n, int64_t k, bool clbla
     std::printf(" %9.2e\n", SampledError(p, c));
     std::fflush(stdout);
   }
+  if (!engine.modes.empty()) RunEngine(shared, p, engine);
 }
 
 int Main(int argc, char** argv) {
@@ -195,6 +277,7 @@ int Main(int argc, char** argv) {
   std::string shapes;
   std::vector<codegen::MatMulParams> extra;
   bool clblast = true;
+  GemmRuns engine;
   bench::ForEachFlag(argc, argv, [&](const std::string& arg, const bench::FlagValue& value) {
     if (arg == "--device")
       device = value();
@@ -210,23 +293,33 @@ int Main(int argc, char** argv) {
       extra.push_back(ParseParams(value()));
     else if (arg == "--no-clblast")
       clblast = false;
+    else if (arg == "--modes") {
+      std::string v = value();
+      for (size_t pos = 0; pos < v.size();) {
+        size_t end = std::min(v.find(',', pos), v.size());
+        engine.modes.push_back(v.substr(pos, end - pos));
+        pos = end + 1;
+      }
+    } else if (arg == "--warp")
+      engine.warp.push_back(ParseWarp(value()));
     else
       return false;
     return true;
   });
-  cl::Context ctx(cl::SelectDevice(device));
+  auto shared = std::make_shared<cl::Context>(cl::SelectDevice(device));
+  const cl::Context& ctx = *shared;
   std::printf("device: %s\n", ctx.info().Label().c_str());
   std::printf("%-19s  %-36s %9s %8s %9s %8s %7s %9s %9s\n", "m x n x k",
               "texel kernel (* heuristic)", "texel ms", "TFLOP/s", "clblas ms", "TFLOP/s", "ratio",
               "err/clbl", "err/host");
-  for (int64_t n : sizes) RunSize(ctx, n, n, n, clblast, extra);
-  for (int64_t n : gemv) RunSize(ctx, 1, n, n, clblast, extra);
+  for (int64_t n : sizes) RunSize(shared, n, n, n, clblast, extra, engine);
+  for (int64_t n : gemv) RunSize(shared, 1, n, n, clblast, extra, engine);
   for (size_t pos = 0; pos < shapes.size();) {
     size_t end = std::min(shapes.find(',', pos), shapes.size());
     long long m = 0, n = 0, k = 0;
     if (std::sscanf(shapes.substr(pos, end - pos).c_str(), "%lldx%lldx%lld", &m, &n, &k) != 3)
       Fail(ErrorCode::kInvalidArgument, "--shapes: want MxNxK,...");
-    RunSize(ctx, m, n, k, clblast, extra);
+    RunSize(shared, m, n, k, clblast, extra, engine);
     pos = end + 1;
   }
   return 0;

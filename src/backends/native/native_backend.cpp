@@ -19,6 +19,7 @@ codegen::Target NativeBackend::TargetOf(const cl::DeviceInfo& device) {
   if (device.max_work_group_size > 0) t.max_work_group_size = device.max_work_group_size;
   t.warp_size = device.nv_warp_size;
   t.ptx = device.nv_warp_size > 0;
+  t.mma_sync = t.ptx && device.nv_cc_major >= 8;
   // Hand-over between work-groups needs a device-wide fence: PTX's, or a CPU's coherent caches.
   t.group_handoff = device.type == "CPU" || t.ptx;
   // TEXEL_TARGET=gpu:CU generates the kernels a GPU with CU compute units would get, so that

@@ -26,6 +26,9 @@ struct Target {
   // cl_nv_device_attribute_query. Fences, cache-bypassing loads and warp barriers use it.
   bool ptx = false;
   bool fp16 = false;  // cl_khr_fp16: f16 images are read and written with read_imageh
+  // NVIDIA tensor cores through inline PTX mma.sync (compute capability >= 8.0, from
+  // cl_nv_device_attribute_query): m16n8k8 on tf32, m16n8k16 on f16, fp32 accumulation.
+  bool mma_sync = false;
   // Work-groups may hand results to each other through a global fence and an atomic counter
   // (DefineArrival): known to hold on NVIDIA (a PTX fence) and on CPUs; elsewhere a second
   // kernel combines the parts.

@@ -1,0 +1,133 @@
+// texel_gemm's engine (api/gemm.h).
+#include "api/gemm.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+
+#include "core/error.h"
+#include "runtime/cl/program_cache.h"
+
+namespace texel::api {
+namespace {
+
+// The last element a stored rows x cols matrix (leading dimension ld) reaches in batch entries
+// 0..batch-1 at `stride`, plus one: the elements its buffer must hold from `offset`.
+int64_t Extent(int64_t offset, int64_t rows, int64_t cols, int64_t ld, int64_t batch,
+               int64_t stride) {
+  return offset + (batch - 1) * stride + (rows - 1) * ld + cols;
+}
+
+void CheckOperand(const char* name, cl_mem mem, int64_t offset, int64_t rows, int64_t cols,
+                  int64_t ld, int64_t batch, int64_t stride, size_t elem_bytes) {
+  if (mem == nullptr) Fail(ErrorCode::kInvalidArgument, "{} is NULL", name);
+  if (ld < cols)
+    Fail(ErrorCode::kInvalidArgument,
+         "ld{} = {} is less than the {} elements of a stored row of {}", name, ld, cols, name);
+  if (ld > std::numeric_limits<int32_t>::max())
+    Fail(ErrorCode::kInvalidArgument, "ld{} = {} is past 2^31 - 1", name, ld);
+  size_t bytes = 0;
+  cl_int err = clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof(bytes), &bytes, nullptr);
+  if (err != CL_SUCCESS)
+    Fail(ErrorCode::kInvalidArgument, "{} is not a valid cl_mem (error {})", name, err);
+  int64_t need = Extent(offset, rows, cols, ld, batch, stride);
+  if (static_cast<uint64_t>(need) * elem_bytes > bytes)
+    Fail(ErrorCode::kInvalidArgument,
+         "{} holds {} bytes; the problem reaches {} elements of {} bytes from its start", name,
+         bytes, need, elem_bytes);
+}
+
+}  // namespace
+
+void CheckGemm(const codegen::GemmProblem& g, const GemmOperands& ops, const codegen::Target& t) {
+  if (g.elem != DType::kFloat32 && g.elem != DType::kFloat16)
+    Fail(ErrorCode::kInvalidArgument, "element type {}: want f32 or f16", DTypeName(g.elem));
+  for (auto [name, v] : {std::pair{"m", g.m}, {"n", g.n}, {"k", g.k}, {"batch", g.batch}}) {
+    if (v < 0) Fail(ErrorCode::kInvalidArgument, "{} = {} is negative", name, v);
+    if (v > std::numeric_limits<int32_t>::max())
+      Fail(ErrorCode::kInvalidArgument, "{} = {} is past 2^31 - 1", name, v);
+  }
+  for (auto [name, v] : {std::pair{"a_offset", g.a_offset},
+                         {"b_offset", g.b_offset},
+                         {"c_offset", g.c_offset},
+                         {"stride_a", g.stride_a},
+                         {"stride_b", g.stride_b},
+                         {"stride_c", g.stride_c}})
+    if (v < 0) Fail(ErrorCode::kInvalidArgument, "{} = {} is negative", name, v);
+  if (g.mode != ComputeMode::kFp32 && !t.mma_sync)
+    Fail(ErrorCode::kUnsupported,
+         "compute mode {} needs a matrix engine (NVIDIA compute capability 8.0 or later through "
+         "inline PTX); this device has none: use fp32",
+         ComputeModeName(g.mode));
+  if (g.m == 0 || g.n == 0 || g.batch == 0) return;  // nothing to write
+  size_t eb = DTypeSize(g.elem);
+  CheckOperand("a", ops.a, g.a_offset, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda, g.batch,
+               g.stride_a, eb);
+  CheckOperand("b", ops.b, g.b_offset, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb, g.batch,
+               g.stride_b, eb);
+  CheckOperand("c", ops.c, g.c_offset, g.m, g.n, g.ldc, g.batch, g.stride_c, eb);
+}
+
+struct GemmKernels::Built {
+  std::unique_ptr<cl::Program> program;
+  cl::Kernel kernel;
+};
+
+GemmKernels::GemmKernels(std::shared_ptr<const cl::Context> ctx) : ctx_(std::move(ctx)) {}
+GemmKernels::~GemmKernels() = default;
+
+size_t GemmKernels::built() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return kernels_.size();
+}
+
+void GemmKernels::Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops,
+                          cl_command_queue queue, const std::vector<cl_event>& wait,
+                          cl_event* event, const codegen::Target& target,
+                          const codegen::WarpGemmParams* params) {
+  if (queue == nullptr) queue = ctx_->queue();
+  const cl_event* wl = wait.empty() ? nullptr : wait.data();
+  cl_uint nw = static_cast<cl_uint>(wait.size());
+  if (g.m == 0 || g.n == 0 || g.batch == 0) {
+    cl_int err = clEnqueueMarkerWithWaitList(queue, nw, wl, event);
+    if (err != CL_SUCCESS) Fail(ErrorCode::kDevice, "clEnqueueMarkerWithWaitList: error {}", err);
+    return;
+  }
+  codegen::WarpGemmParams p = params ? *params : codegen::ChooseWarpGemmParams(g, target);
+  codegen::KernelSpec spec = codegen::GenerateWarpGemm(g, "texel_gemm", target, p);
+  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_ptr<Built>& b = kernels_[spec.source];
+  if (!b) {
+    auto built = std::make_unique<Built>();
+    cl::ProgramCache cache = cl::ProgramCache::Default();
+    built->program =
+        std::make_unique<cl::Program>(*ctx_, spec.source, "", cache.enabled() ? &cache : nullptr);
+    built->kernel = cl::Kernel(built->program->get(), spec.name);
+    b = std::move(built);
+  }
+  cl::Kernel& k = b->kernel;
+  unsigned i = 0;
+  auto arg = [&](const auto& v) { k.SetArg(i++, sizeof(v), &v); };
+  arg(static_cast<cl_int>(g.m));
+  arg(static_cast<cl_int>(g.n));
+  arg(static_cast<cl_int>(g.k));
+  arg(ops.alpha);
+  // Each operand: buffer, offset, leading dimension, batch stride.
+  auto operand = [&](cl_mem m, int64_t offset, int64_t ld, int64_t stride) {
+    arg(m);
+    arg(static_cast<cl_long>(offset));
+    arg(static_cast<cl_int>(ld));
+    arg(static_cast<cl_long>(stride));
+  };
+  operand(ops.a, g.a_offset, g.lda, g.stride_a);
+  operand(ops.b, g.b_offset, g.ldb, g.stride_b);
+  arg(ops.beta);
+  operand(ops.c, g.c_offset, g.ldc, g.stride_c);
+  cl_int err =
+      clEnqueueNDRangeKernel(queue, k.get(), static_cast<cl_uint>(spec.global.size()), nullptr,
+                             spec.global.data(), spec.local.data(), nw, wl, event);
+  if (err != CL_SUCCESS)
+    Fail(ErrorCode::kDevice, "clEnqueueNDRangeKernel(texel_gemm {}): error {}", p.ToString(), err);
+}
+
+}  // namespace texel::api

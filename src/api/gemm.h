@@ -1,0 +1,54 @@
+// texel_gemm's engine: one BLAS-style GEMM (codegen::GemmProblem) on cl_mem objects and a queue
+// the caller passes, through the warp-tiled GEMM family (codegen/opencl/gemm/warp_gemm.h). Each
+// kernel is built once per shape class (transposes, element type, mode, alignment, evenness,
+// tiles) and context, through the on-disk program cache, and reused for every problem of its
+// class. Thread safety: GemmKernels may be used from several threads (one lock around argument
+// binding and enqueueing).
+#pragma once
+
+#include <CL/cl.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "codegen/opencl/gemm/warp_gemm.h"
+#include "runtime/cl/context.h"
+
+namespace texel::api {
+
+struct GemmOperands {
+  cl_mem a = nullptr, b = nullptr, c = nullptr;
+  float alpha = 1, beta = 0;
+};
+
+// Throws Error(kInvalidArgument) naming the argument for a problem that cannot be run as given
+// (a null buffer, sizes past the kernel's 32-bit indices, a leading dimension shorter than its
+// row, a buffer too small for the elements the problem reaches, an element type other than f32
+// and f16) and Error(kUnsupported) for a compute mode the device has no matrix engine for.
+void CheckGemm(const codegen::GemmProblem& g, const GemmOperands& ops, const codegen::Target& t);
+
+class GemmKernels {
+ public:
+  explicit GemmKernels(std::shared_ptr<const cl::Context> ctx);
+  ~GemmKernels();
+  // Enqueues g on queue (the context's own when null) after `wait`; *event, when given, is set
+  // to an event that completes with it (the caller releases it). A problem with no output
+  // (m, n or batch 0) enqueues a marker. params: explicit tiles (benchmarks, tests), else the
+  // heuristic's. target: the device facts to generate for (tests pass one without mma_sync to
+  // run the matrix-engine modes' emulation). Call CheckGemm first.
+  void Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops, cl_command_queue queue,
+               const std::vector<cl_event>& wait, cl_event* event, const codegen::Target& target,
+               const codegen::WarpGemmParams* params = nullptr);
+  size_t built() const;  // kernels built so far
+
+ private:
+  struct Built;
+  std::shared_ptr<const cl::Context> ctx_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::unique_ptr<Built>> kernels_;  // by source
+};
+
+}  // namespace texel::api

@@ -1,0 +1,99 @@
+// Matrix-engine GEMM kernels (gemm/mma.h, kernels/warp_gemm.cl).
+#include "codegen/opencl/gemm/warp_gemm.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace texel::codegen {
+namespace {
+
+int MmaDepth(ComputeMode m) { return m == ComputeMode::kFp16 ? 16 : 8; }
+
+// Operand X's offset, leading dimension and batch stride are multiples of 4 elements: its 4-wide
+// loads are aligned (buffers themselves are).
+bool Aligned(int64_t offset, int64_t ld, int64_t stride, int64_t batch) {
+  return offset % 4 == 0 && ld % 4 == 0 && (batch == 1 || stride % 4 == 0);
+}
+
+}  // namespace
+
+std::string WarpGemmParams::ToString() const {
+  return fmt::format("warp {}x{}x{} / {}x{}", bm, bn, bk, wm, wn);
+}
+
+std::optional<std::string> CheckWarpGemmParams(const WarpGemmParams& p, const GemmProblem& g,
+                                               const Target& t) {
+  if (g.elem != DType::kFloat32 && g.elem != DType::kFloat16)
+    return fmt::format("elements of {}: want f32 or f16", DTypeName(g.elem));
+  if (p.wm <= 0 || p.wn <= 0 || p.wm % 16 != 0 || p.wn % 8 != 0)
+    return fmt::format("warp tile {}x{}: want multiples of 16 x 8", p.wm, p.wn);
+  if (p.bm <= 0 || p.bn <= 0 || p.bm % p.wm != 0 || p.bn % p.wn != 0)
+    return fmt::format("tile {}x{} is not whole warp tiles of {}x{}", p.bm, p.bn, p.wm, p.wn);
+  int depth = MmaDepth(g.mode);
+  if (p.bk <= 0 || p.bk % depth != 0)
+    return fmt::format("tile depth {}: want a multiple of {}", p.bk, depth);
+  int64_t wg = static_cast<int64_t>(p.bm / p.wm) * (p.bn / p.wn) * 32;
+  if (static_cast<size_t>(wg) > t.max_work_group_size)
+    return fmt::format("{} work-items per group, the device takes {}", wg, t.max_work_group_size);
+  if ((p.bm * p.bk) % (4 * wg) != 0 || (p.bn * p.bk) % (4 * wg) != 0)
+    return fmt::format("tiles {}x{} and {}x{} do not share out in fours over {} work-items", p.bm,
+                       p.bk, p.bn, p.bk, wg);
+  uint64_t local =
+      2ull * (p.bm + p.bn) * (g.mode == ComputeMode::kFp16 ? (p.bk + 8) * 2ull : (p.bk + 4) * 4ull);
+  if (local > t.local_mem_bytes)
+    return fmt::format("{} bytes of local memory, the device has {}", local, t.local_mem_bytes);
+  return std::nullopt;
+}
+
+WarpGemmParams ChooseWarpGemmParams(const GemmProblem& g, const Target&) {
+  WarpGemmParams p;
+  p.bk = g.mode == ComputeMode::kFp16 ? 32 : 16;
+  return p;
+}
+
+KernelSpec GenerateWarpGemm(const GemmProblem& g, const std::string& kernel_name, const Target& t,
+                            const WarpGemmParams& p) {
+  if (auto why = CheckWarpGemmParams(p, g, t))
+    Fail(ErrorCode::kInvalidArgument, "{}: {}", p.ToString(), *why);
+  KernelSource src(kernel_name, "warp_gemm");
+  bool half = g.elem == DType::kFloat16;
+  bool even = g.m % p.bm == 0 && g.n % p.bn == 0 && g.k % p.bk == 0 && g.k > 0;
+  bool align_a = Aligned(g.a_offset, g.lda, g.stride_a, g.batch);
+  bool align_b = Aligned(g.b_offset, g.ldb, g.stride_b, g.batch);
+  int mode = g.mode == ComputeMode::kFp32     ? 0
+             : g.mode == ComputeMode::kTf32   ? 1
+             : g.mode == ComputeMode::kTf32x3 ? 3
+                                              : 16;
+  src.Define("BM", p.bm).Define("BN", p.bn).Define("BK", p.bk);
+  src.Define("WM", p.wm).Define("WN", p.wn).Define("MODE", mode);
+  src.Define("MMA_PTX", t.mma_sync).Define("EVEN", even);
+  src.Define("TRANS_A", g.trans_a).Define("TRANS_B", g.trans_b);
+  // 4-wide loads along each operand's contiguous dimension; unaligned ones (f16, or an offset or
+  // stride off the 4-element grid) as vload4, which the compiler may split.
+  src.Define("VA", 4).Define("VB", 4);
+  src.Define("T_STORE", half ? "half" : "float");
+  src.Define("GLOAD(p, i)", half ? "vload_half((i), (p))" : "(p)[i]");
+  src.Define("GSTORE(p, i, v)", half ? "vstore_half_rte((v), (i), (p))" : "(p)[i] = (v)");
+  auto load4 = [&](bool aligned) -> std::string {
+    if (half) return "vload_half4(0, (p) + (i))";
+    return aligned ? "(*(__global const float4*)((p) + (i)))" : "vload4(0, (p) + (i))";
+  };
+  // GLOAD4 is used for A and B alike: aligned only when both are.
+  src.Define("GLOAD4(p, i)", load4(align_a && align_b));
+  src.Define("F16_STORAGE", half);
+  src.Define("TO_TF32", kernel_name + "_to_tf32").Define("ROUND_TF32", kernel_name + "_round_tf32");
+  src.Define("TO_F16", kernel_name + "_to_f16");
+  KernelSpec spec;
+  spec.name = kernel_name;
+  spec.source = src.Render();
+  size_t wg = static_cast<size_t>(p.bm / p.wm) * static_cast<size_t>(p.bn / p.wn) * 32;
+  spec.global = {static_cast<size_t>((g.n + p.bn - 1) / p.bn) * wg,
+                 static_cast<size_t>((g.m + p.bm - 1) / p.bm), static_cast<size_t>(g.batch)};
+  spec.local = {wg, 1, 1};
+  spec.flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) *
+               static_cast<double>(g.k) * static_cast<double>(g.batch);
+  return spec;
+}
+
+}  // namespace texel::codegen

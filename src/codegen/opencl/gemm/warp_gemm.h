@@ -1,0 +1,50 @@
+// The warp-tiled GEMM (kernels/warp_gemm.cl) for BLAS-style problems (strides, transposes,
+// alpha, beta, strided batches, f32 or f16 storage) in every compute mode: each warp of 32
+// work-items computes a WM x WN block as 16 x 8 fragments laid out as NVIDIA's mma.sync lays them,
+// on the tensor cores where Target::mma_sync holds and the mode is tf32, tf32x3 or fp16, with
+// FMAs otherwise (fp32 on any device; the other modes' rounding emulated, for tests). Sizes,
+// strides, offsets and scalars are kernel arguments, so one kernel serves every problem with the
+// same transposes, element type, mode, alignment and evenness. Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "codegen/opencl/generator.h"
+#include "core/dtype.h"
+#include "core/precision.h"
+
+namespace texel::codegen {
+
+// Row-major C[m, n] = alpha * op(A)[m, k] op(B)[k, n] + beta * C, `batch` times at the strides
+// (elements). op(A) = A^T with trans_a: A stored [k, m] with leading dimension lda.
+struct GemmProblem {
+  int64_t m = 1, n = 1, k = 1, batch = 1;
+  bool trans_a = false, trans_b = false;
+  int64_t lda = 1, ldb = 1, ldc = 1;
+  int64_t a_offset = 0, b_offset = 0, c_offset = 0;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  DType elem = DType::kFloat32;  // of A, B and C: f32 or f16
+  ComputeMode mode = ComputeMode::kTf32;
+};
+
+// A BM x BN tile per work-group, BK deep per local-memory step, WM x WN per warp.
+struct WarpGemmParams {
+  int bm = 128, bn = 128, bk = 16, wm = 64, wn = 32;
+  std::string ToString() const;  // "warp 128x128x16 / 64x32"
+};
+
+// Why p cannot run problem g on t (tiles that do not divide, too much local memory, an element
+// type other than f32 and f16), or nullopt. Whether the device has a matrix engine for g's mode
+// is the caller's question (Target::mma_sync).
+std::optional<std::string> CheckWarpGemmParams(const WarpGemmParams& p, const GemmProblem& g,
+                                               const Target& t);
+WarpGemmParams ChooseWarpGemmParams(const GemmProblem& g, const Target& t);
+
+// The kernel for g's shape class; spec.args is empty (the caller binds A, B, C and the scalars in
+// the template's parameter order), global/local cover g.
+KernelSpec GenerateWarpGemm(const GemmProblem& g, const std::string& kernel_name, const Target& t,
+                            const WarpGemmParams& p);
+
+}  // namespace texel::codegen

@@ -1,0 +1,357 @@
+// BLAS-style GEMM: C = alpha * op(A) op(B) + beta * C, row-major, batched by get_group_id(2),
+// on NVIDIA's warp-wide mma.sync (inline PTX) or, where MMA_PTX is 0 or MODE is 0 (fp32), the
+// same fragments per work-item with FMAs in plain OpenCL C (any device: fp32 everywhere, and the
+// matrix-engine modes' rounding emulated so that tests check the tiling, staging and epilogue
+// on a CPU; the PTX fragment layouts are checked on the GPU).
+//
+// A work-group of WG = (BM / WM) x (BN / WN) warps computes a BM x BN tile of C. Per step of BK
+// along K, the A tile (BM x BK, k contiguous) and the B tile (BN x BK, k contiguous: B is staged
+// transposed, as mma's "col" operand wants it) go from global memory through registers to
+// local memory, double-buffered: the next step's loads are in flight while this one computes.
+// Each warp then computes its WM x WN part as MI x NI mma tiles of 16 x 8, MK deep:
+//   MODE 1 (tf32)    m16n8k8 on tf32 operands (rounded to nearest by cvt.rna)
+//   MODE 3 (tf32x3)  each operand split x = hi + lo into two tf32 parts; hi*lo + lo*hi + hi*hi,
+//                    which keeps fp32-level accuracy (only lo*lo, ~2^-22 relative, is dropped)
+//   MODE 16 (f16)    m16n8k16 on f16 operands (staged in local memory as half)
+//   MODE 0 (fp32)    FMAs
+// all accumulating in fp32. Local rows are padded (LS) so that a warp's fragment loads touch 32
+// distinct banks: lanes read rows g = lane / 4 and columns t = lane % 4 of a 16 x 8 block.
+// Parameters: BM, BN, BK, WM, WN, MODE, MMA_PTX, TRANS_A, TRANS_B (op(A) = A^T: A stored
+// [K, M]), VA, VB (4: the operand's contiguous dimension is loaded as float4; 1: scalars),
+// EVEN (M, N, K are multiples of BM, BN, BK: no bounds checks), T_STORE, F16_STORAGE, GLOAD(p,
+// i), GLOAD4(p, i) (4 elements at i as float4), GSTORE(p, i, v); TO_TF32, ROUND_TF32, TO_F16
+// (helper names unique to the kernel).
+#define WARPS_N (BN / WN)
+#define WG ((BM / WM) * WARPS_N * 32)
+#define MI (WM / 16)
+#define NI (WN / 8)
+// TL: an element in local memory, RT: in the registers staging it (f16 bits in MODE 16, read
+// raw from f16 storage or converted from f32 as they are loaded: so that local memory is
+// written with plain stores), GLOADR / GLOADR4: one / four of them from global memory.
+#if MODE == 16
+#define MK 16
+#define LS (BK + 8)  // halves per local row: BK / 2 + 4 words
+#define TL ushort
+#define RT ushort
+#define LREAD(buf, i) vload_half((i), (__local const half*)(buf))
+#else
+#define MK 8
+#define LS (BK + 4)
+#define TL float
+#define RT float
+#define GLOADR(p, i) GLOAD(p, i)
+#define GLOADR4(p, i) GLOAD4(p, i)
+#define LREAD(buf, i) ((buf)[i])
+#endif
+
+// op(A)[r, k] and op(B)[k, c] as element offsets.
+#if TRANS_A
+#define A_AT(r, k) ((long)(k) * lda + (r))
+#else
+#define A_AT(r, k) ((long)(r) * lda + (k))
+#endif
+#if TRANS_B
+#define B_AT(k, c) ((long)(c) * ldb + (k))
+#else
+#define B_AT(k, c) ((long)(k) * ldb + (c))
+#endif
+
+// Per step each work-item loads LA vectors of VA elements of A along A's contiguous dimension
+// (k, or rows with TRANS_A), and LB of B (columns, or k with TRANS_B).
+#define LA (BM * BK / (VA * WG))
+#define LB (BN * BK / (VB * WG))
+
+#define USE_MMA (MMA_PTX && MODE != 0)
+#if USE_MMA
+uint TO_TF32(float x) {
+  uint r;
+  __asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+// d (4 floats) += A fragment (4 words) x B fragment (2 words), shape and types in `op`.
+#define MMA(op, d, a0, a1, a2, a3, b0, b1)                                                       \
+  __asm volatile("mma.sync.aligned." op                                                        \
+                 " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"                    \
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])                                \
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(d[0]), "f"(d[1]), \
+                   "f"(d[2]), "f"(d[3]))
+#define MMA_TF32(...) MMA("m16n8k8.row.col.f32.tf32.tf32.f32", __VA_ARGS__)
+#define MMA_F16(...) MMA("m16n8k16.row.col.f32.f16.f16.f32", __VA_ARGS__)
+// x as tf32 bits: hi, and with MODE 3 the rest as lo (x = hi + lo to 22 bits).
+#if MODE == 3
+#define SPLIT_TF32(x, hi, lo) (hi) = TO_TF32(x), (lo) = TO_TF32((x) - as_float(hi))
+#else
+#define SPLIT_TF32(x, hi, lo) (hi) = TO_TF32(x)
+#endif
+#else
+// cvt.rna.tf32.f32: the magnitude rounded to 10 mantissa bits, ties away from zero.
+float ROUND_TF32(float x) { return as_float((as_uint(x) + 0x1000u) & 0xffffe000u); }
+// x as the emulated engine computes with it: hi, and with MODE 3 the rest as lo.
+#if MODE == 3
+#define SPLIT(x, hi, lo) (hi) = ROUND_TF32(x), (lo) = ROUND_TF32((x) - (hi))
+#elif MODE == 1
+#define SPLIT(x, hi, lo) (hi) = ROUND_TF32(x)
+#else
+#define SPLIT(x, hi, lo) (hi) = (x)
+#endif
+#endif
+#if MODE == 16
+// f32 to f16 bits, rounded to nearest even.
+ushort TO_F16(float x) {
+#if MMA_PTX
+  uint r;
+  __asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(0.0f), "f"(x));
+  return (ushort)r;
+#else
+  ushort h;
+  vstore_half_rte(x, 0, (half*)&h);
+  return h;
+#endif
+}
+#if F16_STORAGE
+#define GLOADR(p, i) (((__global const ushort*)(p))[i])
+#define GLOADR4(p, i) vload4(0, (__global const ushort*)(p) + (i))
+#else
+#define GLOADR(p, i) TO_F16((p)[i])
+#define GLOADR4(p, i)                                                                  \
+  ((ushort4)(TO_F16((p)[(i)]), TO_F16((p)[(i) + 1]), TO_F16((p)[(i) + 2]),           \
+             TO_F16((p)[(i) + 3])))
+#endif
+#endif
+
+// Every accumulator of the warp's tile: entry e of the 16 x 8 fragment (i, j).
+#define FOR_TILE(i, j, e)                                    \
+  _Pragma("unroll") for (int i = 0; i < MI; ++i)             \
+      _Pragma("unroll") for (int j = 0; j < NI; ++j)         \
+          _Pragma("unroll") for (int e = 0; e < 4; ++e)
+
+// Vector e of a step's A tile: row r, column k (first of VA along A's contiguous dimension:
+// rows with TRANS_A, k without). B's alike: column c, row k (k with TRANS_B, columns without).
+#define A_VEC(e, r, k)                                              \
+  const int r = TRANS_A ? (e) % (BM / VA) * VA : (e) / (BK / VA); \
+  const int k = TRANS_A ? (e) / (BM / VA) : (e) % (BK / VA) * VA
+#define B_VEC(e, c, k)                                              \
+  const int c = TRANS_B ? (e) / (BK / VB) : (e) % (BN / VB) * VB; \
+  const int k = TRANS_B ? (e) % (BK / VB) * VB : (e) / (BN / VB)
+// Element v of a vector: (row, k) offsets.
+#define A_DR(v) (TRANS_A ? (v) : 0)
+#define A_DK(v) (TRANS_A ? 0 : (v))
+#define B_DC(v) (TRANS_B ? 0 : (v))
+#define B_DK(v) (TRANS_B ? (v) : 0)
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
+    const int M, const int N, const int K, const float alpha, __global const T_STORE* a,
+    const long a_off, const int lda, const long stride_a, __global const T_STORE* b,
+    const long b_off, const int ldb, const long stride_b, const float beta, __global T_STORE* c,
+    const long c_off, const int ldc, const long stride_c) {
+  // Aligned for the 32-bit fragment reads of f16 pairs.
+  __local TL as[2][BM * LS] __attribute__((aligned(16)));
+  __local TL bs[2][BN * LS] __attribute__((aligned(16)));
+  const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32;
+  const int g = lane >> 2, t = lane & 3;
+  const int wm = warp / WARPS_N * WM, wn = warp % WARPS_N * WN;
+  const int m0 = get_group_id(1) * BM, n0 = get_group_id(0) * BN;
+  a += a_off + get_group_id(2) * stride_a;
+  b += b_off + get_group_id(2) * stride_b;
+  c += c_off + get_group_id(2) * stride_c;
+  RT ra[LA * VA], rb[LB * VB];
+  // A vector wholly inside the matrix is one GLOAD4 (the host promises alignment when VA is 4);
+  // one that crosses an edge is read element by element, zeros outside.
+#define LOAD_TILES(k0)                                                                     \
+  for (int l = 0; l < LA; ++l) {                                                           \
+    A_VEC(lid + l * WG, r, k);                                                             \
+    if (VA == 4 && (EVEN || (m0 + r + A_DR(3) < M && (k0) + k + A_DK(3) < K))) {           \
+      vstore4(GLOADR4(a, A_AT(m0 + r, (k0) + k)), 0, ra + l * VA);                         \
+    } else {                                                                               \
+      for (int v = 0; v < VA; ++v) {                                                       \
+        const int rr = m0 + r + A_DR(v), kk = (k0) + k + A_DK(v);                         \
+        ra[l * VA + v] = EVEN || (rr < M && kk < K) ? GLOADR(a, A_AT(rr, kk)) : (RT)0;    \
+      }                                                                                    \
+    }                                                                                      \
+  }                                                                                        \
+  for (int l = 0; l < LB; ++l) {                                                           \
+    B_VEC(lid + l * WG, cc, k);                                                            \
+    if (VB == 4 && (EVEN || (n0 + cc + B_DC(3) < N && (k0) + k + B_DK(3) < K))) {          \
+      vstore4(GLOADR4(b, B_AT((k0) + k, n0 + cc)), 0, rb + l * VB);                        \
+    } else {                                                                               \
+      for (int v = 0; v < VB; ++v) {                                                       \
+        const int col = n0 + cc + B_DC(v), kk = (k0) + k + B_DK(v);                        \
+        rb[l * VB + v] = EVEN || (col < N && kk < K) ? GLOADR(b, B_AT(kk, col)) : (RT)0;  \
+      }                                                                                    \
+    }                                                                                      \
+  }
+#define STORE_TILES(buf)                                                                   \
+  for (int l = 0; l < LA; ++l) {                                                           \
+    A_VEC(lid + l * WG, r, k);                                                             \
+    for (int v = 0; v < VA; ++v)                                                           \
+      as[buf][(r + A_DR(v)) * LS + k + A_DK(v)] = ra[l * VA + v];                          \
+  }                                                                                        \
+  for (int l = 0; l < LB; ++l) {                                                           \
+    B_VEC(lid + l * WG, cc, k);                                                            \
+    for (int v = 0; v < VB; ++v)                                                           \
+      bs[buf][(cc + B_DC(v)) * LS + k + B_DK(v)] = rb[l * VB + v];                         \
+  }
+  float acc[MI][NI][4];
+  FOR_TILE(i, j, e) acc[i][j][e] = 0;
+  const int steps = (K + BK - 1) / BK;
+  LOAD_TILES(0)
+  STORE_TILES(0)
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = 0; s < steps; ++s) {
+    __local const TL* at = as[s & 1];
+    __local const TL* bt = bs[s & 1];
+    if (s + 1 < steps) {
+      LOAD_TILES((s + 1) * BK)
+    }
+#if USE_MMA && MODE == 3
+    // The step's products are summed apart and added to the running sums by a rounding FADD:
+    // the matrix engine's own fp32 accumulation loses more than FMAs do over a long K.
+    float part[MI][NI][4];
+    FOR_TILE(i, j, e) part[i][j][e] = 0;
+#define ACC part
+#else
+#define ACC acc
+#endif
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += MK) {
+#if USE_MMA && MODE == 16
+      // A: rows g, g + 8, column pairs 2t and 2t + 8 (a 32-bit word each); B: column g, row
+      // pairs 2t and 2t + 8.
+      __local const uint* aw = (__local const uint*)at;
+      __local const uint* bw = (__local const uint*)bt;
+      uint fa[MI][4], fb[NI][2];
+#pragma unroll
+      for (int i = 0; i < MI; ++i) {
+        const int o = (wm + i * 16 + g) * (LS / 2) + kk / 2 + t;
+        fa[i][0] = aw[o];
+        fa[i][1] = aw[o + 8 * (LS / 2)];
+        fa[i][2] = aw[o + 4];
+        fa[i][3] = aw[o + 8 * (LS / 2) + 4];
+      }
+#pragma unroll
+      for (int j = 0; j < NI; ++j) {
+        const int o = (wn + j * 8 + g) * (LS / 2) + kk / 2 + t;
+        fb[j][0] = bw[o];
+        fb[j][1] = bw[o + 4];
+      }
+#pragma unroll
+      for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j)
+          MMA_F16(acc[i][j], fa[i][0], fa[i][1], fa[i][2], fa[i][3], fb[j][0], fb[j][1]);
+#elif USE_MMA
+      // A: rows g, g + 8, columns t, t + 4; B: column g, rows t, t + 4.
+      uint ah[MI][4], bh[NI][2];
+#if MODE == 3
+      uint al[MI][4], bl[NI][2];
+#endif
+#pragma unroll
+      for (int i = 0; i < MI; ++i) {
+        const int o = (wm + i * 16 + g) * LS + kk + t;
+        const float x[4] = {at[o], at[o + 8 * LS], at[o + 4], at[o + 8 * LS + 4]};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) SPLIT_TF32(x[e], ah[i][e], al[i][e]);
+      }
+#pragma unroll
+      for (int j = 0; j < NI; ++j) {
+        const int o = (wn + j * 8 + g) * LS + kk + t;
+        const float y[2] = {bt[o], bt[o + 4]};
+#pragma unroll
+        for (int e = 0; e < 2; ++e) SPLIT_TF32(y[e], bh[j][e], bl[j][e]);
+      }
+#pragma unroll
+      for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j) {
+#if MODE == 3
+          MMA_TF32(ACC[i][j], al[i][0], al[i][1], al[i][2], al[i][3], bh[j][0], bh[j][1]);
+          MMA_TF32(ACC[i][j], ah[i][0], ah[i][1], ah[i][2], ah[i][3], bl[j][0], bl[j][1]);
+#endif
+          MMA_TF32(ACC[i][j], ah[i][0], ah[i][1], ah[i][2], ah[i][3], bh[j][0], bh[j][1]);
+        }
+#else
+      // The same fragment entries per work-item (rows g, g + 8 and columns 2t, 2t + 1 of each
+      // tile) with FMAs, the operands rounded as the matrix engine rounds them; a 2 MI x 2 NI
+      // register block, 2 (MI + NI) local reads per 4 MI NI FMAs.
+#pragma unroll
+      for (int k = kk; k < kk + MK; ++k) {
+        float xh[MI][2], yh[NI][2];
+#if MODE == 3
+        float xl[MI][2], yl[NI][2];
+#endif
+#pragma unroll
+        for (int i = 0; i < MI; ++i)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            SPLIT(LREAD(at, (wm + i * 16 + g + h * 8) * LS + k), xh[i][h], xl[i][h]);
+#pragma unroll
+        for (int j = 0; j < NI; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            SPLIT(LREAD(bt, (wn + j * 8 + 2 * t + h) * LS + k), yh[j][h], yl[j][h]);
+#pragma unroll
+        for (int i = 0; i < MI; ++i)
+#pragma unroll
+          for (int j = 0; j < NI; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+#if MODE == 3
+              acc[i][j][e] = mad(xl[i][e >> 1], yh[j][e & 1], acc[i][j][e]);
+              acc[i][j][e] = mad(xh[i][e >> 1], yl[j][e & 1], acc[i][j][e]);
+#endif
+              acc[i][j][e] = mad(xh[i][e >> 1], yh[j][e & 1], acc[i][j][e]);
+            }
+      }
+#endif
+    }
+#undef ACC
+#if USE_MMA && MODE == 3
+    FOR_TILE(i, j, e) acc[i][j][e] += part[i][j][e];
+#endif
+    if (s + 1 < steps) {
+      STORE_TILES((s + 1) & 1)
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  // C: rows g, g + 8 and columns 2t, 2t + 1 of each 16 x 8 tile.
+  FOR_TILE(i, j, e) {
+    const int r = m0 + wm + i * 16 + g + (e >> 1) * 8;
+    const int col = n0 + wn + j * 8 + 2 * t + (e & 1);
+    if (EVEN || (r < M && col < N)) {
+      const long o = (long)r * ldc + col;
+      float v = alpha * acc[i][j][e];
+      if (beta != 0) v += beta * GLOAD(c, o);
+      GSTORE(c, o, v);
+    }
+  }
+}
+#undef LOAD_TILES
+#undef STORE_TILES
+#undef FOR_TILE
+#undef A_VEC
+#undef B_VEC
+#undef A_DR
+#undef A_DK
+#undef B_DC
+#undef B_DK
+#undef MMA
+#undef MMA_TF32
+#undef MMA_F16
+#undef SPLIT
+#undef SPLIT_TF32
+#undef USE_MMA
+#undef WARPS_N
+#undef WG
+#undef MI
+#undef NI
+#undef MK
+#undef LS
+#undef RT
+#undef GLOADR
+#undef GLOADR4
+#undef TL
+#undef LREAD
+#undef A_AT
+#undef B_AT
+#undef LA
+#undef LB

@@ -1,0 +1,234 @@
+// texel_gemm's engine (api/gemm.h) and the warp-tiled GEMM (codegen/opencl/gemm/warp_gemm.h) on
+// this device, against a double-precision host reference: fp32 for real; tf32, tf32x3 and fp16
+// through the kernel's emulation of the matrix engine's rounding (the PTX fragments run on the
+// GPU only). Problems with transposes, odd sizes, leading dimensions past the row, offsets,
+// strided batches, alpha and beta, f32 and f16 storage.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "api/gemm.h"
+#include "backends/native/native_backend.h"
+#include "core/error.h"
+#include "core/tensor.h"
+#include "kernel_test_util.h"
+
+namespace texel {
+namespace {
+
+using codegen::GemmProblem;
+using codegen::WarpGemmParams;
+
+// cvt.rna.tf32.f32 on the host.
+float RoundTf32(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u = (u + 0x1000u) & 0xffffe000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+// The operand value the mode computes with.
+double AsComputed(float x, ComputeMode mode) {
+  if (mode == ComputeMode::kTf32) return RoundTf32(x);
+  if (mode == ComputeMode::kFp16) return HalfToFloat(FloatToHalf(x));
+  return x;
+}
+
+// A buffer of `count` elements of g.elem, random in [-1, 1] (exactly representable in f16 when
+// stored as f16), and its float values.
+struct Operand {
+  std::vector<float> values;
+  cl::Buffer buffer;
+};
+
+Operand MakeOperand(const cl::Context& ctx, int64_t count, DType elem, uint32_t seed) {
+  Operand op;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  op.values.resize(static_cast<size_t>(count));
+  std::vector<uint16_t> half(op.values.size());
+  for (size_t i = 0; i < op.values.size(); ++i) {
+    float v = dist(rng);
+    half[i] = FloatToHalf(v);
+    op.values[i] = elem == DType::kFloat16 ? HalfToFloat(half[i]) : v;
+  }
+  size_t eb = DTypeSize(elem);
+  op.buffer = cl::Buffer(ctx, op.values.size() * eb);
+  op.buffer.Write(ctx,
+                  elem == DType::kFloat16 ? static_cast<const void*>(half.data())
+                                          : static_cast<const void*>(op.values.data()),
+                  op.values.size() * eb);
+  return op;
+}
+
+std::vector<float> ReadBack(const cl::Context& ctx, const cl::Buffer& b, size_t count, DType elem) {
+  std::vector<float> out(count);
+  if (elem == DType::kFloat16) {
+    std::vector<uint16_t> h(count);
+    b.Read(ctx, h.data(), count * 2);
+    for (size_t i = 0; i < count; ++i) out[i] = HalfToFloat(h[i]);
+  } else {
+    b.Read(ctx, out.data(), count * 4);
+  }
+  return out;
+}
+
+// Runs g through the engine (on `target`) and checks every element of C against the host:
+// |got - want| <= tol * sum_k |a b| (+ half's rounding of the result with f16 storage), with
+// want from the operands as the mode computes with them. Returns the largest error relative to
+// sum |a b| against the exact fp32 operands, to show that a rounding mode did round.
+double RunAndCheck(const GemmProblem& g, float alpha, float beta, const codegen::Target& target,
+                   const WarpGemmParams* params, const std::string& what) {
+  const auto& ctx = testing::SharedContext();
+  int64_t a_rows = g.trans_a ? g.k : g.m, b_rows = g.trans_b ? g.n : g.k;
+  auto extent = [&](int64_t off, int64_t rows, int64_t ld, int64_t stride) {
+    return off + (g.batch - 1) * stride + rows * ld;
+  };
+  Operand a = MakeOperand(*ctx, extent(g.a_offset, a_rows, g.lda, g.stride_a), g.elem, 11);
+  Operand b = MakeOperand(*ctx, extent(g.b_offset, b_rows, g.ldb, g.stride_b), g.elem, 12);
+  Operand c = MakeOperand(*ctx, extent(g.c_offset, g.m, g.ldc, g.stride_c), g.elem, 13);
+  if (beta == 0) {  // beta 0 must not read C: NaNs there stay out of the result
+    std::vector<uint8_t> nan(c.buffer.bytes(), 0xff);
+    c.buffer.Write(*ctx, nan.data(), nan.size());
+  }
+  api::GemmKernels kernels(ctx);
+  api::GemmOperands ops{a.buffer.mem(), b.buffer.mem(), c.buffer.mem(), alpha, beta};
+  codegen::Target check = target;
+  check.mma_sync = true;  // the emulation stands in for the matrix engine
+  api::CheckGemm(g, ops, check);
+  cl::Event done;
+  kernels.Enqueue(g, ops, nullptr, {}, done.out(), target, params);
+  done.Wait();
+  std::vector<float> got = ReadBack(*ctx, c.buffer, c.values.size(), g.elem);
+  double worst_exact = 0;
+  int bad = 0;
+  for (int64_t bi = 0; bi < g.batch; ++bi)
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j) {
+        double want = 0, exact = 0, scale = 0;
+        for (int64_t kk = 0; kk < g.k; ++kk) {
+          int64_t ai = g.a_offset + bi * g.stride_a + (g.trans_a ? kk * g.lda + i : i * g.lda + kk);
+          int64_t bj = g.b_offset + bi * g.stride_b + (g.trans_b ? j * g.ldb + kk : kk * g.ldb + j);
+          float x = a.values[ai], y = b.values[bj];
+          want += AsComputed(x, g.mode) * AsComputed(y, g.mode);
+          exact += double{x} * y;
+          scale += std::fabs(double{x} * y);
+        }
+        int64_t ci = g.c_offset + bi * g.stride_c + i * g.ldc + j;
+        double old = beta == 0 ? 0 : beta * double{c.values[ci]};
+        want = alpha * want + old;
+        exact = alpha * exact + old;
+        scale = std::fabs(alpha) * scale + std::fabs(old) + 1e-30;
+        double tol = 2e-6 * scale + (g.elem == DType::kFloat16 ? 1e-3 * std::fabs(want) : 0);
+        double err = std::fabs(got[ci] - want);
+        if (!(err <= tol) && bad++ < 5)
+          ADD_FAILURE() << what << ": C[" << bi << "][" << i << "][" << j << "] = " << got[ci]
+                        << ", want " << want << " (tolerance " << tol << ")";
+        worst_exact = std::max(worst_exact, std::fabs(got[ci] - exact) / scale);
+      }
+  // Elements of C outside the problem (between rows, before the offset) are untouched.
+  for (int64_t ci = 0; ci < g.c_offset; ++ci)
+    if (beta != 0) {
+      EXPECT_EQ(got[ci], c.values[ci]) << what << ": C[" << ci << "] written";
+    }
+  EXPECT_EQ(bad, 0) << what;
+  return worst_exact;
+}
+
+codegen::Target Emulated() {
+  codegen::Target t = backends::NativeBackend::TargetOf(testing::SharedContext()->info());
+  t.mma_sync = false;
+  return t;
+}
+
+TEST(GemmTest, Fp32EveryLayout) {
+  WarpGemmParams small{32, 32, 16, 16, 16};
+  struct Case {
+    bool ta, tb;
+    DType elem;
+  };
+  for (Case cs : {Case{false, false, DType::kFloat32}, Case{true, false, DType::kFloat32},
+                  Case{false, true, DType::kFloat16}, Case{true, true, DType::kFloat32}}) {
+    GemmProblem g;
+    g.m = 37, g.n = 45, g.k = 29, g.batch = 2;
+    g.trans_a = cs.ta, g.trans_b = cs.tb, g.elem = cs.elem, g.mode = ComputeMode::kFp32;
+    g.lda = (cs.ta ? g.m : g.k) + 3, g.ldb = (cs.tb ? g.k : g.n) + 1, g.ldc = g.n + 2;
+    g.a_offset = 5, g.b_offset = 0, g.c_offset = 7;
+    g.stride_a = (cs.ta ? g.k : g.m) * g.lda + 4, g.stride_b = 0;  // B broadcast over the batch
+    g.stride_c = g.m * g.ldc;
+    RunAndCheck(
+        g, 0.75f, cs.ta ? 0.0f : -0.5f, Emulated(), &small,
+        fmt::format("fp32 {}{} {}", cs.ta ? "T" : "N", cs.tb ? "T" : "N", DTypeName(cs.elem)));
+  }
+}
+
+TEST(GemmTest, HeuristicTilesOnAnEvenProblem) {
+  GemmProblem g;
+  g.m = 128, g.n = 256, g.k = 48, g.lda = 48, g.ldb = 256, g.ldc = 256;
+  g.mode = ComputeMode::kFp32;
+  RunAndCheck(g, 1.0f, 0.0f, Emulated(), nullptr, "fp32 even");
+}
+
+// The matrix-engine modes as the kernel emulates them: tf32 and fp16 match the host with the
+// operands rounded as the engine rounds them and differ from exact fp32 by their rounding;
+// tf32x3 matches exact fp32.
+TEST(GemmTest, MatrixEngineModesEmulated) {
+  WarpGemmParams small{32, 32, 16, 16, 16};
+  for (ComputeMode mode : {ComputeMode::kTf32, ComputeMode::kTf32x3, ComputeMode::kFp16}) {
+    GemmProblem g;
+    g.m = 33, g.n = 40, g.k = 70, g.lda = 70, g.ldb = 40, g.ldc = 40, g.mode = mode;
+    double off_exact = RunAndCheck(g, 1.0f, 0.0f, Emulated(), &small, ComputeModeName(mode));
+    if (mode == ComputeMode::kFp16) {  // f16 storage: copied to local memory as it is
+      g.elem = DType::kFloat16, g.trans_b = true, g.ldb = 70;
+      RunAndCheck(g, -1.5f, 0.25f, Emulated(), &small, "fp16 on f16 storage");
+    }
+    if (mode == ComputeMode::kTf32x3)
+      EXPECT_LT(off_exact, 2e-6) << "tf32x3 should keep fp32 accuracy";
+    else
+      EXPECT_GT(off_exact, 1e-5) << ComputeModeName(mode) << " should round its operands";
+  }
+}
+
+TEST(GemmTest, BadArguments) {
+  const auto& ctx = testing::SharedContext();
+  cl::Buffer a(*ctx, 64 * 4), b(*ctx, 64 * 4), c(*ctx, 64 * 4);
+  codegen::Target t = Emulated();
+  auto check = [&](GemmProblem g, api::GemmOperands ops, ErrorCode code, const char* needle) {
+    try {
+      api::CheckGemm(g, ops, t);
+      ADD_FAILURE() << "accepted: " << needle;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), code) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  GemmProblem ok;
+  ok.m = 8, ok.n = 8, ok.k = 8, ok.lda = 8, ok.ldb = 8, ok.ldc = 8, ok.mode = ComputeMode::kFp32;
+  api::GemmOperands ops{a.mem(), b.mem(), c.mem(), 1, 0};
+  api::CheckGemm(ok, ops, t);
+  GemmProblem g = ok;
+  g.lda = 7;
+  check(g, ops, ErrorCode::kInvalidArgument, "lda = 7");
+  g = ok, g.ldc = 4;
+  check(g, ops, ErrorCode::kInvalidArgument, "ldc = 4");
+  g = ok, g.k = 9, g.lda = 9;
+  check(g, ops, ErrorCode::kInvalidArgument, "a holds 256 bytes");
+  g = ok, g.batch = 2, g.stride_c = 64;
+  check(g, ops, ErrorCode::kInvalidArgument, "c holds 256 bytes");
+  g = ok, g.m = -1;
+  check(g, ops, ErrorCode::kInvalidArgument, "m = -1");
+  g = ok, g.c_offset = 1;
+  check(g, ops, ErrorCode::kInvalidArgument, "c holds");
+  g = ok, g.elem = DType::kInt32;
+  check(g, ops, ErrorCode::kInvalidArgument, "element type i32");
+  api::GemmOperands no_b = ops;
+  no_b.b = nullptr;
+  check(ok, no_b, ErrorCode::kInvalidArgument, "b is NULL");
+  g = ok, g.mode = ComputeMode::kTf32;
+  check(g, ops, ErrorCode::kUnsupported, "compute mode tf32 needs a matrix engine");
+}
+
+}  // namespace
+}  // namespace texel
