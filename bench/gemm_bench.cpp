@@ -7,8 +7,10 @@
 // Usage: texel_gemm_bench [--device SPEC] [--sizes 512,1024] [--gemv 4096] [--no-clblast]
 //                         [--shapes MxNxK,...] [--params TMxTNxTK:WMxWN ...] [--seconds S]
 //                         [--modes fp32,tf32,tf32x3,fp16,fp16h] [--warp BMxBNxBK:WMxWN ...]
+//                         [--layout nn|nt]
 //   --modes    also times texel_gemm's engine (api/gemm.h) in these compute modes on f32 storage
-//              (fp16h: fp16 on f16 storage), with the heuristic's tiles and each --warp's.
+//              (fp16h: fp16 on f16 storage), with the heuristic's tiles and each --warp's
+//              (BMxBNxBK:WMxWN[:sSTAGES]); --layout nt passes B transposed.
 //   --params   extra texel kernels with explicit parameters (beside the heuristic's choice), to
 //              compare candidates on one device in one run: TMxTNxTK:WMxWN[:sSPLIT] (tiled, K
 //              split SPLIT ways; 4-wide loads where K and N allow), direct:WMxWN:LXxSPLIT or
@@ -149,12 +151,15 @@ double SampledError(const Problem& p, const std::vector<float>& c) {
 struct GemmRuns {
   std::vector<std::string> modes;  // "fp32", "tf32", "tf32x3", "fp16", "fp16h"
   std::vector<codegen::WarpGemmParams> warp;
+  bool nt = false;  // B passed transposed ([n, k]): the same product
 };
 
 codegen::WarpGemmParams ParseWarp(const std::string& s) {
   codegen::WarpGemmParams p;
-  if (std::sscanf(s.c_str(), "%dx%dx%d:%dx%d", &p.bm, &p.bn, &p.bk, &p.wm, &p.wn) != 5)
-    Fail(ErrorCode::kInvalidArgument, "--warp '{}': want BMxBNxBK:WMxWN", s);
+  int n =
+      std::sscanf(s.c_str(), "%dx%dx%d:%dx%d:s%d", &p.bm, &p.bn, &p.bk, &p.wm, &p.wn, &p.stages);
+  if (n != 5 && n != 6)
+    Fail(ErrorCode::kInvalidArgument, "--warp '{}': want BMxBNxBK:WMxWN[:sSTAGES]", s);
   return p;
 }
 
@@ -163,11 +168,20 @@ void RunEngine(const std::shared_ptr<cl::Context>& ctx, Problem& p, const GemmRu
   api::GemmKernels kernels(ctx);
   codegen::Target target = backends::NativeBackend::TargetOf(ctx->info());
   double flop = 2.0 * static_cast<double>(p.m) * p.n * p.k;
-  cl::Buffer ha, hb, hc;  // f16 copies, made when a mode asks for them
+  cl::Buffer ha, hb, hc;       // f16 copies, made when a mode asks for them
+  std::vector<float> b = p.b;  // B as passed: [k, n], or [n, k] with --layout nt
+  cl::Buffer bt;
+  if (runs.nt) {
+    for (int64_t q = 0; q < p.k; ++q)
+      for (int64_t j = 0; j < p.n; ++j) b[j * p.k + q] = p.b[q * p.n + j];
+    bt = cl::Buffer(*ctx, b.size() * 4);
+    bt.Write(*ctx, b.data(), b.size() * 4);
+  }
   for (const std::string& name : runs.modes) {
     bool half = name == "fp16h";
     codegen::GemmProblem g;
-    g.m = p.m, g.n = p.n, g.k = p.k, g.lda = p.k, g.ldb = p.n, g.ldc = p.n;
+    g.m = p.m, g.n = p.n, g.k = p.k, g.lda = p.k, g.ldb = runs.nt ? p.k : p.n, g.ldc = p.n;
+    g.trans_b = runs.nt;
     g.elem = half ? DType::kFloat16 : DType::kFloat32;
     if (!ParseComputeMode(half ? "fp16" : name, &g.mode))
       Fail(ErrorCode::kInvalidArgument, "--modes: unknown mode '{}'", name);
@@ -179,16 +193,19 @@ void RunEngine(const std::shared_ptr<cl::Context>& ctx, Problem& p, const GemmRu
         b.Write(*ctx, h.data(), h.size() * 2);
         return b;
       };
-      ha = upload(p.a), hb = upload(p.b);
+      ha = upload(p.a), hb = upload(b);
       hc = cl::Buffer(*ctx, static_cast<size_t>(p.m * p.n) * 2);
     }
-    api::GemmOperands ops{half ? ha.mem() : p.da.mem(), half ? hb.mem() : p.db.mem(),
+    api::GemmOperands ops{half ? ha.mem() : p.da.mem(),
+                          half ? hb.mem() : (runs.nt ? bt.mem() : p.db.mem()),
                           half ? hc.mem() : p.dc.mem(), 1.0f, 0.0f};
     std::vector<const codegen::WarpGemmParams*> tilings{nullptr};
     for (const auto& w : runs.warp) tilings.push_back(&w);
     for (const codegen::WarpGemmParams* params : tilings) {
       codegen::WarpGemmParams chosen = params ? *params : codegen::ChooseWarpGemmParams(g, target);
-      std::string label = fmt::format("gemm {} {}{}", name, chosen.ToString(), params ? "" : " *");
+      std::string label =
+          fmt::format("gemm {}{} {}{}{}", name, runs.nt ? " nt" : "", chosen.ToString(),
+                      codegen::AsyncCopies(g, chosen, target) ? " async" : "", params ? "" : " *");
       double secs = 0;
       try {
         api::CheckGemm(g, ops, target);
@@ -300,9 +317,13 @@ int Main(int argc, char** argv) {
         engine.modes.push_back(v.substr(pos, end - pos));
         pos = end + 1;
       }
-    } else if (arg == "--warp")
+    } else if (arg == "--warp") {
       engine.warp.push_back(ParseWarp(value()));
-    else
+    } else if (arg == "--layout") {
+      std::string v = value();
+      if (v != "nn" && v != "nt") Fail(ErrorCode::kInvalidArgument, "--layout: nn or nt");
+      engine.nt = v == "nt";
+    } else
       return false;
     return true;
   });

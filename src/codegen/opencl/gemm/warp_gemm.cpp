@@ -10,16 +10,31 @@ namespace {
 
 int MmaDepth(ComputeMode m) { return m == ComputeMode::kFp16 ? 16 : 8; }
 
-// Operand X's offset, leading dimension and batch stride are multiples of 4 elements: its 4-wide
-// loads are aligned (buffers themselves are).
-bool Aligned(int64_t offset, int64_t ld, int64_t stride, int64_t batch) {
-  return offset % 4 == 0 && ld % 4 == 0 && (batch == 1 || stride % 4 == 0);
+// An operand's offset, leading dimension and batch stride are multiples of `elems` elements:
+// its loads of that many are aligned to as many elements (buffers themselves are).
+bool Aligned(int64_t offset, int64_t ld, int64_t stride, int64_t batch, int64_t elems) {
+  return offset % elems == 0 && ld % elems == 0 && (batch == 1 || stride % elems == 0);
+}
+
+bool Even(const GemmProblem& g, const WarpGemmParams& p) {
+  return g.m % p.bm == 0 && g.n % p.bn == 0 && g.k % p.bk == 0 && g.k > 0;
 }
 
 }  // namespace
 
 std::string WarpGemmParams::ToString() const {
-  return fmt::format("warp {}x{}x{} / {}x{}", bm, bn, bk, wm, wn);
+  return fmt::format("warp {}x{}x{} / {}x{}{}", bm, bn, bk, wm, wn,
+                     stages != 2 ? fmt::format(" s{}", stages) : "");
+}
+
+bool AsyncCopies(const GemmProblem& g, const WarpGemmParams& p, const Target& t) {
+  if (!t.mma_sync || g.mode == ComputeMode::kFp32 || !Even(g, p)) return false;
+  bool half = g.elem == DType::kFloat16;
+  if (half != (g.mode == ComputeMode::kFp16)) return false;
+  if (half && (g.trans_a || !g.trans_b)) return false;
+  int64_t chunk = half ? 8 : 4;  // elements per 16 bytes
+  return Aligned(g.a_offset, g.lda, g.stride_a, g.batch, chunk) &&
+         Aligned(g.b_offset, g.ldb, g.stride_b, g.batch, chunk);
 }
 
 std::optional<std::string> CheckWarpGemmParams(const WarpGemmParams& p, const GemmProblem& g,
@@ -39,16 +54,38 @@ std::optional<std::string> CheckWarpGemmParams(const WarpGemmParams& p, const Ge
   if ((p.bm * p.bk) % (4 * wg) != 0 || (p.bn * p.bk) % (4 * wg) != 0)
     return fmt::format("tiles {}x{} and {}x{} do not share out in fours over {} work-items", p.bm,
                        p.bk, p.bn, p.bk, wg);
-  uint64_t local =
-      2ull * (p.bm + p.bn) * (g.mode == ComputeMode::kFp16 ? (p.bk + 8) * 2ull : (p.bk + 4) * 4ull);
+  bool async = AsyncCopies(g, p, t);
+  if (!async && p.stages != 2)
+    return fmt::format("{} stages: only asynchronous copies take other than 2", p.stages);
+  if (p.stages < 2 || p.stages > 8) return fmt::format("{} stages: want 2 to 8", p.stages);
+  bool f16 = g.mode == ComputeMode::kFp16;
+  uint64_t eb = f16 ? 2 : 4, ls = static_cast<uint64_t>(p.bk + (f16 ? 8 : 4));
+  uint64_t a_tile = async && g.trans_a ? p.bk * (p.bm + 8ull) : p.bm * ls;
+  uint64_t b_tile = async && !g.trans_b ? p.bk * (p.bn + 8ull) : p.bn * ls;
+  if (async && ((p.bm * p.bk) % (16 / eb * wg) != 0 || (p.bn * p.bk) % (16 / eb * wg) != 0))
+    return fmt::format(
+        "tiles {}x{} and {}x{} do not share out in 16-byte chunks over {} "
+        "work-items",
+        p.bm, p.bk, p.bn, p.bk, wg);
+  uint64_t local = p.stages * (a_tile + b_tile) * eb;
   if (local > t.local_mem_bytes)
     return fmt::format("{} bytes of local memory, the device has {}", local, t.local_mem_bytes);
   return std::nullopt;
 }
 
-WarpGemmParams ChooseWarpGemmParams(const GemmProblem& g, const Target&) {
+WarpGemmParams ChooseWarpGemmParams(const GemmProblem& g, const Target& t) {
+  // 128 x 128 tiles of 8 warps, 2 stages (a third would pass 48 KiB); 128 x 64 with 3 stages
+  // where 128 x 128 tiles would leave compute units idle. Measured on the H100
+  // (texel_gemm_bench --warp, docs/precision.md): at n = 4096 128 x 128 is the fastest of nine
+  // tilings in tf32 and fp16; at n = 1024 128 x 64 is 1.5x faster than 128 x 128.
   WarpGemmParams p;
   p.bk = g.mode == ComputeMode::kFp16 ? 32 : 16;
+  int64_t tiles = (g.m + p.bm - 1) / p.bm * ((g.n + p.bn - 1) / p.bn) * g.batch;
+  if (tiles < static_cast<int64_t>(t.compute_units)) {
+    p.bn = 64;
+    p.stages = 3;
+    if (!AsyncCopies(g, p, t)) p.stages = 2;
+  }
   return p;
 }
 
@@ -58,16 +95,17 @@ KernelSpec GenerateWarpGemm(const GemmProblem& g, const std::string& kernel_name
     Fail(ErrorCode::kInvalidArgument, "{}: {}", p.ToString(), *why);
   KernelSource src(kernel_name, "warp_gemm");
   bool half = g.elem == DType::kFloat16;
-  bool even = g.m % p.bm == 0 && g.n % p.bn == 0 && g.k % p.bk == 0 && g.k > 0;
-  bool align_a = Aligned(g.a_offset, g.lda, g.stride_a, g.batch);
-  bool align_b = Aligned(g.b_offset, g.ldb, g.stride_b, g.batch);
+  bool even = Even(g, p), async = AsyncCopies(g, p, t);
+  bool align_a = Aligned(g.a_offset, g.lda, g.stride_a, g.batch, 4);
+  bool align_b = Aligned(g.b_offset, g.ldb, g.stride_b, g.batch, 4);
   int mode = g.mode == ComputeMode::kFp32     ? 0
              : g.mode == ComputeMode::kTf32   ? 1
              : g.mode == ComputeMode::kTf32x3 ? 3
                                               : 16;
   src.Define("BM", p.bm).Define("BN", p.bn).Define("BK", p.bk);
   src.Define("WM", p.wm).Define("WN", p.wn).Define("MODE", mode);
-  src.Define("MMA_PTX", t.mma_sync).Define("EVEN", even);
+  src.Define("MMA_PTX", t.mma_sync).Define("EVEN", even).Define("ASYNC", async);
+  src.Define("STAGES", p.stages).Define("PENDING", p.stages - 2);
   src.Define("TRANS_A", g.trans_a).Define("TRANS_B", g.trans_b);
   // 4-wide loads along each operand's contiguous dimension; unaligned ones (f16, or an offset or
   // stride off the 4-element grid) as vload4, which the compiler may split.

@@ -29,11 +29,17 @@ struct GemmProblem {
   ComputeMode mode = ComputeMode::kTf32;
 };
 
-// A BM x BN tile per work-group, BK deep per local-memory step, WM x WN per warp.
+// A BM x BN tile per work-group, BK deep per local-memory step, WM x WN per warp; `stages` local
+// buffers when the tiles are copied asynchronously (AsyncCopies), else 2.
 struct WarpGemmParams {
-  int bm = 128, bn = 128, bk = 16, wm = 64, wn = 32;
-  std::string ToString() const;  // "warp 128x128x16 / 64x32"
+  int bm = 128, bn = 128, bk = 16, wm = 64, wn = 32, stages = 2;
+  std::string ToString() const;  // "warp 128x128x16 / 64x32 s3"
 };
+
+// Whether g's tiles go to local memory by cp.async on t, copied as stored: the matrix engine,
+// whole tiles, operands 16-byte aligned and stored in the mode's type (f32 for tf32 and tf32x3;
+// f16 for fp16, with A not transposed and B transposed, whose f16 pairs are then contiguous).
+bool AsyncCopies(const GemmProblem& g, const WarpGemmParams& p, const Target& t);
 
 // Why p cannot run problem g on t (tiles that do not divide, too much local memory, an element
 // type other than f32 and f16), or nullopt. Whether the device has a matrix engine for g's mode

@@ -16,7 +16,10 @@
 //   MODE 0 (fp32)    FMAs
 // all accumulating in fp32. Local rows are padded (LS) so that a warp's fragment loads touch 32
 // distinct banks: lanes read rows g = lane / 4 and columns t = lane % 4 of a 16 x 8 block.
-// Parameters: BM, BN, BK, WM, WN, MODE, MMA_PTX, TRANS_A, TRANS_B (op(A) = A^T: A stored
+// With ASYNC (the matrix engine, whole tiles, 16-byte aligned operands stored in the mode's
+// type) the tiles are instead copied as they are stored by cp.async, STAGES - 1 steps ahead.
+// Parameters: BM, BN, BK, WM, WN, MODE, MMA_PTX, ASYNC, STAGES (2 without ASYNC), PENDING
+// (STAGES - 2), TRANS_A, TRANS_B (op(A) = A^T: A stored
 // [K, M]), VA, VB (4: the operand's contiguous dimension is loaded as float4; 1: scalars),
 // EVEN (M, N, K are multiples of BM, BN, BK: no bounds checks), T_STORE, F16_STORAGE, GLOAD(p,
 // i), GLOAD4(p, i) (4 elements at i as float4), GSTORE(p, i, v); TO_TF32, ROUND_TF32, TO_F16
@@ -43,6 +46,28 @@
 #define GLOADR4(p, i) GLOAD4(p, i)
 #define LREAD(buf, i) ((buf)[i])
 #endif
+// Local tiles per stage. With ASYNC an operand is copied as it is stored: A transposed is
+// [BK][BM + 8], B not transposed [BK][BN + 8] (rows of 8 mod 32 words: fragment reads stay
+// conflict-free); otherwise both are [rows][LS], k contiguous.
+#if ASYNC && TRANS_A
+#define LSA (BM + 8)
+#define A_TILE (BK * LSA)
+#define A_FRAG(at, r, k) (at)[(k) * LSA + (r)]
+#else
+#define LSA LS
+#define A_TILE (BM * LS)
+#define A_FRAG(at, r, k) (at)[(r) * LS + (k)]
+#endif
+#if ASYNC && !TRANS_B
+#define LSB (BN + 8)
+#define B_TILE (BK * LSB)
+#define B_FRAG(bt, c, k) (bt)[(k) * LSB + (c)]
+#else
+#define LSB LS
+#define B_TILE (BN * LS)
+#define B_FRAG(bt, c, k) (bt)[(c) * LS + (k)]
+#endif
+
 
 // op(A)[r, k] and op(B)[k, c] as element offsets.
 #if TRANS_A
@@ -76,6 +101,14 @@ uint TO_TF32(float x) {
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(d[0]), "f"(d[1]), \
                    "f"(d[2]), "f"(d[3]))
 #define MMA_TF32(...) MMA("m16n8k8.row.col.f32.tf32.tf32.f32", __VA_ARGS__)
+// 16 bytes from global to local memory, asynchronously (sm_80 and later); groups of them are
+// committed, and waited for until at most n groups are pending.
+#define CP_ASYNC16(dst, src)                                               \
+  __asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(        \
+                     (uint)(ulong)(dst)), "l"((ulong)(src)) : "memory")
+#define CP_ASYNC_COMMIT() __asm volatile("cp.async.commit_group;" ::: "memory")
+#define CP_STR(x) #x
+#define CP_ASYNC_WAIT(n) __asm volatile("cp.async.wait_group " CP_STR(n) ";" ::: "memory")
 #define MMA_F16(...) MMA("m16n8k16.row.col.f32.f16.f16.f32", __VA_ARGS__)
 // x as tf32 bits: hi, and with MODE 3 the rest as lo (x = hi + lo to 22 bits).
 #if MODE == 3
@@ -145,8 +178,8 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     const long b_off, const int ldb, const long stride_b, const float beta, __global T_STORE* c,
     const long c_off, const int ldc, const long stride_c) {
   // Aligned for the 32-bit fragment reads of f16 pairs.
-  __local TL as[2][BM * LS] __attribute__((aligned(16)));
-  __local TL bs[2][BN * LS] __attribute__((aligned(16)));
+  __local TL as[STAGES][A_TILE] __attribute__((aligned(16)));
+  __local TL bs[STAGES][B_TILE] __attribute__((aligned(16)));
   const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32;
   const int g = lane >> 2, t = lane & 3;
   const int wm = warp / WARPS_N * WM, wn = warp % WARPS_N * WN;
@@ -191,18 +224,54 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     for (int v = 0; v < VB; ++v)                                                           \
       bs[buf][(cc + B_DC(v)) * LS + k + B_DK(v)] = rb[l * VB + v];                         \
   }
+#if ASYNC
+  // 16-byte chunks (CH elements) of both tiles of step k0 into stage st, as stored.
+#define CH (16 / (int)sizeof(TL))
+#define COPY_TILES(st, k0)                                                                   \
+  do {                                                                                       \
+    for (int l = 0; l < BM * BK / (CH * WG); ++l) {                                          \
+      const int e = lid + l * WG;                                                            \
+      const int r = TRANS_A ? e % (BM / CH) * CH : e / (BK / CH);                            \
+      const int k = TRANS_A ? e / (BM / CH) : e % (BK / CH) * CH;                            \
+      CP_ASYNC16(&as[st][TRANS_A ? k * LSA + r : r * LSA + k], a + A_AT(m0 + r, (k0) + k)); \
+    }                                                                                        \
+    for (int l = 0; l < BN * BK / (CH * WG); ++l) {                                          \
+      const int e = lid + l * WG;                                                            \
+      const int c = TRANS_B ? e / (BK / CH) : e % (BN / CH) * CH;                            \
+      const int k = TRANS_B ? e % (BK / CH) * CH : e / (BN / CH);                            \
+      CP_ASYNC16(&bs[st][TRANS_B ? c * LSB + k : k * LSB + c], b + B_AT((k0) + k, n0 + c)); \
+    }                                                                                        \
+  } while (0)
+#endif
   float acc[MI][NI][4];
   FOR_TILE(i, j, e) acc[i][j][e] = 0;
   const int steps = (K + BK - 1) / BK;
+#if ASYNC
+  // STAGES - 1 steps in flight: step s waits for its own copies, meets the work-group (whose
+  // copies are then visible, and which is done with the stage about to be refilled), starts the
+  // copies of step s + STAGES - 1 and computes.
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < steps) COPY_TILES(s, s * BK);
+    CP_ASYNC_COMMIT();
+  }
+#else
   LOAD_TILES(0)
   STORE_TILES(0)
   barrier(CLK_LOCAL_MEM_FENCE);
+#endif
   for (int s = 0; s < steps; ++s) {
-    __local const TL* at = as[s & 1];
-    __local const TL* bt = bs[s & 1];
+    __local const TL* at = as[s % STAGES];
+    __local const TL* bt = bs[s % STAGES];
+#if ASYNC
+    CP_ASYNC_WAIT(PENDING);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (s + STAGES - 1 < steps) COPY_TILES((s + STAGES - 1) % STAGES, (s + STAGES - 1) * BK);
+    CP_ASYNC_COMMIT();
+#else
     if (s + 1 < steps) {
       LOAD_TILES((s + 1) * BK)
     }
+#endif
 #if USE_MMA && MODE == 3
     // The step's products are summed apart and added to the running sums by a rounding FADD:
     // the matrix engine's own fp32 accumulation loses more than FMAs do over a long K.
@@ -222,15 +291,15 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
       uint fa[MI][4], fb[NI][2];
 #pragma unroll
       for (int i = 0; i < MI; ++i) {
-        const int o = (wm + i * 16 + g) * (LS / 2) + kk / 2 + t;
+        const int o = (wm + i * 16 + g) * (LSA / 2) + kk / 2 + t;
         fa[i][0] = aw[o];
-        fa[i][1] = aw[o + 8 * (LS / 2)];
+        fa[i][1] = aw[o + 8 * (LSA / 2)];
         fa[i][2] = aw[o + 4];
-        fa[i][3] = aw[o + 8 * (LS / 2) + 4];
+        fa[i][3] = aw[o + 8 * (LSA / 2) + 4];
       }
 #pragma unroll
       for (int j = 0; j < NI; ++j) {
-        const int o = (wn + j * 8 + g) * (LS / 2) + kk / 2 + t;
+        const int o = (wn + j * 8 + g) * (LSB / 2) + kk / 2 + t;
         fb[j][0] = bw[o];
         fb[j][1] = bw[o + 4];
       }
@@ -247,15 +316,16 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #endif
 #pragma unroll
       for (int i = 0; i < MI; ++i) {
-        const int o = (wm + i * 16 + g) * LS + kk + t;
-        const float x[4] = {at[o], at[o + 8 * LS], at[o + 4], at[o + 8 * LS + 4]};
+        const int r = wm + i * 16 + g, k = kk + t;
+        const float x[4] = {A_FRAG(at, r, k), A_FRAG(at, r + 8, k), A_FRAG(at, r, k + 4),
+                            A_FRAG(at, r + 8, k + 4)};
 #pragma unroll
         for (int e = 0; e < 4; ++e) SPLIT_TF32(x[e], ah[i][e], al[i][e]);
       }
 #pragma unroll
       for (int j = 0; j < NI; ++j) {
-        const int o = (wn + j * 8 + g) * LS + kk + t;
-        const float y[2] = {bt[o], bt[o + 4]};
+        const int c = wn + j * 8 + g, k = kk + t;
+        const float y[2] = {B_FRAG(bt, c, k), B_FRAG(bt, c, k + 4)};
 #pragma unroll
         for (int e = 0; e < 2; ++e) SPLIT_TF32(y[e], bh[j][e], bl[j][e]);
       }
@@ -308,10 +378,12 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #if USE_MMA && MODE == 3
     FOR_TILE(i, j, e) acc[i][j][e] += part[i][j][e];
 #endif
+#if !ASYNC
     if (s + 1 < steps) {
       STORE_TILES((s + 1) & 1)
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+#endif
   }
   // C: rows g, g + 8 and columns 2t, 2t + 1 of each 16 x 8 tile.
   FOR_TILE(i, j, e) {
@@ -346,6 +418,18 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #undef NI
 #undef MK
 #undef LS
+#undef LSA
+#undef LSB
+#undef A_TILE
+#undef B_TILE
+#undef A_FRAG
+#undef B_FRAG
+#undef CH
+#undef COPY_TILES
+#undef CP_ASYNC16
+#undef CP_ASYNC_COMMIT
+#undef CP_ASYNC_WAIT
+#undef CP_STR
 #undef RT
 #undef GLOADR
 #undef GLOADR4
