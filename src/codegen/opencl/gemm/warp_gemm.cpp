@@ -31,7 +31,6 @@ bool AsyncCopies(const GemmProblem& g, const WarpGemmParams& p, const Target& t)
   if (!t.mma_sync || g.mode == ComputeMode::kFp32 || !Even(g, p)) return false;
   bool half = g.elem == DType::kFloat16;
   if (half != (g.mode == ComputeMode::kFp16)) return false;
-  if (half && (g.trans_a || !g.trans_b)) return false;
   int64_t chunk = half ? 8 : 4;  // elements per 16 bytes
   return Aligned(g.a_offset, g.lda, g.stride_a, g.batch, chunk) &&
          Aligned(g.b_offset, g.ldb, g.stride_b, g.batch, chunk);
@@ -45,6 +44,9 @@ std::optional<std::string> CheckWarpGemmParams(const WarpGemmParams& p, const Ge
     return fmt::format("warp tile {}x{}: want multiples of 16 x 8", p.wm, p.wn);
   if (p.bm <= 0 || p.bn <= 0 || p.bm % p.wm != 0 || p.bn % p.wn != 0)
     return fmt::format("tile {}x{} is not whole warp tiles of {}x{}", p.bm, p.bn, p.wm, p.wn);
+  if (g.mode == ComputeMode::kFp16 && p.wn % 16 != 0)
+    return fmt::format("warp tile width {}: fp16 wants a multiple of 16 (B by pairs of tiles)",
+                       p.wn);
   int depth = MmaDepth(g.mode);
   if (p.bk <= 0 || p.bk % depth != 0)
     return fmt::format("tile depth {}: want a multiple of {}", p.bk, depth);

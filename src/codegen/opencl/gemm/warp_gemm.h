@@ -37,8 +37,8 @@ struct WarpGemmParams {
 };
 
 // Whether g's tiles go to local memory by cp.async on t, copied as stored: the matrix engine,
-// whole tiles, operands 16-byte aligned and stored in the mode's type (f32 for tf32 and tf32x3;
-// f16 for fp16, with A not transposed and B transposed, whose f16 pairs are then contiguous).
+// whole tiles, operands 16-byte aligned and stored in the mode's type (f32 for tf32 and tf32x3,
+// f16 for fp16).
 bool AsyncCopies(const GemmProblem& g, const WarpGemmParams& p, const Target& t);
 
 // Why p cannot run problem g on t (tiles that do not divide, too much local memory, an element

@@ -107,6 +107,12 @@ uint TO_TF32(float x) {
   __asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(        \
                      (uint)(ulong)(dst)), "l"((ulong)(src)) : "memory")
 #define CP_ASYNC_COMMIT() __asm volatile("cp.async.commit_group;" ::: "memory")
+// Four 8 x 8 blocks of 16-bit elements from local memory into d[0..3] (`trans`: "" or ".trans");
+// lane l names row l % 8 of block l / 8.
+#define LDMATRIX_X4(trans, d, row)                                                      \
+  __asm volatile("ldmatrix.sync.aligned.m8n8.x4" trans ".shared.b16 {%0,%1,%2,%3}, [%4];"  \
+                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])                     \
+                 : "r"((uint)(ulong)(row)))
 #define CP_STR(x) #x
 #define CP_ASYNC_WAIT(n) __asm volatile("cp.async.wait_group " CP_STR(n) ";" ::: "memory")
 #define MMA_F16(...) MMA("m16n8k16.row.col.f32.f16.f16.f32", __VA_ARGS__)
@@ -284,24 +290,31 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #pragma unroll
     for (int kk = 0; kk < BK; kk += MK) {
 #if USE_MMA && MODE == 16
-      // A: rows g, g + 8, column pairs 2t and 2t + 8 (a 32-bit word each); B: column g, row
-      // pairs 2t and 2t + 8.
-      __local const uint* aw = (__local const uint*)at;
-      __local const uint* bw = (__local const uint*)bt;
+      // Fragments by ldmatrix, four 8 x 8 blocks of f16 at a time, each lane naming one stored
+      // row of 8 (16 bytes): A's blocks (rows 0-7 | 8-15) x (k 0-7 | 8-15) of tile i, B's
+      // (k 0-7 | 8-15) x (columns of tiles j | j + 1); .trans where the operand is stored with
+      // k as its rows (A transposed, B not), so that each lane gets the pairs along k mma wants.
+      const int q = lane >> 3, l8 = lane & 7;
       uint fa[MI][4], fb[NI][2];
 #pragma unroll
       for (int i = 0; i < MI; ++i) {
-        const int o = (wm + i * 16 + g) * (LSA / 2) + kk / 2 + t;
-        fa[i][0] = aw[o];
-        fa[i][1] = aw[o + 8 * (LSA / 2)];
-        fa[i][2] = aw[o + 4];
-        fa[i][3] = aw[o + 8 * (LSA / 2) + 4];
+        const int r = wm + i * 16 + (q & 1) * 8, k = kk + (q >> 1) * 8;
+#if ASYNC && TRANS_A
+        LDMATRIX_X4(".trans", fa[i], &at[(k + l8) * LSA + r]);
+#else
+        LDMATRIX_X4("", fa[i], &at[(r + l8) * LSA + k]);
+#endif
       }
 #pragma unroll
-      for (int j = 0; j < NI; ++j) {
-        const int o = (wn + j * 8 + g) * (LSB / 2) + kk / 2 + t;
-        fb[j][0] = bw[o];
-        fb[j][1] = bw[o + 4];
+      for (int j = 0; j < NI; j += 2) {
+        const int c = wn + j * 8 + (q >> 1) * 8, k = kk + (q & 1) * 8;
+        uint f[4];
+#if ASYNC && !TRANS_B
+        LDMATRIX_X4(".trans", f, &bt[(k + l8) * LSB + c]);
+#else
+        LDMATRIX_X4("", f, &bt[(c + l8) * LSB + k]);
+#endif
+        fb[j][0] = f[0], fb[j][1] = f[1], fb[j + 1][0] = f[2], fb[j + 1][1] = f[3];
       }
 #pragma unroll
       for (int i = 0; i < MI; ++i)
@@ -430,6 +443,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #undef CP_ASYNC_COMMIT
 #undef CP_ASYNC_WAIT
 #undef CP_STR
+#undef LDMATRIX_X4
 #undef RT
 #undef GLOADR
 #undef GLOADR4
