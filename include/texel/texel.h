@@ -118,6 +118,52 @@ typedef struct texel_host_counters_t {
 TEXEL_API texel_status_t texel_context_get_host_counters(texel_context_t context,
                                                          texel_host_counters_t* out_counters);
 
+/* ---- texel_gemm: C = alpha * op(A) op(B) + beta * C on the caller's buffers and queue ---- */
+
+typedef enum texel_layout_t {
+  TEXEL_ROW_MAJOR = 0, /* ld: elements between rows */
+  TEXEL_COL_MAJOR = 1  /* ld: elements between columns */
+} texel_layout_t;
+
+/* How the products compute. The matrix-engine modes need one (NVIDIA compute capability 8.0 or
+ * later, through inline PTX); elsewhere they fail with TEXEL_ERROR_UNSUPPORTED. */
+typedef enum texel_compute_t {
+  TEXEL_COMPUTE_FP32 = 0,   /* fp32 FMAs: any device */
+  TEXEL_COMPUTE_TF32 = 1,   /* tf32 operands (10-bit mantissa), fp32 accumulation */
+  TEXEL_COMPUTE_TF32X3 = 2, /* each fp32 operand as two tf32 parts: fp32-level accuracy */
+  TEXEL_COMPUTE_FP16 = 3    /* f16 operands, fp32 accumulation */
+} texel_compute_t;
+
+typedef struct texel_gemm_t {
+  size_t struct_size;
+  texel_layout_t layout;
+  int trans_a, trans_b; /* nonzero: op(X) = X^T (A is then stored k x m, B n x k) */
+  size_t m, n, k;       /* C is m x n; m, n or batch 0 computes nothing */
+  float alpha, beta;    /* beta 0: C is written without being read */
+  cl_mem a, b, c;       /* buffers of the context */
+  size_t a_offset, b_offset, c_offset; /* elements from each buffer's start */
+  size_t lda, ldb, ldc;                /* leading dimensions, in elements */
+  size_t batch;                        /* products, 1 by default */
+  size_t stride_a, stride_b, stride_c; /* elements between batch entries (0: the same matrix) */
+  texel_dtype_t dtype;                 /* of A, B and C: TEXEL_DTYPE_F32 (default) or _F16 */
+  texel_compute_t compute;             /* TEXEL_COMPUTE_FP32 by default */
+} texel_gemm_t;
+
+/* Row-major, no transposes, alpha 1, beta 0, batch 1, f32, fp32; sizes, buffers and leading
+ * dimensions 0 (to be set). */
+TEXEL_API void texel_gemm_init(texel_gemm_t* gemm);
+/* Enqueues the product(s) on queue (NULL: the context's) after the num_wait_events events;
+ * *out_event (when out_event is not NULL) completes with them, and the caller releases it. The
+ * generated kernels are built on first use, once per shape class (transposes, types, mode,
+ * alignment), and kept with the context. Checked, with a message naming the argument:
+ * TEXEL_ERROR_INVALID_ARGUMENT for sizes past 2^31 - 1, a leading dimension shorter than a stored
+ * row, a buffer too small for the elements the problem reaches, a dtype other than f32 and f16,
+ * a queue of another context or device; TEXEL_ERROR_UNSUPPORTED for a compute mode the device
+ * has no matrix engine for. */
+TEXEL_API texel_status_t texel_gemm(texel_context_t context, const texel_gemm_t* gemm,
+                                    cl_command_queue queue, cl_uint num_wait_events,
+                                    const cl_event* wait_events, cl_event* out_event);
+
 /* ---- models ---- */
 
 typedef struct texel_model_s* texel_model_t;

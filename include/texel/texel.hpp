@@ -219,4 +219,18 @@ class Session {
   Ptr h_;
 };
 
+// texel_gemm: a GEMM description with texel_gemm_init's defaults, set field by field, enqueued
+// on a context. Returns the product's event (the caller releases it) when `event` is true.
+struct Gemm {
+  texel_gemm_t desc;
+  Gemm() { texel_gemm_init(&desc); }
+  cl_event Enqueue(const Context& ctx, cl_command_queue queue = nullptr,
+                   const std::vector<cl_event>& wait = {}, bool event = false) const {
+    cl_event done = nullptr;
+    Check(texel_gemm(ctx.get(), &desc, queue, static_cast<cl_uint>(wait.size()),
+                     wait.empty() ? nullptr : wait.data(), event ? &done : nullptr));
+    return done;
+  }
+};
+
 }  // namespace texel

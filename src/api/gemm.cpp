@@ -40,19 +40,22 @@ void CheckOperand(const char* name, cl_mem mem, int64_t offset, int64_t rows, in
 }  // namespace
 
 void CheckGemm(const codegen::GemmProblem& g, const GemmOperands& ops, const codegen::Target& t) {
+  bool cm = ops.column_major;
+  const char *a = cm ? "b" : "a", *b = cm ? "a" : "b";
   if (g.elem != DType::kFloat32 && g.elem != DType::kFloat16)
     Fail(ErrorCode::kInvalidArgument, "element type {}: want f32 or f16", DTypeName(g.elem));
-  for (auto [name, v] : {std::pair{"m", g.m}, {"n", g.n}, {"k", g.k}, {"batch", g.batch}}) {
+  for (auto [name, v] :
+       {std::pair{cm ? "n" : "m", g.m}, {cm ? "m" : "n", g.n}, {"k", g.k}, {"batch", g.batch}}) {
     if (v < 0) Fail(ErrorCode::kInvalidArgument, "{} = {} is negative", name, v);
     if (v > std::numeric_limits<int32_t>::max())
       Fail(ErrorCode::kInvalidArgument, "{} = {} is past 2^31 - 1", name, v);
   }
-  for (auto [name, v] : {std::pair{"a_offset", g.a_offset},
-                         {"b_offset", g.b_offset},
-                         {"c_offset", g.c_offset},
-                         {"stride_a", g.stride_a},
-                         {"stride_b", g.stride_b},
-                         {"stride_c", g.stride_c}})
+  for (auto [name, v] : {std::pair{fmt::format("{}_offset", a), g.a_offset},
+                         {fmt::format("{}_offset", b), g.b_offset},
+                         {std::string("c_offset"), g.c_offset},
+                         {fmt::format("stride_{}", a), g.stride_a},
+                         {fmt::format("stride_{}", b), g.stride_b},
+                         {std::string("stride_c"), g.stride_c}})
     if (v < 0) Fail(ErrorCode::kInvalidArgument, "{} = {} is negative", name, v);
   if (g.mode != ComputeMode::kFp32 && !t.mma_sync)
     Fail(ErrorCode::kUnsupported,
@@ -61,9 +64,9 @@ void CheckGemm(const codegen::GemmProblem& g, const GemmOperands& ops, const cod
          ComputeModeName(g.mode));
   if (g.m == 0 || g.n == 0 || g.batch == 0) return;  // nothing to write
   size_t eb = DTypeSize(g.elem);
-  CheckOperand("a", ops.a, g.a_offset, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda, g.batch,
+  CheckOperand(a, ops.a, g.a_offset, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda, g.batch,
                g.stride_a, eb);
-  CheckOperand("b", ops.b, g.b_offset, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb, g.batch,
+  CheckOperand(b, ops.b, g.b_offset, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb, g.batch,
                g.stride_b, eb);
   CheckOperand("c", ops.c, g.c_offset, g.m, g.n, g.ldc, g.batch, g.stride_c, eb);
 }

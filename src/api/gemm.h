@@ -22,6 +22,9 @@ namespace texel::api {
 struct GemmOperands {
   cl_mem a = nullptr, b = nullptr, c = nullptr;
   float alpha = 1, beta = 0;
+  // The caller asked for a column-major product, which the problem states row-major with A and
+  // B (and m and n) swapped: messages name the caller's arguments.
+  bool column_major = false;
 };
 
 // Throws Error(kInvalidArgument) naming the argument for a problem that cannot be run as given

@@ -6,9 +6,11 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "api/compiler.h"
+#include "api/gemm.h"
 #include "core/error.h"
 #include "runtime/cl/context.h"
 #include "runtime/session.h"
@@ -25,6 +27,8 @@ struct Releaser {
 struct texel_context_s {
   std::atomic<int> refs{1};
   std::shared_ptr<texel::cl::Context> context;
+  std::once_flag gemm_once;  // texel_gemm's kernels, made on its first call
+  std::unique_ptr<texel::api::GemmKernels> gemm;
 };
 
 struct texel_model_s {
