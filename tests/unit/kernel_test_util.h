@@ -25,9 +25,11 @@
 namespace texel::testing {
 
 // One context for the whole binary; leaked on purpose so that no CL object outlives the ICD.
+// PoCL's CPU device, or TEXEL_TEST_DEVICE's (a GPU run of the tests that check device kernels).
 inline std::shared_ptr<cl::Context> SharedContext() {
-  static auto* ctx =
-      new std::shared_ptr<cl::Context>(std::make_shared<cl::Context>(cl::SelectDevice("cpu")));
+  static auto* ctx = new std::shared_ptr<cl::Context>(std::make_shared<cl::Context>(
+      cl::SelectDevice(std::getenv("TEXEL_TEST_DEVICE") ? std::getenv("TEXEL_TEST_DEVICE")
+                                                        : "cpu")));
   return *ctx;
 }
 
