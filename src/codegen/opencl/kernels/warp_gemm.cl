@@ -93,9 +93,10 @@ uint TO_TF32(float x) {
   __asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
   return r;
 }
-// d (4 floats) += A fragment (4 words) x B fragment (2 words), shape and types in `op`.
+// d (4 floats) += A fragment (4 words) x B fragment (2 words), shape and types in `op`. Not
+// volatile: a register-only operation the compiler may interleave with the next fragment reads.
 #define MMA(op, d, a0, a1, a2, a3, b0, b1)                                                       \
-  __asm volatile("mma.sync.aligned." op                                                        \
+  __asm("mma.sync.aligned." op                                                                 \
                  " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"                    \
                  : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])                                \
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(d[0]), "f"(d[1]), \
