@@ -144,7 +144,8 @@ typedef struct texel_gemm_t {
   size_t a_offset, b_offset, c_offset; /* elements from each buffer's start */
   size_t lda, ldb, ldc;                /* leading dimensions, in elements */
   size_t batch;                        /* products, 1 by default */
-  size_t stride_a, stride_b, stride_c; /* elements between batch entries (0: the same matrix) */
+  size_t stride_a, stride_b, stride_c; /* elements between batch entries (A, B: 0 repeats one
+                                          matrix; C's entries must not overlap) */
   texel_dtype_t dtype;                 /* of A, B and C: TEXEL_DTYPE_F32 (default) or _F16 */
   texel_compute_t compute;             /* TEXEL_COMPUTE_FP32 by default */
 } texel_gemm_t;
@@ -153,13 +154,14 @@ typedef struct texel_gemm_t {
  * dimensions 0 (to be set). */
 TEXEL_API void texel_gemm_init(texel_gemm_t* gemm);
 /* Enqueues the product(s) on queue (NULL: the context's) after the num_wait_events events;
- * *out_event (when out_event is not NULL) completes with them, and the caller releases it. The
- * generated kernels are built on first use, once per shape class (transposes, types, mode,
- * alignment), and kept with the context. Checked, with a message naming the argument:
- * TEXEL_ERROR_INVALID_ARGUMENT for sizes past 2^31 - 1, a leading dimension shorter than a stored
- * row, a buffer too small for the elements the problem reaches, a dtype other than f32 and f16,
- * a queue of another context or device; TEXEL_ERROR_UNSUPPORTED for a compute mode the device
- * has no matrix engine for. */
+ * *out_event (when out_event is not NULL) completes with them, and the caller releases it; it is
+ * set only on TEXEL_OK. The generated kernels are built on first use, once per shape class
+ * (transposes, types, mode, alignment), and kept with the context. Checked, with a message naming
+ * the argument: TEXEL_ERROR_INVALID_ARGUMENT for sizes or leading dimensions past 2^30, batches
+ * past 65535, a leading dimension shorter than a stored row, a buffer too small for the elements
+ * the problem reaches, overlapping batch entries of C, a dtype other than f32 and f16, a queue of
+ * another context or device; TEXEL_ERROR_UNSUPPORTED for a compute mode the device has no matrix
+ * engine for. */
 TEXEL_API texel_status_t texel_gemm(texel_context_t context, const texel_gemm_t* gemm,
                                     cl_command_queue queue, cl_uint num_wait_events,
                                     const cl_event* wait_events, cl_event* out_event);

@@ -3,19 +3,22 @@
 
 #include <fmt/format.h>
 
-#include <limits>
-
 #include "core/error.h"
 #include "runtime/cl/program_cache.h"
 
 namespace texel::api {
 namespace {
 
-// The last element a stored rows x cols matrix (leading dimension ld) reaches in batch entries
-// 0..batch-1 at `stride`, plus one: the elements its buffer must hold from `offset`.
-int64_t Extent(int64_t offset, int64_t rows, int64_t cols, int64_t ld, int64_t batch,
-               int64_t stride) {
-  return offset + (batch - 1) * stride + (rows - 1) * ld + cols;
+// Sizes and leading dimensions stay within 2^30 so that the kernel's 32-bit tile arithmetic
+// (row + tile offsets, K rounded up to whole steps) cannot wrap; batches and row tiles within
+// 65535, the most a grid dimension takes on every GPU texel knows.
+constexpr int64_t kMaxSize = int64_t{1} << 30, kMaxBatch = 65535;
+
+// One past the last element a stored rows x cols matrix (leading dimension ld) reaches in batch
+// entries 0..batch-1 at `stride`, from the buffer's start; exact in 128 bits.
+__int128 Extent(int64_t offset, int64_t rows, int64_t cols, int64_t ld, int64_t batch,
+                int64_t stride) {
+  return __int128{offset} + __int128{batch - 1} * stride + __int128{rows - 1} * ld + cols;
 }
 
 void CheckOperand(const char* name, cl_mem mem, int64_t offset, int64_t rows, int64_t cols,
@@ -24,39 +27,42 @@ void CheckOperand(const char* name, cl_mem mem, int64_t offset, int64_t rows, in
   if (ld < cols)
     Fail(ErrorCode::kInvalidArgument,
          "ld{} = {} is less than the {} elements of a stored row of {}", name, ld, cols, name);
-  if (ld > std::numeric_limits<int32_t>::max())
-    Fail(ErrorCode::kInvalidArgument, "ld{} = {} is past 2^31 - 1", name, ld);
+  if (ld > kMaxSize) Fail(ErrorCode::kInvalidArgument, "ld{} = {} is past 2^30", name, ld);
   size_t bytes = 0;
   cl_int err = clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof(bytes), &bytes, nullptr);
   if (err != CL_SUCCESS)
     Fail(ErrorCode::kInvalidArgument, "{} is not a valid cl_mem (error {})", name, err);
-  int64_t need = Extent(offset, rows, cols, ld, batch, stride);
-  if (static_cast<uint64_t>(need) * elem_bytes > bytes)
+  if (rows == 0) return;  // k = 0: the operand is not read
+  __int128 need = Extent(offset, rows, cols, ld, batch, stride);
+  if (need * elem_bytes > bytes)
     Fail(ErrorCode::kInvalidArgument,
          "{} holds {} bytes; the problem reaches {} elements of {} bytes from its start", name,
-         bytes, need, elem_bytes);
+         bytes, static_cast<double>(need), elem_bytes);
 }
 
 }  // namespace
 
 void CheckGemm(const codegen::GemmProblem& g, const GemmOperands& ops, const codegen::Target& t) {
   bool cm = ops.column_major;
-  const char *a = cm ? "b" : "a", *b = cm ? "a" : "b";
+  const char *a = cm ? "b" : "a", *b = cm ? "a" : "b", *m = cm ? "n" : "m";
   if (g.elem != DType::kFloat32 && g.elem != DType::kFloat16)
     Fail(ErrorCode::kInvalidArgument, "element type {}: want f32 or f16", DTypeName(g.elem));
-  for (auto [name, v] :
-       {std::pair{cm ? "n" : "m", g.m}, {cm ? "m" : "n", g.n}, {"k", g.k}, {"batch", g.batch}}) {
-    if (v < 0) Fail(ErrorCode::kInvalidArgument, "{} = {} is negative", name, v);
-    if (v > std::numeric_limits<int32_t>::max())
-      Fail(ErrorCode::kInvalidArgument, "{} = {} is past 2^31 - 1", name, v);
+  for (auto [name, v] : {std::pair{m, g.m}, {cm ? "m" : "n", g.n}, {"k", g.k}}) {
+    if (v < 0) Fail(ErrorCode::kInvalidArgument, "{} = {} is negative or past 2^63", name, v);
+    if (v > kMaxSize) Fail(ErrorCode::kInvalidArgument, "{} = {} is past 2^30", name, v);
   }
+  if (g.batch < 0 || g.batch > kMaxBatch)
+    Fail(ErrorCode::kInvalidArgument, "batch = {}: want 0 to {}", g.batch, kMaxBatch);
+  if (g.m > kMaxBatch * 32)
+    Fail(ErrorCode::kInvalidArgument, "{} = {} is past {} (65535 tiles of 32 rows)", m, g.m,
+         kMaxBatch * 32);
   for (auto [name, v] : {std::pair{fmt::format("{}_offset", a), g.a_offset},
                          {fmt::format("{}_offset", b), g.b_offset},
                          {std::string("c_offset"), g.c_offset},
                          {fmt::format("stride_{}", a), g.stride_a},
                          {fmt::format("stride_{}", b), g.stride_b},
                          {std::string("stride_c"), g.stride_c}})
-    if (v < 0) Fail(ErrorCode::kInvalidArgument, "{} = {} is negative", name, v);
+    if (v < 0) Fail(ErrorCode::kInvalidArgument, "{} = {} is negative or past 2^63", name, v);
   if (g.mode != ComputeMode::kFp32 && !t.mma_sync)
     Fail(ErrorCode::kUnsupported,
          "compute mode {} needs a matrix engine (NVIDIA compute capability 8.0 or later through "
@@ -69,6 +75,11 @@ void CheckGemm(const codegen::GemmProblem& g, const GemmOperands& ops, const cod
   CheckOperand(b, ops.b, g.b_offset, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb, g.batch,
                g.stride_b, eb);
   CheckOperand("c", ops.c, g.c_offset, g.m, g.n, g.ldc, g.batch, g.stride_c, eb);
+  // Batch entries of C are written by different work-groups: they must not share elements.
+  if (g.batch > 1 && g.stride_c < (g.m - 1) * g.ldc + g.n)
+    Fail(ErrorCode::kInvalidArgument,
+         "stride_c = {} is less than the {} elements of one C: batch entries would overlap",
+         g.stride_c, (g.m - 1) * g.ldc + g.n);
 }
 
 struct GemmKernels::Built {
@@ -99,16 +110,16 @@ void GemmKernels::Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops
   codegen::WarpGemmParams p = params ? *params : codegen::ChooseWarpGemmParams(g, target);
   codegen::KernelSpec spec = codegen::GenerateWarpGemm(g, "texel_gemm", target, p);
   std::lock_guard<std::mutex> lock(mu_);
-  std::unique_ptr<Built>& b = kernels_[spec.source];
-  if (!b) {
+  auto it = kernels_.find(spec.source);
+  if (it == kernels_.end()) {  // a failed build leaves no entry
     auto built = std::make_unique<Built>();
     cl::ProgramCache cache = cl::ProgramCache::Default();
     built->program =
         std::make_unique<cl::Program>(*ctx_, spec.source, "", cache.enabled() ? &cache : nullptr);
     built->kernel = cl::Kernel(built->program->get(), spec.name);
-    b = std::move(built);
+    it = kernels_.emplace(spec.source, std::move(built)).first;
   }
-  cl::Kernel& k = b->kernel;
+  cl::Kernel& k = it->second->kernel;
   unsigned i = 0;
   auto arg = [&](const auto& v) { k.SetArg(i++, sizeof(v), &v); };
   arg(static_cast<cl_int>(g.m));

@@ -2,8 +2,8 @@
 // the caller passes, through the warp-tiled GEMM family (codegen/opencl/gemm/warp_gemm.h). Each
 // kernel is built once per shape class (transposes, element type, mode, alignment, evenness,
 // tiles) and context, through the on-disk program cache, and reused for every problem of its
-// class. Thread safety: GemmKernels may be used from several threads (one lock around argument
-// binding and enqueueing).
+// class. Thread safety: GemmKernels may be used from several threads (one lock around building,
+// argument binding and enqueueing).
 #pragma once
 
 #include <CL/cl.h>
@@ -28,9 +28,10 @@ struct GemmOperands {
 };
 
 // Throws Error(kInvalidArgument) naming the argument for a problem that cannot be run as given
-// (a null buffer, sizes past the kernel's 32-bit indices, a leading dimension shorter than its
-// row, a buffer too small for the elements the problem reaches, an element type other than f32
-// and f16) and Error(kUnsupported) for a compute mode the device has no matrix engine for.
+// (a null buffer, sizes or leading dimensions past 2^30, batches past 65535, a leading
+// dimension shorter than its row, a buffer too small for the elements the problem reaches,
+// batch entries of C that overlap, an element type other than f32 and f16) and
+// Error(kUnsupported) for a compute mode the device has no matrix engine for.
 void CheckGemm(const codegen::GemmProblem& g, const GemmOperands& ops, const codegen::Target& t);
 
 class GemmKernels {

@@ -3,7 +3,7 @@
 // BatchNorm, activations, residual adds and scales after a conv; long elementwise chains).
 // A node N joins the group of the producer P of one of its inputs when
 //   - N is elementwise (unary, binary, ternary) with P's output shape (up to leading dims of
-//     size 1),
+//     size 1; exactly after a Gather),
 //   - P is an anchor (Conv, ConvTranspose, MatMul, pooling, reduction, LayerNorm, an f32
 //     Gather: their kernels apply an epilogue; the Gather's is an embedding's position term)
 //     or elementwise, and P's result is used once, by N, and is not a graph output,
@@ -57,6 +57,14 @@ bool BackendFuses(const ir::Node& n) {
   return be && be->FusesEpilogues();
 }
 
+// Whether a node whose result has shape `out`, reading x, may join the group led by `first`:
+// same layout up to leading unit dims, except after a Gather, whose kernel indexes the chain
+// by its own coordinates: there the shapes must be equal.
+bool JoinsGroupOf(const ir::Node& first, const Shape& x, const Shape& out) {
+  if (first.op == OpKind::kGather) return first.outputs[0]->type.shape == out;
+  return SameLayout(x, out);
+}
+
 // What the second and third rules look up. They change groups, never edges.
 struct GraphIndex {
   std::map<const ir::Node*, size_t> pos;            // graph order
@@ -86,7 +94,8 @@ int64_t MergeDiamonds(GraphIndex& ix) {
       if (!p || p->group < 0 || p->group == h || ix.outputs[x->id]) continue;
       std::vector<ir::Node*>& gm = ix.members[p->group];
       if (gm.back()->outputs[0] != x || ix.pos[mh.front()] < ix.pos[gm.back()] ||
-          !SameLayout(x->type.shape, out_h->type.shape) || p->backend != mh.front()->backend)
+          !JoinsGroupOf(*gm.front(), x->type.shape, out_h->type.shape) ||
+          p->backend != mh.front()->backend)
         continue;
       if (IsAnchor(*gm.front()) && out_h->type.dtype != gm.front()->outputs[0]->type.dtype)
         continue;
@@ -156,10 +165,10 @@ Stats Fuse(ir::Graph& g, const PassContext&) {
     if (!IsElementwise(n) || !BackendFuses(n) || ir::ReadsThroughView(n)) continue;
     for (ir::Value* in : n.inputs) {
       ir::Node* p = in->producer;
-      if (!p || uses[in->id] != 1 || !SameLayout(in->type.shape, n.outputs[0]->type.shape))
-        continue;
+      if (!p || uses[in->id] != 1) continue;
       if (p->backend != n.backend || !(IsAnchor(*p) || IsElementwise(*p))) continue;
       const ir::Node* first = p->group >= 0 ? root[p->group] : p;
+      if (!JoinsGroupOf(*first, in->type.shape, n.outputs[0]->type.shape)) continue;
       if (IsAnchor(*first) && n.outputs[0]->type.dtype != first->outputs[0]->type.dtype) continue;
       if (p->group < 0) {
         p->group = static_cast<int>(root.size());

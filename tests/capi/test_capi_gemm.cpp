@@ -172,7 +172,13 @@ TEST(CApiGemm, BadArguments) {
   g = ok, g.batch = 2, g.stride_c = 64;
   expect(g, TEXEL_ERROR_INVALID_ARGUMENT, "c holds 256 bytes");
   g = ok, g.m = static_cast<size_t>(1) << 40;
-  expect(g, TEXEL_ERROR_INVALID_ARGUMENT, "past 2^31 - 1");
+  expect(g, TEXEL_ERROR_INVALID_ARGUMENT, "past 2^30");
+  g = ok, g.batch = 2, g.stride_a = static_cast<size_t>(1) << 62;  // wraps in 64 bits
+  expect(g, TEXEL_ERROR_INVALID_ARGUMENT, "a holds 256 bytes");
+  g = ok, g.batch = 2, g.stride_c = 0;  // both entries would write one C
+  expect(g, TEXEL_ERROR_INVALID_ARGUMENT, "stride_c = 0");
+  g = ok, g.batch = 70000;
+  expect(g, TEXEL_ERROR_INVALID_ARGUMENT, "batch = 70000");
   g = ok, g.dtype = TEXEL_DTYPE_I32;
   expect(g, TEXEL_ERROR_INVALID_ARGUMENT, "dtype");
   g = ok, g.compute = static_cast<texel_compute_t>(9);

@@ -128,7 +128,7 @@ double RunAndCheck(const GemmProblem& g, float alpha, float beta, const codegen:
                         << ", want " << want << " (tolerance " << tol << ")";
         worst_exact = std::max(worst_exact, std::fabs(got[ci] - exact) / scale);
       }
-  // Elements of C outside the problem (between rows, before the offset) are untouched.
+  // Elements of C before its offset are untouched.
   for (int64_t ci = 0; ci < g.c_offset; ++ci)
     if (beta != 0) {
       EXPECT_EQ(got[ci], c.values[ci]) << what << ": C[" << ci << "] written";
@@ -162,6 +162,26 @@ TEST(GemmTest, Fp32EveryLayout) {
         g, 0.75f, cs.ta ? 0.0f : -0.5f, Emulated(), &small,
         fmt::format("fp32 {}{} {}", cs.ta ? "T" : "N", cs.tb ? "T" : "N", DTypeName(cs.elem)));
   }
+}
+
+// k = 0: C = beta C, and A is not read (its buffer may hold nothing: A transposed is 0 x m).
+TEST(GemmTest, EmptyDepthScalesC) {
+  GemmProblem g;
+  g.m = 9, g.n = 7, g.k = 0, g.trans_a = true, g.lda = g.m + 2, g.ldb = g.n, g.ldc = g.n;
+  g.mode = ComputeMode::kFp32;
+  RunAndCheck(g, 1.0f, 0.5f, Emulated(), nullptr, "k = 0");
+}
+
+// The heuristic on a device with little local memory and small work-groups falls back to
+// tiles that fit, and they compute the same.
+TEST(GemmTest, HeuristicFitsSmallDevices) {
+  codegen::Target small = Emulated();
+  small.compute_units = 4, small.local_mem_bytes = 16 * 1024, small.max_work_group_size = 128;
+  GemmProblem g;
+  g.m = 300, g.n = 260, g.k = 40, g.lda = 40, g.ldb = 260, g.ldc = 260, g.mode = ComputeMode::kFp32;
+  WarpGemmParams p = codegen::ChooseWarpGemmParams(g, small);
+  EXPECT_FALSE(codegen::CheckWarpGemmParams(p, g, small)) << p.ToString();
+  RunAndCheck(g, 1.0f, 0.0f, small, nullptr, "small device " + p.ToString());
 }
 
 TEST(GemmTest, HeuristicTilesOnAnEvenProblem) {

@@ -401,7 +401,8 @@ TEST(KernelTest, FusedEpiloguesAndChains) {
   HostTensor a = RandomF32({2, 3, 4}, 226), b = RandomF32({3, 1}, 227);
   HostTensor table = RandomF32({5, 4}, 228), pos = RandomF32({3, 4}, 229),
              factor = RandomF32({}, 230);
-  HostTensor ids = I64({2, 3}, {4, -1, 0, 2, 1, -5});
+  HostTensor ids = I64({2, 3}, {4, -1, 0, 2, 1, -5}), ids1 = I64({3}, {2, 0, 4});
+  HostTensor pos1 = RandomF32({1, 3, 4}, 231);
   auto g = std::make_unique<ir::Graph>();
   ir::Value* xv = g->AddInput("x", F32Type(x.shape));
   ir::Value* sv = g->AddInput("skip", F32Type(skip.shape));
@@ -433,11 +434,24 @@ TEST(KernelTest, FusedEpiloguesAndChains) {
       {{"axis", int64_t{0}}});
   e = op(ir::OpKind::kAdd, {e, Const(*g, "pos", pos)});
   g->AddOutput(op(ir::OpKind::kMul, {e, Const(*g, "factor", factor)}));
+  // A sum of another shape (a leading unit dim: [3, 4] + [1, 3, 4]) stays out of the Gather's
+  // kernel, whose coordinates are its own.
+  ir::Value* e1 = op(
+      ir::OpKind::kGather,
+      {g->AddInput("table1", F32Type(table.shape)), g->AddInput("ids1", {DType::kInt64, Shape{3}})},
+      {{"axis", int64_t{0}}});
+  g->AddOutput(op(ir::OpKind::kAdd, {e1, Const(*g, "pos1", pos1)}));
   CompiledModel m = CompileGraph(std::move(g), SharedContext(), CompileOptions{});
   // Kernels: conv+4, pool+1, reduce+2, Tanh (used twice, so nothing joins it), Greater+Where
-  // (Where joins through its first single-use input), Sigmoid, Gather+2.
+  // (Where joins through its first single-use input), Sigmoid, Gather+2, Gather, Add.
   runtime::Session session(*m.executable);
-  auto out = session.Run({{"x", x}, {"skip", skip}, {"a", a}, {"table", table}, {"ids", ids}});
+  auto out = session.Run({{"x", x},
+                          {"skip", skip},
+                          {"a", a},
+                          {"table", table},
+                          {"ids", ids},
+                          {"table1", table},
+                          {"ids1", ids1}});
   HostTensor conv = RefConv(x, w, nullptr, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
   HostTensor want0(DType::kFloat32, conv.shape);
   for (int64_t i = 0; i < conv.size(); ++i) {
@@ -467,7 +481,11 @@ TEST(KernelTest, FusedEpiloguesAndChains) {
         (F(table, (id < 0 ? id + 5 : id) * 4 + i % 4) + F(pos, i % 12)) * F(factor, 0);
   }
   ExpectClose(out[4], want4, "embedding epilogue");
-  EXPECT_EQ(m.executable->plan().steps.size(), 7u) << "the chains should be fused";
+  HostTensor want5(DType::kFloat32, {1, 3, 4});
+  for (int64_t i = 0; i < want5.size(); ++i)
+    want5.data<float>()[i] = F(table, ids1.data<int64_t>()[i / 4] * 4 + i % 4) + F(pos1, i);
+  ExpectClose(out[5], want5, "gather, then a sum of another rank");
+  EXPECT_EQ(m.executable->plan().steps.size(), 9u) << "the chains should be fused";
 }
 
 TEST(KernelTest, DataMovement) {

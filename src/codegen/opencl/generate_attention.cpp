@@ -30,14 +30,14 @@ AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int
   p.bk = 32;
   while (p.bk > 4 && static_cast<uint64_t>(p.bk * (d + dv)) * elem_bytes > t.local_mem_bytes / 2)
     p.bk /= 2;
-  // The tiled kernel (64 rows, 128 work-items, 4 x 4 score and 4 x DV/8 output blocks each)
-  // where its local memory fits: Q, a K and a V tile and the probabilities, 40 KiB at d 64 (32
-  // rows need less).
+  // The tiled kernel (up to 64 rows and 128 work-items, 4 x 4 score and 4 x DV/8 output blocks
+  // each) where its local memory fits: Q, a K and a V tile and the probabilities, 40 KiB at d 64
+  // with 64 rows.
   uint64_t tiled_bytes = 4 * static_cast<uint64_t>(64 * d + 32 * d + 32 * dv + 32 * 64 + 192);
   p.tiled = t.gpu && elem_bytes == 4 && d % 4 == 0 && dv % 32 == 0 && sq >= 32 &&
             tiled_bytes <= t.local_mem_bytes && t.max_work_group_size >= 128;
   if (p.tiled) {
-    // 32 rows per work-group where 64-row blocks would number under a quarter of the compute
+    // 32 rows per work-group where 64-row blocks would number at most a quarter of the compute
     // units (BERT's sequence of 128 with 12 heads: 24): twice the work-groups to split. 4 rows
     // per work-item: 8 (half the local reads per FMA) measured slower at every shape on the
     // H100 (docs/attention.md).

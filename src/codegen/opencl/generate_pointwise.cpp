@@ -234,10 +234,12 @@ KernelSpec GeneratePointwise(const ir::Node& n, const std::string& kernel_name,
   if (n.info().cls != ir::OpClass::kMovement) return GenerateElementwise({&n}, kernel_name);
   const ir::Value* out = epilogue.empty() ? n.outputs[0] : epilogue.back()->outputs[0];
   // An epilogue (fuse lets one follow an f32 Gather: an embedding lookup and the position
-  // embedding added to it) computes in float from the moved value.
+  // embedding added to it) computes in float from the moved value, at the movement's own
+  // coordinates (fuse requires equal shapes).
   TEXEL_CHECK(epilogue.empty() || (n.outputs[0]->type.dtype == DType::kFloat32 &&
-                                   out->type.dtype == DType::kFloat32),
-              "{} takes an epilogue only in f32", OpName(n.op));
+                                   out->type.dtype == DType::kFloat32 &&
+                                   out->type.shape == n.outputs[0]->type.shape),
+              "{} takes an epilogue only in f32, of its own shape", OpName(n.op));
   std::string params;
   KernelSpec spec;
   bool computes = n.op == OpKind::kResize || n.op == OpKind::kCumSum ||

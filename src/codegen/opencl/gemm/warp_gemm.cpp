@@ -86,12 +86,19 @@ WarpGemmParams ChooseWarpGemmParams(const GemmProblem& g, const Target& t) {
   int64_t tiles = (g.m + p.bm - 1) / p.bm * ((g.n + p.bn - 1) / p.bn) * g.batch;
   if (tiles < static_cast<int64_t>(t.compute_units)) {
     p.bn = 64;
-    p.stages = 3;
-    if (!AsyncCopies(g, p, t)) p.stages = 2;
-  } else if (!f16 && g.mode != ComputeMode::kFp32) {
-    p.wn = 64;  // tf32: 4 warps of 64 x 64 (n = 4096: 124 TFLOP/s against 106 with 8 of 64 x 32)
+    p.stages = 3;  // with asynchronous copies; else (below) 2
+  } else if (g.mode == ComputeMode::kTf32) {
+    p.wn = 64;  // 4 warps of 64 x 64 (n = 4096: 124 TFLOP/s against 106 with 8 of 64 x 32)
   }
-  return p;
+  if (!AsyncCopies(g, p, t) || CheckWarpGemmParams(p, g, t)) p.stages = 2;
+  // Smaller devices (less local memory, smaller work-groups): the first tiling that fits.
+  for (WarpGemmParams q :
+       {p, WarpGemmParams{64, 64, p.bk, 32, 32, 2}, WarpGemmParams{32, 32, p.bk, 16, 16, 2}})
+    if (!CheckWarpGemmParams(q, g, t)) return q;
+  Fail(ErrorCode::kUnsupported,
+       "no warp-tiled GEMM tiling fits this device ({} bytes of local "
+       "memory, {} work-items per group)",
+       t.local_mem_bytes, t.max_work_group_size);
 }
 
 KernelSpec GenerateWarpGemm(const GemmProblem& g, const std::string& kernel_name, const Target& t,

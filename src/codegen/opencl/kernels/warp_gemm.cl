@@ -113,7 +113,8 @@ uint TO_TF32(float x) {
 #define LDMATRIX_X4(trans, d, row)                                                      \
   __asm volatile("ldmatrix.sync.aligned.m8n8.x4" trans ".shared.b16 {%0,%1,%2,%3}, [%4];"  \
                  : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])                     \
-                 : "r"((uint)(ulong)(row)))
+                 : "r"((uint)(ulong)(row))                                            \
+                 : "memory")
 #define CP_STR(x) #x
 #define CP_ASYNC_WAIT(n) __asm volatile("cp.async.wait_group " CP_STR(n) ";" ::: "memory")
 #define MMA_F16(...) MMA("m16n8k16.row.col.f32.f16.f16.f32", __VA_ARGS__)
@@ -195,8 +196,9 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   b += b_off + get_group_id(2) * stride_b;
   c += c_off + get_group_id(2) * stride_c;
   RT ra[LA * VA], rb[LB * VB];
-  // A vector wholly inside the matrix is one GLOAD4 (the host promises alignment when VA is 4);
-  // one that crosses an edge is read element by element, zeros outside.
+  // A vector wholly inside the matrix is one GLOAD4 (an aligned float4 load where the host found
+  // both operands 16-byte aligned, else vload4); one that crosses an edge is read element by
+  // element, zeros outside.
 #define LOAD_TILES(k0)                                                                     \
   for (int l = 0; l < LA; ++l) {                                                           \
     A_VEC(lid + l * WG, r, k);                                                             \
