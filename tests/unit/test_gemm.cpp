@@ -224,7 +224,7 @@ TEST(GemmTest, MatrixEngineOnThisDevice) {
         for (bool even : {false, true}) {
           GemmProblem g;
           g.mode = mode, g.elem = elem, g.trans_a = layout & 1, g.trans_b = layout >> 1;
-          g.m = even ? 256 : 77, g.n = even ? 128 : 45, g.k = even ? 96 : 70;
+          g.m = even ? 256 : 77, g.n = even ? 256 : 45, g.k = even ? 96 : 70;
           g.batch = even ? 1 : 2;
           g.lda = (g.trans_a ? g.m : g.k) + (even ? 0 : 3);
           g.ldb = (g.trans_b ? g.k : g.n) + (even ? 0 : 1);
@@ -232,10 +232,17 @@ TEST(GemmTest, MatrixEngineOnThisDevice) {
           g.stride_a = (g.trans_a ? g.k : g.m) * g.lda + (even ? 0 : 1), g.stride_b = 0;
           g.stride_c = g.m * g.ldc;
           double rel = mode == ComputeMode::kTf32x3 ? 3e-6 : 3e-5;
-          RunAndCheck(g, 1.25f, even ? 0.0f : 0.5f, t, nullptr,
-                      fmt::format("{} {} layout {} {}", ComputeModeName(mode), DTypeName(elem),
-                                  layout, even ? "even" : "odd"),
-                      rel);
+          std::string what = fmt::format("{} {} layout {} {}", ComputeModeName(mode),
+                                         DTypeName(elem), layout, even ? "even" : "odd");
+          RunAndCheck(g, 1.25f, even ? 0.0f : 0.5f, t, nullptr, what, rel);
+          if (!even) continue;
+          // The large-problem tilings: 8 warps of 64 x 32, 4 of 64 x 64, 3 stages of 128 x 64.
+          int bk = mode == ComputeMode::kFp16 ? 32 : 16;
+          for (WarpGemmParams p :
+               {WarpGemmParams{128, 128, bk, 64, 32, 2}, WarpGemmParams{128, 128, bk, 64, 64, 2},
+                WarpGemmParams{128, 64, bk, 64, 32, 3}})
+            if (!codegen::CheckWarpGemmParams(p, g, t))
+              RunAndCheck(g, 1.0f, 0.0f, t, &p, what + " " + p.ToString(), rel);
         }
 }
 

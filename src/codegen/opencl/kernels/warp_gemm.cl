@@ -166,14 +166,15 @@ ushort TO_F16(float x) {
       _Pragma("unroll") for (int j = 0; j < NI; ++j)         \
           _Pragma("unroll") for (int e = 0; e < 4; ++e)
 
-// Vector e of a step's A tile: row r, column k (first of VA along A's contiguous dimension:
-// rows with TRANS_A, k without). B's alike: column c, row k (k with TRANS_B, columns without).
-#define A_VEC(e, r, k)                                              \
-  const int r = TRANS_A ? (e) % (BM / VA) * VA : (e) / (BK / VA); \
-  const int k = TRANS_A ? (e) / (BM / VA) : (e) % (BK / VA) * VA
-#define B_VEC(e, c, k)                                              \
-  const int c = TRANS_B ? (e) / (BK / VB) : (e) % (BN / VB) * VB; \
-  const int k = TRANS_B ? (e) % (BK / VB) * VB : (e) / (BN / VB)
+// Vector e of w elements of a step's A tile: row r, column k (the first along A's contiguous
+// dimension: rows with TRANS_A, k without). B's alike: column c, row k (k with TRANS_B, columns
+// without).
+#define A_VEC(e, w, r, k)                                        \
+  const int r = TRANS_A ? (e) % (BM / (w)) * (w) : (e) / (BK / (w)); \
+  const int k = TRANS_A ? (e) / (BM / (w)) : (e) % (BK / (w)) * (w)
+#define B_VEC(e, w, c, k)                                        \
+  const int c = TRANS_B ? (e) / (BK / (w)) : (e) % (BN / (w)) * (w); \
+  const int k = TRANS_B ? (e) % (BK / (w)) * (w) : (e) / (BN / (w))
 // Element v of a vector: (row, k) offsets.
 #define A_DR(v) (TRANS_A ? (v) : 0)
 #define A_DK(v) (TRANS_A ? 0 : (v))
@@ -201,7 +202,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   // element, zeros outside.
 #define LOAD_TILES(k0)                                                                     \
   for (int l = 0; l < LA; ++l) {                                                           \
-    A_VEC(lid + l * WG, r, k);                                                             \
+    A_VEC(lid + l * WG, VA, r, k);                                                             \
     if (VA == 4 && (EVEN || (m0 + r + A_DR(3) < M && (k0) + k + A_DK(3) < K))) {           \
       vstore4(GLOADR4(a, A_AT(m0 + r, (k0) + k)), 0, ra + l * VA);                         \
     } else {                                                                               \
@@ -212,7 +213,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     }                                                                                      \
   }                                                                                        \
   for (int l = 0; l < LB; ++l) {                                                           \
-    B_VEC(lid + l * WG, cc, k);                                                            \
+    B_VEC(lid + l * WG, VB, cc, k);                                                            \
     if (VB == 4 && (EVEN || (n0 + cc + B_DC(3) < N && (k0) + k + B_DK(3) < K))) {          \
       vstore4(GLOADR4(b, B_AT((k0) + k, n0 + cc)), 0, rb + l * VB);                        \
     } else {                                                                               \
@@ -224,12 +225,12 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   }
 #define STORE_TILES(buf)                                                                   \
   for (int l = 0; l < LA; ++l) {                                                           \
-    A_VEC(lid + l * WG, r, k);                                                             \
+    A_VEC(lid + l * WG, VA, r, k);                                                             \
     for (int v = 0; v < VA; ++v)                                                           \
       as[buf][(r + A_DR(v)) * LS + k + A_DK(v)] = ra[l * VA + v];                          \
   }                                                                                        \
   for (int l = 0; l < LB; ++l) {                                                           \
-    B_VEC(lid + l * WG, cc, k);                                                            \
+    B_VEC(lid + l * WG, VB, cc, k);                                                            \
     for (int v = 0; v < VB; ++v)                                                           \
       bs[buf][(cc + B_DC(v)) * LS + k + B_DK(v)] = rb[l * VB + v];                         \
   }
@@ -239,15 +240,11 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #define COPY_TILES(st, k0)                                                                   \
   do {                                                                                       \
     for (int l = 0; l < BM * BK / (CH * WG); ++l) {                                          \
-      const int e = lid + l * WG;                                                            \
-      const int r = TRANS_A ? e % (BM / CH) * CH : e / (BK / CH);                            \
-      const int k = TRANS_A ? e / (BM / CH) : e % (BK / CH) * CH;                            \
+      A_VEC(lid + l * WG, CH, r, k);                                                         \
       CP_ASYNC16(&as[st][TRANS_A ? k * LSA + r : r * LSA + k], a + A_AT(m0 + r, (k0) + k)); \
     }                                                                                        \
     for (int l = 0; l < BN * BK / (CH * WG); ++l) {                                          \
-      const int e = lid + l * WG;                                                            \
-      const int c = TRANS_B ? e / (BK / CH) : e % (BN / CH) * CH;                            \
-      const int k = TRANS_B ? e % (BK / CH) * CH : e / (BN / CH);                            \
+      B_VEC(lid + l * WG, CH, c, k);                                                         \
       CP_ASYNC16(&bs[st][TRANS_B ? c * LSB + k : k * LSB + c], b + B_AT((k0) + k, n0 + c)); \
     }                                                                                        \
   } while (0)
