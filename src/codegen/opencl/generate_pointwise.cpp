@@ -174,10 +174,14 @@ std::string MovementBody(const ir::Node& n) {
 }
 
 // The pointwise template over `params` and `body`, writing `out`.
+// With `epilogue` (ops consuming `seed`, the value BODY leaves in v), the kernel applies them
+// (ApplyEpilogue: EPILOGUE(v, i), its operands after PARAMS) and writes their result.
 KernelSpec PointwiseKernel(const std::string& kernel_name, const std::string& params,
                            const std::string& body, const ir::Value* out, bool movement,
-                           KernelSpec spec) {
+                           KernelSpec spec, const std::vector<const ir::Node*>& epilogue = {},
+                           const ir::Value* seed = nullptr) {
   KernelSource src(kernel_name, "pointwise");
+  if (!epilogue.empty()) ApplyEpilogue(src, kernel_name, seed, epilogue, spec);
   int64_t count = NumElements(out->type.shape);
   bool store_half = out->type.dtype == DType::kFloat16 && !movement;
   src.Define("PARAMS", params)
@@ -254,24 +258,15 @@ KernelSpec GeneratePointwise(const ir::Node& n, const std::string& kernel_name,
     spec.args.push_back(n.inputs[k]->id);
   }
   std::string body = MovementBody(n);
+  params += fmt::format("__global {}* out", PointerType(out->type.dtype, true));
+  spec.args.push_back(n.outputs[0]->id);
   if (!epilogue.empty()) {
-    // The chain's other operands are parameters e<k> after the movement's inputs.
-    std::vector<const ir::Value*> ext;
-    for (const ir::Value* v : ir::ExternalInputs(epilogue))
-      if (v != n.outputs[0]) ext.push_back(v);
-    for (size_t k = 0; k < ext.size(); ++k) {
-      params += fmt::format("__global const {}* e{}, ", StorageTypeName(ext[k]->type.dtype), k);
-      spec.args.push_back(ext[k]->id);
-    }
-    ChainCode c = ElementwiseChain(epilogue, n.outputs[0], "v", [&](const ir::Value* v) {
-      return fmt::format("e{}", std::find(ext.begin(), ext.end(), v) - ext.begin());
-    });
-    body += " " + c.code + " v = " + c.result + ";";
+    params += " EPILOGUE_PARAMS";
+    body += " v = EPILOGUE(v, i);";
     spec.flops = static_cast<double>(NumElements(out->type.shape) * epilogue.size());
   }
-  params += fmt::format("__global {}* out", PointerType(out->type.dtype, true));
-  spec.args.push_back(out->id);
-  return PointwiseKernel(kernel_name, params, body, out, epilogue.empty(), std::move(spec));
+  return PointwiseKernel(kernel_name, params, body, out, epilogue.empty(), std::move(spec),
+                         epilogue, n.outputs[0]);
 }
 
 }  // namespace texel::codegen
