@@ -236,11 +236,12 @@ TEST(GemmTest, MatrixEngineOnThisDevice) {
                                          DTypeName(elem), layout, even ? "even" : "odd");
           RunAndCheck(g, 1.25f, even ? 0.0f : 0.5f, t, nullptr, what, rel);
           if (!even) continue;
-          // The large-problem tilings: 8 warps of 64 x 32, 4 of 64 x 64, 3 stages of 128 x 64.
+          // The large-problem tilings: 8 warps of 64 x 32, 4 of 64 x 64 (also 8 deep, 4 stages),
+          // 3 stages of 128 x 64.
           int bk = mode == ComputeMode::kFp16 ? 32 : 16;
           for (WarpGemmParams p :
                {WarpGemmParams{128, 128, bk, 64, 32, 2}, WarpGemmParams{128, 128, bk, 64, 64, 2},
-                WarpGemmParams{128, 64, bk, 64, 32, 3}})
+                WarpGemmParams{128, 128, 8, 64, 64, 4}, WarpGemmParams{128, 64, bk, 64, 32, 3}})
             if (!codegen::CheckWarpGemmParams(p, g, t))
               RunAndCheck(g, 1.0f, 0.0f, t, &p, what + " " + p.ToString(), rel);
         }

@@ -322,25 +322,46 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
         for (int j = 0; j < NI; ++j)
           MMA_F16(acc[i][j], fa[i][0], fa[i][1], fa[i][2], fa[i][3], fb[j][0], fb[j][1]);
 #elif USE_MMA
-      // A: rows g, g + 8, columns t, t + 4; B: column g, rows t, t + 4.
+      // A: rows g, g + 8, columns t, t + 4; B: column g, rows t, t + 4. Where k is an operand's
+      // stored column, by ldmatrix on the f32 pairs seen as 16-bit pairs: a lane's word of an
+      // 8 x 8 block of 16-bit elements is element t of row g of an 8 x 4 block of f32 (A's
+      // blocks rows 0-7 | 8-15 x k 0-3 | 4-7; B's k 0-3 | 4-7 x columns of tiles j | j + 1).
+      // Where k is the stored row, element by element.
+      const int q = lane >> 3, l8 = lane & 7;
       uint ah[MI][4], bh[NI][2];
 #if MODE == 3
       uint al[MI][4], bl[NI][2];
 #endif
 #pragma unroll
       for (int i = 0; i < MI; ++i) {
+#if ASYNC && TRANS_A
         const int r = wm + i * 16 + g, k = kk + t;
         const float x[4] = {A_FRAG(at, r, k), A_FRAG(at, r + 8, k), A_FRAG(at, r, k + 4),
                             A_FRAG(at, r + 8, k + 4)};
+#else
+        uint w[4];
+        LDMATRIX_X4("", w, &A_FRAG(at, wm + i * 16 + (q & 1) * 8 + l8, kk + (q >> 1) * 4));
+        const float x[4] = {as_float(w[0]), as_float(w[1]), as_float(w[2]), as_float(w[3])};
+#endif
 #pragma unroll
         for (int e = 0; e < 4; ++e) SPLIT_TF32(x[e], ah[i][e], al[i][e]);
       }
 #pragma unroll
-      for (int j = 0; j < NI; ++j) {
-        const int c = wn + j * 8 + g, k = kk + t;
-        const float y[2] = {B_FRAG(bt, c, k), B_FRAG(bt, c, k + 4)};
+      for (int j = 0; j < NI; j += 2) {
+#if ASYNC && !TRANS_B
+        float y[4];
 #pragma unroll
-        for (int e = 0; e < 2; ++e) SPLIT_TF32(y[e], bh[j][e], bl[j][e]);
+        for (int h = 0; h < 2; ++h) {
+          const int c = wn + (j + h) * 8 + g, k = kk + t;
+          y[2 * h] = B_FRAG(bt, c, k), y[2 * h + 1] = B_FRAG(bt, c, k + 4);
+        }
+#else
+        uint w[4];
+        LDMATRIX_X4("", w, &B_FRAG(bt, wn + (j + (q >> 1)) * 8 + l8, kk + (q & 1) * 4));
+        const float y[4] = {as_float(w[0]), as_float(w[1]), as_float(w[2]), as_float(w[3])};
+#endif
+#pragma unroll
+        for (int e = 0; e < 4; ++e) SPLIT_TF32(y[e], bh[j + e / 2][e % 2], bl[j + e / 2][e % 2]);
       }
 #pragma unroll
       for (int i = 0; i < MI; ++i)
