@@ -59,6 +59,7 @@ std::unique_ptr<ir::Graph> ImportAndOptimize(const std::string& model_path,
   auto graph = ImportModelFile(model_path, options.import);
   passes::PassContext pc;
   pc.disabled = options.disabled_passes;
+  pc.precision = options.precision;
   passes::RunPipeline(*graph, pc, options.after_pass);
   return graph;
 }
@@ -78,6 +79,7 @@ CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl:
       return MeasureNode(n, *backends::FindBackend("native"), ctx, s);
     };
   pc.half_texels = options.half_texels;
+  pc.precision = options.precision;
   pc.disabled = options.disabled_passes;
   if (options.partition == passes::PartitionPolicy::kMeasure)
     pc.measure = [&ctx](const ir::Node& n, const backends::Backend& b) {

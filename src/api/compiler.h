@@ -23,6 +23,7 @@ struct CompileOptions {
   passes::PartitionPolicy partition = passes::PartitionPolicy::kEstimate;
   passes::StoragePolicy storage = passes::StoragePolicy::kBuffer;  // --storage
   bool half_texels = false;                  // --texture-precision fp16: images with f16 channels
+  ComputeMode precision = ComputeMode::kFp32;  // --precision (passes/precision.cpp)
   std::vector<std::string> disabled_passes;  // --disable-pass: passes skipped by name
   // Called after each pass (for --print-ir-after / --stats).
   std::function<void(const passes::Pass&, const passes::Stats&, const ir::Graph&)> after_pass;

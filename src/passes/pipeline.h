@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/precision.h"
 #include "ir/graph.h"
 #include "runtime/cl/device.h"
 
@@ -40,6 +41,7 @@ struct PassContext {
   PartitionPolicy policy = PartitionPolicy::kEstimate;
   StoragePolicy storage = StoragePolicy::kBuffer;
   bool half_texels = false;  // images with f16 channels (--texture-precision fp16)
+  ComputeMode precision = ComputeMode::kFp32;  // --precision (passes/precision.cpp)
   // Passes skipped by name (--disable-pass; comparisons and tests of what a pass buys).
   std::vector<std::string> disabled;
   // With kAuto and --measure: device seconds of `node` (native) alone with its main input and
@@ -71,6 +73,7 @@ Stats MatchAttention(ir::Graph& g, const PassContext& ctx);
 Stats MatchNorm(ir::Graph& g, const PassContext& ctx);
 Stats Views(ir::Graph& g, const PassContext& ctx);
 Stats FoldConvAffine(ir::Graph& g, const PassContext& ctx);
+Stats ApplyPrecision(ir::Graph& g, const PassContext& ctx);
 Stats Partition(ir::Graph& g, const PassContext& ctx);
 Stats Fuse(ir::Graph& g, const PassContext& ctx);
 Stats AssignStorage(ir::Graph& g, const PassContext& ctx);

@@ -6,7 +6,8 @@
 #   bound to the input named after it; OUT_DIR is scratch space, emptied first so that a stale
 #   output cannot pass.
 # The interpreter for compare_npy.py is $TEXEL_PYTHON (default /usr/bin/python3); TEXEL_MODEL_ARGS
-# adds texel options (e.g. "--backends clblast,native").
+# adds texel options (e.g. "--backends clblast,native"); TEXEL_MODEL_REL_L2 the tolerance
+# (default 1e-4).
 set -euo pipefail
 
 if [[ $# -ne 3 ]]; then
@@ -37,4 +38,5 @@ set -x
 # shellcheck disable=SC2086  # TEXEL_MODEL_ARGS: extra texel options, split on spaces
 "$texel" run "$model_dir/model.onnx" "${inputs[@]}" --output-dir "$out_dir" \
   --repeat 1 --warmup 0 ${TEXEL_MODEL_ARGS:-}
-"$python" "$scripts/compare_npy.py" "$model_dir/output.npy" "$out_dir/output.npy" --rel-l2 1e-4
+"$python" "$scripts/compare_npy.py" "$model_dir/output.npy" "$out_dir/output.npy" \
+  --rel-l2 "${TEXEL_MODEL_REL_L2:-1e-4}"

@@ -528,3 +528,50 @@ TEST(KernelTest, DataMovement) {
 
 }  // namespace
 }  // namespace texel
+
+namespace texel {
+namespace {
+
+// --precision fp16 (passes/precision.cpp): the conv and relu store f16 (the filters converted
+// once), softmax reads an f32 input through a Cast (the keep-in-fp32 rule), the graph input and
+// both outputs keep f32 and their names; results within f16 rounding (a few 2^-11) of fp32.
+TEST(PrecisionTest, Fp16StorageWithKeepRuleAndCasts) {
+  HostTensor x = testing::RandomF32({1, 3, 6, 6}, 901), w = testing::RandomF32({4, 3, 3, 3}, 902);
+  auto build = [&] {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* xv = g->AddInput("x", F32Type(x.shape));
+    ir::Value* c = g->AddNode(ir::OpKind::kConv, {xv, Const(*g, "w", w)},
+                              ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), "conv")
+                       ->outputs[0];
+    ir::Value* r = g->AddNode(ir::OpKind::kRelu, {c}, {}, "relu")->outputs[0];
+    r->name = "relu_out";
+    g->AddOutput(r);
+    ir::Value* s =
+        g->AddNode(ir::OpKind::kSoftmax, {r}, {{"axis", int64_t{1}}}, "softmax")->outputs[0];
+    s->name = "probs";
+    g->AddOutput(s);
+    return g;
+  };
+  std::map<std::string, HostTensor> in{{"x", x}};
+  CompiledModel plain = CompileGraph(build(), testing::SharedContext(), CompileOptions{});
+  CompileOptions o;
+  o.precision = ComputeMode::kFp16;
+  CompiledModel half = CompileGraph(build(), testing::SharedContext(), o);
+  std::map<std::string, DType> types;
+  for (const auto& n : half.graph->nodes())
+    types[std::string(OpName(n->op))] = n->outputs[0]->type.dtype;
+  EXPECT_EQ(types["Conv"], DType::kFloat16);
+  EXPECT_EQ(types["Softmax"], DType::kFloat32);
+  ASSERT_EQ(half.graph->outputs().size(), 2u);
+  for (const ir::Value* v : half.graph->outputs()) EXPECT_EQ(v->type.dtype, DType::kFloat32);
+  EXPECT_EQ(half.graph->outputs()[0]->name, "relu_out");
+  EXPECT_EQ(half.graph->outputs()[1]->name, "probs");
+  auto want = runtime::Session(*plain.executable).Run(in);
+  auto got = runtime::Session(*half.executable).Run(in);
+  ASSERT_EQ(got.size(), 2u);
+  ExpectClose(got[0], want[0], "relu, f16 storage", 1e-2f);
+  ExpectClose(got[1], want[1], "softmax after f16 relu", 1e-2f);
+}
+
+}  // namespace
+}  // namespace texel

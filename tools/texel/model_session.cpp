@@ -69,6 +69,13 @@ void AddCompilerFlags(CLI::App* cmd, CompilerFlags* f) {
   cmd->add_option("--texture-precision", f->texture_precision,
                   "channel type of images: fp32 (default) or fp16")
       ->check(CLI::IsMember({"fp32", "fp16"}));
+  std::vector<std::string> modes;
+  for (const auto& m : kComputeModeNames) modes.push_back(m.name);
+  cmd->add_option("--precision", f->precision,
+                  "fp32 (default); fp16: f16 storage, fp32 arithmetic in every kernel (a rule "
+                  "keeps softmax inputs, exp and large sums in fp32); tf32, tf32x3: fp32 until "
+                  "models have matrix-engine kernels (docs/precision.md)")
+      ->check(CLI::IsMember(modes));
   std::vector<std::string> names;
   for (const passes::Pass& p : passes::Pipeline()) names.push_back(p.name);
   cmd->add_option("--disable-pass", f->disabled_passes,
@@ -85,6 +92,12 @@ CompileOptions ToCompileOptions(const CompilerFlags& f) {
   passes::ParsePolicy(f.measure ? "measure" : f.partition, &opts.partition);
   passes::ParseStoragePolicy(f.storage, &opts.storage);
   opts.half_texels = f.texture_precision == "fp16";
+  ParseComputeMode(f.precision, &opts.precision);
+  if (opts.precision == ComputeMode::kTf32 || opts.precision == ComputeMode::kTf32x3)
+    std::fprintf(stderr,
+                 "texel: note: --precision %s: models have no matrix-engine kernels yet; they "
+                 "compute in fp32\n",
+                 f.precision.c_str());
   opts.disabled_passes = f.disabled_passes;
   return opts;
 }

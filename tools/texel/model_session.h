@@ -20,11 +20,11 @@ struct CompilerFlags {
   std::vector<std::string> shapes, freeze, backends, deny, disabled_passes;
   bool measure = false;
   std::string partition = "estimate";
-  std::string storage = "buffer", texture_precision = "fp32";
+  std::string storage = "buffer", texture_precision = "fp32", precision = "fp32";
 };
 
 // Adds --input-shape, --freeze, --backends, --deny, --partition, --measure, --storage,
-// --texture-precision and --disable-pass.
+// --texture-precision, --precision and --disable-pass.
 void AddCompilerFlags(CLI::App* cmd, CompilerFlags* f);
 CompileOptions ToCompileOptions(const CompilerFlags& f);
 

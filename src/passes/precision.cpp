@@ -1,0 +1,125 @@
+// precision: the storage type of every float value under --precision (docs/precision.md).
+//
+// fp16: every node whose float values are f32 runs on f16 storage (its kernels load and store
+// half and compute in float: reductions, softmax, normalisation statistics and GEMM sums
+// accumulate in fp32 inside the kernel), except the nodes of the keep-in-fp32 rule below, which
+// stay f32. Constants read by f16 nodes are converted once here; a value crossing between an f16
+// and an f32 node gets a Cast (one per value and direction). Graph inputs and outputs keep their
+// types: a Cast converts after the input / before the output.
+//
+// Keep in fp32 (KeepF32):
+//   Softmax, LogSoftmax   their input: logits rounded to f16 move exp(x) by |x| * 2^-11
+//   Exp, Pow              their result: overflows half's 65504 early
+//   ReduceSum, ReduceProd sums and products of many terms overflow half (the importer spells
+//                         ReduceSumSquare, L2 and LogSumExp with them)
+//   computing movement    Resize, CumSum, TopK, GridSample, RoiAlign, NMS: no f16 kernels
+//
+// tf32, tf32x3: models have no matrix-engine kernels yet: they compute in fp32 (stat
+// "fp32-fallback"), which the caller reports.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "passes/pipeline.h"
+
+namespace texel::passes {
+namespace {
+
+using ir::OpKind;
+
+bool KeepF32(const ir::Node& n) {
+  switch (n.op) {
+    case OpKind::kSoftmax:
+    case OpKind::kLogSoftmax:
+    case OpKind::kExp:
+    case OpKind::kPow:
+    case OpKind::kReduceSum:
+    case OpKind::kReduceProd:
+    case OpKind::kResize:
+    case OpKind::kCumSum:
+    case OpKind::kTopKIndices:
+    case OpKind::kGridSample:
+    case OpKind::kRoiAlign:
+    case OpKind::kNonMaxSuppression:
+    case OpKind::kCast: return true;
+    default: return false;
+  }
+}
+
+// Whether n runs on f16 storage: it has float values, all f32, and the rule lets it.
+bool RunsF16(const ir::Node& n) {
+  if (KeepF32(n)) return false;
+  bool any = false;
+  for (const auto* values : {&n.inputs, &n.outputs})
+    for (const ir::Value* v : *values) {
+      if (!IsFloat(v->type.dtype)) continue;
+      if (v->type.dtype != DType::kFloat32) return false;
+      any = true;
+    }
+  return any;
+}
+
+ConstTensorPtr ToHalf(const HostTensor& t) {
+  auto h = std::make_shared<HostTensor>(DType::kFloat16, t.shape);
+  for (int64_t i = 0; i < t.size(); ++i) h->data<uint16_t>()[i] = FloatToHalf(t.data<float>()[i]);
+  return h;
+}
+
+}  // namespace
+
+Stats ApplyPrecision(ir::Graph& g, const PassContext& ctx) {
+  if (ctx.precision == ComputeMode::kFp32) return {};
+  if (ctx.precision != ComputeMode::kFp16) return {{"fp32-fallback", 1}};
+  std::vector<ir::Node*> order;
+  for (const auto& n : g.nodes()) order.push_back(n.get());
+  std::map<const ir::Node*, bool> f16;
+  for (ir::Node* n : order) f16[n] = RunsF16(*n);
+  // Outputs of f16 nodes become f16, except graph outputs, which a Cast then writes.
+  std::set<const ir::Value*> graph_outputs(g.outputs().begin(), g.outputs().end());
+  int64_t values = 0, casts = 0, constants = 0;
+  for (ir::Node* n : order) {
+    if (!f16[n]) continue;
+    for (ir::Value* v : n->outputs) {
+      if (v->type.dtype != DType::kFloat32) continue;
+      v->type.dtype = DType::kFloat16;
+      ++values;
+      if (!graph_outputs.count(v)) continue;
+      // The graph output keeps its name and type: a Cast after n produces it.
+      std::string name = v->name;
+      v->name = g.UniqueName(name + "_f16");
+      ir::Node* c = g.InsertNodeAfter(n, OpKind::kCast, {v}, {{"to", int64_t(DType::kFloat32)}},
+                                      name + "_to_f32");
+      c->outputs[0]->name = name;
+      std::replace(g.outputs().begin(), g.outputs().end(), v, c->outputs[0]);
+      ++casts;
+    }
+  }
+  // Inputs of another storage type than their node's: converted constants, or Casts.
+  std::map<std::pair<const ir::Value*, DType>, ir::Value*> converted;
+  for (ir::Node* n : order) {
+    DType want = f16[n] ? DType::kFloat16 : DType::kFloat32;
+    for (ir::Value*& in : n->inputs) {
+      // A Cast converts by itself; f64 stays as the model has it.
+      if (n->op == OpKind::kCast || !IsFloat(in->type.dtype) || in->type.dtype == want ||
+          in->type.dtype == DType::kFloat64)
+        continue;
+      ir::Value*& to = converted[{in, want}];
+      if (!to) {
+        if (in->is_constant() && want == DType::kFloat16) {
+          to = g.AddConstant(g.UniqueName(in->name + "_f16"), ToHalf(*in->constant));
+          ++constants;
+        } else {
+          to = g.InsertNodeAfter(in->producer, OpKind::kCast, {in}, {{"to", int64_t(want)}},
+                                 g.UniqueName(in->name + (f16[n] ? "_to_f16" : "_to_f32")))
+                   ->outputs[0];
+          ++casts;
+        }
+      }
+      in = to;
+    }
+  }
+  g.RemoveDeadNodes();
+  return {{"f16-values", values}, {"casts", casts}, {"constants-converted", constants}};
+}
+
+}  // namespace texel::passes
