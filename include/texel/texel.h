@@ -177,6 +177,8 @@ typedef struct texel_compile_options_t {
   const char* partition; /* NULL: "estimate"; "measure" or "first" */
   const char* storage;   /* NULL: "buffer"; "texture" or "auto" */
   int texture_fp16;      /* images with f16 channels */
+  const char* precision; /* NULL: "fp32"; "fp16" (f16 storage, fp32 arithmetic), "tf32" or
+                            "tf32x3" (fp32 until models have matrix-engine kernels) */
 } texel_compile_options_t;
 
 TEXEL_API void texel_compile_options_init(texel_compile_options_t* options);

@@ -130,7 +130,7 @@ class Context {
 };
 
 struct ModelOptions {
-  std::string backends, partition, storage;  // empty: texel's defaults
+  std::string backends, partition, storage, precision;  // empty: texel's defaults
   bool texture_fp16 = false;
 };
 
@@ -170,6 +170,7 @@ class Model {
     o.partition = m.partition.empty() ? nullptr : m.partition.c_str();
     o.storage = m.storage.empty() ? nullptr : m.storage.c_str();
     o.texture_fp16 = m.texture_fp16;
+    o.precision = m.precision.empty() ? nullptr : m.precision.c_str();
     return o;
   }
   std::vector<texel_tensor_info_t> List(texel_status_t (*count)(texel_model_t, size_t*),

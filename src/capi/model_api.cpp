@@ -22,6 +22,9 @@ CompileOptions ToOptions(const texel_compile_options_t* o) {
   if (o->storage && !passes::ParseStoragePolicy(o->storage, &opts.storage))
     Fail(ErrorCode::kInvalidArgument, "storage '{}' is not buffer, texture or auto", o->storage);
   opts.half_texels = o->texture_fp16 != 0;
+  if (o->precision && !ParseComputeMode(o->precision, &opts.precision))
+    Fail(ErrorCode::kInvalidArgument, "precision '{}' is not fp32, fp16, tf32 or tf32x3",
+         o->precision);
   return opts;
 }
 

@@ -51,6 +51,28 @@ TEST_F(CApiTest, AdoptedQueueAndBuffersEqualThePlainRun) {
   ExpectNear(host.Read(C, kM * kN), Reference(a2, b), "second run");
 }
 
+// --precision fp16 through the C++ API's options: the graph's input and output stay f32, the
+// product and sum store f16: within f16's rounding of the fp32 reference.
+TEST_F(CApiTest, Fp16PrecisionOption) {
+  texel::Context ctx("0:0");
+  texel::ModelOptions o;
+  o.precision = "fp16";
+  texel::Session s(texel::Model::FromFile(ctx, DataPath("matmul_add.mlir"), o));
+  std::vector<float> c(kM * kN, -7.0f);
+  s.BindInput("arg0", texel::Tensor::Host(a.data(), kBytesA))
+      .BindInput("arg1", texel::Tensor::Host(b.data(), kBytesB))
+      .BindOutput("arg2", texel::Tensor::Host(c.data(), kBytesC))
+      .Run();
+  std::vector<float> want = Reference(a, b);
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    err += (double(c[i]) - want[i]) * (double(c[i]) - want[i]);
+    norm += double(want[i]) * want[i];
+  }
+  EXPECT_LT(std::sqrt(err / norm), 5e-3);
+  EXPECT_GT(std::sqrt(err / norm), 1e-6) << "f16 storage should round something";
+}
+
 TEST_F(CApiTest, ClBuffersAtOffsets) {
   HostFramework host;
   texel::Context ctx = texel::Context::Adopt(host.context, host.device, host.queue);

@@ -183,6 +183,10 @@ TEST_F(CApiErrorsTest, BadFragments) {
   opts.storage = "sideways";
   EXPECT_FAILS(texel_model_compile_file(ctx, DataPath("matmul_add.mlir").c_str(), &opts, &bad),
                TEXEL_ERROR_INVALID_ARGUMENT, "storage 'sideways'");
+  texel_compile_options_init(&opts);
+  opts.precision = "fp8";
+  EXPECT_FAILS(texel_model_compile_file(ctx, DataPath("matmul_add.mlir").c_str(), &opts, &bad),
+               TEXEL_ERROR_INVALID_ARGUMENT, "precision 'fp8'");
 }
 
 }  // namespace
