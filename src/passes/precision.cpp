@@ -20,6 +20,8 @@
 #include <map>
 #include <set>
 
+#include "core/error.h"
+#include "ir/host_eval.h"
 #include "passes/pipeline.h"
 
 namespace texel::passes {
@@ -27,6 +29,7 @@ namespace {
 
 using ir::OpKind;
 
+// The keep-in-fp32 rule (above), and Cast, which converts by itself.
 bool KeepF32(const ir::Node& n) {
   switch (n.op) {
     case OpKind::kSoftmax:
@@ -59,10 +62,12 @@ bool RunsF16(const ir::Node& n) {
   return any;
 }
 
+// The constant as f16: the host evaluator's Cast.
 ConstTensorPtr ToHalf(const HostTensor& t) {
-  auto h = std::make_shared<HostTensor>(DType::kFloat16, t.shape);
-  for (int64_t i = 0; i < t.size(); ++i) h->data<uint16_t>()[i] = FloatToHalf(t.data<float>()[i]);
-  return h;
+  auto h = ir::EvaluateOnHost(OpKind::kCast, {{"to", int64_t(DType::kFloat16)}}, {&t},
+                              {DType::kFloat16, t.shape});
+  TEXEL_CHECK(h.has_value(), "the host evaluator casts f32 to f16");
+  return std::make_shared<HostTensor>(std::move(*h));
 }
 
 }  // namespace

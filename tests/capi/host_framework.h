@@ -56,15 +56,20 @@ inline std::vector<float> Reference(const std::vector<float>& a, const std::vect
   return c;
 }
 
-inline void ExpectNear(const std::vector<float>& got, const std::vector<float>& want,
-                       const char* what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
+// ||got - want|| / ||want||.
+inline double RelL2(const std::vector<float>& got, const std::vector<float>& want) {
   double err = 0, norm = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     err += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
     norm += double(want[i]) * want[i];
   }
-  EXPECT_LT(std::sqrt(err / norm), 1e-5) << what;
+  return std::sqrt(err / norm);
+}
+
+inline void ExpectNear(const std::vector<float>& got, const std::vector<float>& want,
+                       const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  EXPECT_LT(RelL2(got, want), 1e-5) << what;
 }
 
 // The host's kernels: a scale between two buffers, and a seeded fill.

@@ -63,14 +63,9 @@ TEST_F(CApiTest, Fp16PrecisionOption) {
       .BindInput("arg1", texel::Tensor::Host(b.data(), kBytesB))
       .BindOutput("arg2", texel::Tensor::Host(c.data(), kBytesC))
       .Run();
-  std::vector<float> want = Reference(a, b);
-  double err = 0, norm = 0;
-  for (size_t i = 0; i < c.size(); ++i) {
-    err += (double(c[i]) - want[i]) * (double(c[i]) - want[i]);
-    norm += double(want[i]) * want[i];
-  }
-  EXPECT_LT(std::sqrt(err / norm), 5e-3);
-  EXPECT_GT(std::sqrt(err / norm), 1e-6) << "f16 storage should round something";
+  double err = RelL2(c, Reference(a, b));
+  EXPECT_LT(err, 5e-3);
+  EXPECT_GT(err, 1e-6) << "f16 storage should round something";
 }
 
 TEST_F(CApiTest, ClBuffersAtOffsets) {
