@@ -19,6 +19,8 @@ waiting until the result is complete:
   tinygrad     its OpenCL device (CL) running the ONNX model through TinyJit, then synchronize
   torch        eager PyTorch (CUDA when --device gpu, float32, TF32 off), then synchronize
   torch_graph  PyTorch's CUDA-graph replay (float32, TF32 off), then synchronize
+  torch_graph_tf32, torch_graph_fp16  the same with TF32 on / in half (channels_last for CNNs)
+  texel_tf32, texel_tf32x3, texel_fp16  texel with --precision
   texel_unfused  texel without its merge-projections, attention and normalize passes
 Each (model, system) pair is measured in its own process, so that no system's threads, caches
 or device contexts linger into another's timing. Peers that cannot run are reported with
@@ -138,16 +140,23 @@ def run_torch(args, d, x):
     return timed(once, args.runs, args.warmup), out
 
 
-def run_torch_graph(args, d, x):
+def run_torch_graph(args, d, x, mode="fp32"):
     """PyTorch's fastest path without extra tools: the model captured once in a CUDA graph and
-    replayed (float32, TF32 off)."""
+    replayed; fp32 with TF32 off, tf32 (TF32 on for matrix products and convolutions) or fp16
+    (weights and float inputs in half, channels_last for 4-D inputs)."""
     import torch
     import export_models
 
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = mode == "tf32"
+    torch.backends.cudnn.allow_tf32 = mode == "tf32"
     model = export_models.build_model(os.path.basename(d)).cuda().eval()
     inps = [torch.from_numpy(np.load(f)).cuda() for f in input_files(d).values()]
+    if mode == "fp16":
+        model = model.half()
+        inps = [t.half() if t.is_floating_point() else t for t in inps]
+        if inps[0].dim() == 4:
+            model = model.to(memory_format=torch.channels_last)
+            inps = [t.to(memory_format=torch.channels_last) if t.dim() == 4 else t for t in inps]
     with torch.no_grad():
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -164,12 +173,17 @@ def run_torch_graph(args, d, x):
         torch.cuda.synchronize()
         return y
 
-    out = once().cpu().numpy()
+    out = once().float().cpu().numpy()
     return timed(once, args.runs, args.warmup), out
 
 
 PEERS = {"onnxruntime": run_onnxruntime, "tinygrad": run_tinygrad, "torch": run_torch,
          "torch_graph": run_torch_graph, "texel_unfused": run_texel_unfused}
+# Reduced precision (docs/precision.md): PyTorch's graph in TF32 and fp16, texel's --precision.
+for _mode in ("tf32", "fp16"):
+    PEERS[f"torch_graph_{_mode}"] = lambda a, d, x, m=_mode: run_torch_graph(a, d, x, m)
+for _mode in ("tf32", "tf32x3", "fp16"):
+    PEERS[f"texel_{_mode}"] = lambda a, d, x, m=_mode: run_texel(a, d, x, ["--precision", m])
 
 
 def measure_one(args, model, system):

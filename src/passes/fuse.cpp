@@ -128,8 +128,8 @@ int64_t MergeNormPrologues(ir::Graph& g, GraphIndex& ix, std::vector<const ir::N
                                 [](const ir::Node* m) { return m->op == OpKind::kLayerNorm; });
     if (product.front()->op != OpKind::kMatMul || product.back()->outputs[0] != x || xs.empty() ||
         has_norm || n.attrs.Int("axis") != static_cast<int64_t>(xs.size()) - 1 ||
-        product.front()->outputs[0]->type.dtype != DType::kFloat32 ||
-        x->type.dtype != DType::kFloat32)
+        product.front()->outputs[0]->type.dtype == DType::kFloat64 ||
+        x->type.dtype != product.front()->outputs[0]->type.dtype)
       continue;
     std::vector<ir::Node*> moved = n.group >= 0 ? ix.members[n.group] : std::vector{&n};
     // Other readers of X: in the LayerNorm's epilogue, or after the merged group.

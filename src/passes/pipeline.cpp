@@ -20,7 +20,7 @@ const std::vector<Pass>& Pipeline() {
        Views},
       {"fold-conv-affine", "move per-channel constant scales and shifts into Conv filters and bias",
        FoldConvAffine},
-      {"precision", "store float values in f16 where --precision fp16 allows", ApplyPrecision},
+      {"precision", "store float values in f16 where --precision fp16 allows; mark matrix products with the mode", ApplyPrecision},
       {"partition", "assign each node to a backend", Partition},
       {"fuse", "run elementwise chains inside the kernel of the node they consume", Fuse},
       {"assign-storage", "put values computed by texture kernels in 2D images", AssignStorage},

@@ -14,12 +14,17 @@
 //                         ReduceSumSquare, L2 and LogSumExp with them)
 //   computing movement    Resize, CumSum, TopK, GridSample, RoiAlign, NMS: no f16 kernels
 //
-// tf32, tf32x3: models have no matrix-engine kernels yet: they compute in fp32 (stat
-// "fp32-fallback"), which the caller reports.
+// Matrix products (MatMul, with Gemm and the merged projections) get the mode as their
+// "compute_mode": tf32 and tf32x3 keep f32 storage and run those products on the matrix engine;
+// fp16 marks its f16 products (which compute so anyway). On a device without a matrix engine the
+// generators keep the scalar kernels (fp32 arithmetic on the mode's storage): the stat
+// "no-matrix-engine", which the CLI reports. Convolutions and attention are not on the matrix
+// engine yet.
 #include <algorithm>
 #include <map>
 #include <set>
 
+#include "backends/native/native_backend.h"
 #include "core/error.h"
 #include "ir/host_eval.h"
 #include "passes/pipeline.h"
@@ -70,11 +75,33 @@ ConstTensorPtr ToHalf(const HostTensor& t) {
   return std::make_shared<HostTensor>(std::move(*h));
 }
 
+// Marks g's matrix products on `storage` with `mode`; returns how many.
+int64_t MarkProducts(ir::Graph& g, ComputeMode mode, DType storage) {
+  int64_t marked = 0;
+  for (const auto& n : g.nodes())
+    if (n->op == OpKind::kMatMul && n->outputs[0]->type.dtype == storage) {
+      n->attrs.Set("compute_mode", static_cast<int64_t>(mode));
+      ++marked;
+    }
+  return marked;
+}
+
+// The stats every mode reports: products marked, and whether ctx's device runs them as marked.
+Stats ProductStats(int64_t marked, const PassContext& ctx) {
+  Stats st{{"matrix-products", marked}};
+  if (ctx.device) {
+    codegen::Target t = backends::NativeBackend::TargetOf(*ctx.device);
+    if (!t.mma_sync && !t.mma_emulated) st["no-matrix-engine"] = 1;
+  }
+  return st;
+}
+
 }  // namespace
 
 Stats ApplyPrecision(ir::Graph& g, const PassContext& ctx) {
   if (ctx.precision == ComputeMode::kFp32) return {};
-  if (ctx.precision != ComputeMode::kFp16) return {{"fp32-fallback", 1}};
+  if (ctx.precision != ComputeMode::kFp16)
+    return ProductStats(MarkProducts(g, ctx.precision, DType::kFloat32), ctx);
   std::vector<ir::Node*> order;
   for (const auto& n : g.nodes()) order.push_back(n.get());
   std::map<const ir::Node*, bool> f16;
@@ -124,7 +151,9 @@ Stats ApplyPrecision(ir::Graph& g, const PassContext& ctx) {
     }
   }
   g.RemoveDeadNodes();
-  return {{"f16-values", values}, {"casts", casts}, {"constants-converted", constants}};
+  Stats st = ProductStats(MarkProducts(g, ComputeMode::kFp16, DType::kFloat16), ctx);
+  st.merge(Stats{{"f16-values", values}, {"casts", casts}, {"constants-converted", constants}});
+  return st;
 }
 
 }  // namespace texel::passes

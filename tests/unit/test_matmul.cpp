@@ -36,9 +36,11 @@ HostTensor Random(DType t, const Shape& s, uint32_t seed) {
 codegen::Target CpuTarget() { return backends::NativeBackend::TargetOf(SharedContext()->info()); }
 
 int split_runs = 0;  // RunKernel calls that ran a split-K pair
+int warp_runs = 0;   // RunKernel calls that ran the warp-tiled kernel
 
-// Runs the kernel GenerateMatMulWith makes for `params` (the heuristic's when null) on PoCL.
-// attrs: the MatMul's (trans_a, trans_b: a and b are given as stored).
+// Runs the kernel GenerateMatMulWith makes for `params` (the generator's choice for `target`
+// when null) on PoCL. attrs: the MatMul's (trans_a, trans_b: a and b are given as stored;
+// compute_mode).
 HostTensor RunKernel(const HostTensor& a, const HostTensor& b, const MatMulParams* params,
                      const codegen::Target& target, const ir::Attrs& attrs = {}) {
   ir::Graph g;
@@ -46,15 +48,18 @@ HostTensor RunKernel(const HostTensor& a, const HostTensor& b, const MatMulParam
   ir::Value* bv = g.AddInput("b", {b.dtype, b.shape});
   ir::Node* node = g.AddNode(ir::OpKind::kMatMul, {av, bv}, attrs, "mm");
   const ir::TensorType& yt = node->outputs[0]->type;
-  MatMulParams p =
-      params ? *params : codegen::ChooseMatMulParams(codegen::GemmShapeOf(*node), target);
-  std::vector<codegen::KernelSpec> specs = codegen::GenerateMatMulWith(*node, "mm", target, p);
+  std::vector<codegen::KernelSpec> specs =
+      params ? codegen::GenerateMatMulWith(*node, "mm", target, *params)
+             : codegen::GenerateKernel(*node, "mm", target);
   // Split-K is two kernels, unless K is too short to split.
-  EXPECT_EQ(specs.size(), p.kind == MatMulParams::Kind::kTiled && p.split_k > 1 &&
-                                  codegen::GemmShapeOf(*node).k > p.tile_k
-                              ? 2u
-                              : 1u);
+  if (params) {
+    EXPECT_EQ(specs.size(), params->kind == MatMulParams::Kind::kTiled && params->split_k > 1 &&
+                                    codegen::GemmShapeOf(*node).k > params->tile_k
+                                ? 2u
+                                : 1u);
+  }
   split_runs += specs.size() == 2;
+  warp_runs += specs[0].source.find("#define MODEL 1") != std::string::npos;
   const cl::Context& ctx = *SharedContext();
   cl::Buffer da(ctx, a.bytes.size()), db(ctx, b.bytes.size()), dy(ctx, yt.bytes());
   da.Write(ctx, a.bytes.data(), a.bytes.size());
@@ -76,12 +81,14 @@ HostTensor RunKernel(const HostTensor& a, const HostTensor& b, const MatMulParam
 }
 
 // |got - want| <= tol * max(|want|, 1) elementwise; the scale follows K's accumulated error.
+// tol: per unit of sqrt(K), by storage type when 0.
 void ExpectMatches(const HostTensor& got, const HostTensor& a, const HostTensor& b,
-                   const std::string& what) {
+                   const std::string& what, double tol = 0) {
   Shape shape;
   std::vector<double> want = RefMatMulValues(a, b, &shape);
   ASSERT_EQ(got.shape, shape) << what;
-  double tol = got.dtype == DType::kFloat16 ? 4e-3 : got.dtype == DType::kFloat32 ? 2e-5 : 1e-12;
+  if (tol == 0)
+    tol = got.dtype == DType::kFloat16 ? 4e-3 : got.dtype == DType::kFloat32 ? 2e-5 : 1e-12;
   tol *= std::sqrt(static_cast<double>(a.shape.back()));
   int bad = 0;
   for (int64_t i = 0; i < got.size(); ++i) {
@@ -316,6 +323,58 @@ TEST(MatMulTest, TransposedOperands) {
     MatMulParams p = codegen::ChooseMatMulParams(codegen::GemmShapeOf(*node), gpu);
     ExpectMatches(RunKernel(sa, sb, &p, CpuTarget(), attrs), a, b, what + " gpu " + p.ToString());
   }
+}
+
+// Reduced-precision products on the warp-tiled kernel in the models' form (gemm/warp_gemm.h):
+// sizes fixed, broadcast batches, transposes, edges, f16 storage, and K split where the GPU's
+// tiles would not fill it. PoCL runs the kernel's FMA emulation of the matrix engine's rounding
+// (Target::mma_emulated); the GPU's tiling is generated for an H100 without its PTX.
+TEST(MatMulTest, WarpKernelForModels) {
+  struct WarpCase {
+    Shape a, b;  // as multiplied
+    bool ta, tb;
+  };
+  const std::vector<WarpCase> cases = {
+      {{67, 45}, {45, 131}, false, false},      {{2, 1, 70, 64}, {3, 64, 36}, false, true},
+      {{128, 512}, {512, 96}, false, false},    {{2, 37, 24}, {2, 24, 68}, true, false},
+      {{4, 5, 96}, {1, 96, 128}, false, false}, {{3, 20, 33}, {33, 17}, true, true},
+  };
+  codegen::Target cpu = CpuTarget(), gpu = H100Target();
+  cpu.mma_emulated = gpu.mma_emulated = true;
+  gpu.max_work_group_size = std::min(cpu.max_work_group_size, gpu.max_work_group_size);
+  struct Mode {
+    ComputeMode mode;
+    DType storage;
+    double tol;  // per sqrt(K): tf32 operands keep 11 significant bits
+  };
+  const Mode modes[] = {{ComputeMode::kTf32, DType::kFloat32, 2e-3},
+                        {ComputeMode::kTf32x3, DType::kFloat32, 2e-5},
+                        {ComputeMode::kFp16, DType::kFloat16, 4e-3}};
+  uint32_t seed = 1200;
+  int runs = 0, before = warp_runs, splits_before = split_runs;
+  for (size_t mi = 0; mi < std::size(modes); ++mi)
+    for (size_t ci = 0; ci < cases.size(); ++ci) {
+      const Mode& m = modes[mi];
+      const WarpCase& c = cases[ci];
+      HostTensor a = Random(m.storage, c.a, ++seed), b = Random(m.storage, c.b, ++seed);
+      bool half = m.storage == DType::kFloat16;
+      HostTensor sa = c.ta ? SwapLastTwo(half ? ToF32(a) : a) : a;
+      HostTensor sb = c.tb ? SwapLastTwo(half ? ToF32(b) : b) : b;
+      if (half && c.ta) sa = ToF16(sa);
+      if (half && c.tb) sb = ToF16(sb);
+      ir::Attrs attrs{{"trans_a", int64_t{c.ta}},
+                      {"trans_b", int64_t{c.tb}},
+                      {"compute_mode", static_cast<int64_t>(m.mode)}};
+      std::string what = fmt::format("{} {}{} x {}{}", ComputeModeName(m.mode), ShapeStr(c.a),
+                                     c.ta ? "^T" : "", ShapeStr(c.b), c.tb ? "^T" : "");
+      // This device's tiling or the GPU's, in turns (each build takes PoCL a while).
+      const codegen::Target& t = (mi + ci) % 2 ? gpu : cpu;
+      ExpectMatches(RunKernel(sa, sb, nullptr, t, attrs), a, b, what + (t.gpu ? " gpu" : ""),
+                    m.tol);
+      ++runs;
+    }
+  EXPECT_EQ(warp_runs - before, runs) << "every product ran on the warp-tiled kernel";
+  EXPECT_GT(split_runs - splits_before, 0) << "the GPU's tiling splits K somewhere";
 }
 
 // The full compile path with this device's heuristic: batch broadcast, M = 1, odd sizes, and a

@@ -28,7 +28,9 @@ int RunCompile(const CompileArgs& a) {
     if (!known)
       Fail(ErrorCode::kInvalidArgument, "--print-ir-after: no pass named '{}'", a.print_after);
   }
-  opts.after_pass = [&](const passes::Pass& p, const passes::Stats& stats, const ir::Graph& g) {
+  opts.after_pass = [&, notes = opts.after_pass](const passes::Pass& p, const passes::Stats& stats,
+                                                 const ir::Graph& g) {
+    if (notes) notes(p, stats, g);
     if (a.stats) {
       std::printf("pass %-16s %s\n", p.name, p.summary);
       for (const auto& [k, v] : stats)

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/npy.h"
@@ -93,11 +94,15 @@ CompileOptions ToCompileOptions(const CompilerFlags& f) {
   passes::ParseStoragePolicy(f.storage, &opts.storage);
   opts.half_texels = f.texture_precision == "fp16";
   ParseComputeMode(f.precision, &opts.precision);
-  if (opts.precision == ComputeMode::kTf32 || opts.precision == ComputeMode::kTf32x3)
-    std::fprintf(stderr,
-                 "texel: note: --precision %s: models have no matrix-engine kernels yet; they "
-                 "compute in fp32\n",
-                 f.precision.c_str());
+  // The precision pass finds whether the device has a matrix engine for the mode.
+  opts.after_pass = [mode = f.precision](const passes::Pass& p, const passes::Stats& st,
+                                         const ir::Graph&) {
+    if (std::string_view(p.name) == "precision" && st.count("no-matrix-engine"))
+      std::fprintf(stderr,
+                   "texel: note: --precision %s: this device has no matrix engine; matrix "
+                   "products compute in fp32%s\n",
+                   mode.c_str(), mode == "fp16" ? " on f16 storage" : "");
+  };
   opts.disabled_passes = f.disabled_passes;
   return opts;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "codegen/opencl/generator.h"
 #include "core/error.h"
@@ -25,19 +26,25 @@ codegen::Target NativeBackend::TargetOf(const cl::DeviceInfo& device) {
   // TEXEL_TARGET=gpu:CU generates the kernels a GPU with CU compute units would get, so that
   // tests check the GPU's choices on a CPU device (docs/decisions.md); gpu:CU:handoff one whose
   // work-groups hand results over (NVIDIA's), on a device that runs them one at a time
-  // (oclgrind).
+  // (oclgrind); a trailing :mma (or TEXEL_TARGET=mma) runs reduced-precision products on the
+  // matrix-engine kernels with their FMA emulation.
   if (const char* env = std::getenv("TEXEL_TARGET")) {
     std::string s = env;
-    if (s.ends_with(":handoff")) {
-      t.group_handoff = true;
-      s.resize(s.size() - 8);
+    auto take_suffix = [&](std::string_view suffix) {
+      if (s != suffix.substr(1) && !s.ends_with(suffix)) return false;
+      s.resize(s.size() == suffix.size() - 1 ? 0 : s.size() - suffix.size());
+      return true;
+    };
+    t.mma_emulated = take_suffix(":mma");
+    if (take_suffix(":handoff")) t.group_handoff = true;
+    if (!s.empty()) {
+      if (s.rfind("gpu:", 0) != 0 || s.size() < 5 ||
+          s.find_first_not_of("0123456789", 4) != std::string::npos)
+        Fail(ErrorCode::kInvalidArgument,
+             "TEXEL_TARGET='{}': expected gpu:COMPUTE_UNITS[:handoff][:mma] or mma", env);
+      t.gpu = true;
+      t.compute_units = static_cast<uint32_t>(std::max(1, std::atoi(s.c_str() + 4)));
     }
-    if (s.rfind("gpu:", 0) != 0 || s.size() < 5 ||
-        s.find_first_not_of("0123456789", 4) != std::string::npos)
-      Fail(ErrorCode::kInvalidArgument, "TEXEL_TARGET='{}': expected gpu:COMPUTE_UNITS[:handoff]",
-           env);
-    t.gpu = true;
-    t.compute_units = static_cast<uint32_t>(std::max(1, std::atoi(s.c_str() + 4)));
   }
   return t;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "codegen/opencl/elementwise_chain.h"
+#include "codegen/opencl/gemm/warp_gemm.h"
 #include "codegen/opencl/generator.h"
 #include "codegen/opencl/matmul.h"
 #include "core/error.h"
@@ -167,6 +168,12 @@ MatMulParams ChooseDirect(const GemmShape& s, const Target& t) {
   return p;
 }
 
+// BIAS_PARAM and BIAS(b, row): g's bias per row, or none.
+void DefineBias(KernelSource& src, const GemmOperands& g, bool with) {
+  src.Define("BIAS_PARAM", with ? ", __global const T_STORE* restrict bias_p" : "");
+  src.Define("BIAS(b, row)", with ? "LOAD(bias_p, " + g.bias + ")" : "0");
+}
+
 // LOAD_B of a B stored transposed, [n, k]: VB elements of row k, zero beyond N.
 constexpr const char* kTransposedLoadB = R"(  TVB v;
 #pragma unroll
@@ -193,7 +200,10 @@ GemmShape GemmShapeOf(const ir::Node& n) {
   s.batch = NumElements(Shape(y.begin(), y.end() - 2));
   s.dtype = n.outputs[0]->type.dtype;
   s.trans_a = n.attrs.Int("trans_a", 0) != 0;
-  s.gather_b = n.attrs.Int("trans_b", 0) != 0;  // B^T is gathered a column at a time
+  s.trans_b = s.gather_b = n.attrs.Int("trans_b", 0) != 0;  // B^T: gathered a column at a time
+  s.mode = static_cast<ComputeMode>(n.attrs.Int(
+      "compute_mode",
+      static_cast<int64_t>(s.dtype == DType::kFloat16 ? ComputeMode::kFp16 : ComputeMode::kFp32)));
   if (s.trans_a) std::swap(s.m, s.k);
   // One B for every batch ([..., m, k] x [k, n]): the batches of A are rows of one product,
   // which fills a GPU where m alone is small (a [seq, 1, d] activation times a weight).
@@ -239,8 +249,6 @@ std::optional<std::string> CheckMatMulParams(const MatMulParams& p, const GemmSh
   if (p.tile_m % p.wi_m != 0) return "tile_m must be a multiple of wi_m";
   if (p.tile_k % p.vec_a != 0 || p.tile_n % p.vec_b != 0)
     return "tile_k and tile_n must be multiples of the load vector widths";
-  if (p.split_k > 1 && s.dtype == DType::kFloat16)
-    return "split-K keeps its partial sums in f32 or f64 storage only";
   if (TiledLocalBytes(p, s.dtype) > static_cast<int64_t>(t.local_mem_bytes))
     return fmt::format("{} bytes of local memory exceed the device's {}",
                        TiledLocalBytes(p, s.dtype), t.local_mem_bytes);
@@ -257,7 +265,7 @@ std::optional<std::string> CheckMatMulParams(const MatMulParams& p, const GemmSh
 // second kernel's launch than the split saves.
 std::optional<MatMulParams> SmallProductParams(const GemmShape& s, const Target& t,
                                                const MatMulParams& base) {
-  if (s.gather_b || s.dtype != DType::kFloat32 || std::min(s.m, s.n) > 256 ||
+  if (s.gather_b || s.dtype == DType::kFloat64 || std::min(s.m, s.n) > 256 ||
       s.batch * s.m * s.n * s.k < (int64_t{1} << 26))
     return std::nullopt;
   MatMulParams p = base;
@@ -303,7 +311,7 @@ MatMulParams ChooseMatMulParams(const GemmShape& s, const Target& t) {
     // 5 us, 1.2M multiply-adds of an H100 compute unit) and (splits + 1) passes over the output
     // spread over the device at about 10 multiply-adds per byte (fp32 peak over bandwidth).
     p.split_k = 1;
-    if (s.dtype != DType::kFloat16 && groups < t.compute_units)
+    if (groups < t.compute_units)
       p.split_k = static_cast<int>(
           std::max<int64_t>(1, std::min<int64_t>(t.compute_units / groups, s.k / 256)));
     int64_t ks = SplitLength(s.k, p.split_k, c.tk);
@@ -353,13 +361,14 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
                     "int col) {{\n{}\n}}\n",
                     kernel_name, g.load_b));
   }
-  auto define_bias = [&](KernelSource& k, bool with) {
-    k.Define("BIAS_PARAM", with ? ", __global const T_STORE* restrict bias_p" : "");
-    k.Define("BIAS(b, row)", with ? "LOAD(bias_p, " + g.bias + ")" : "0");
-  };
-  define_bias(src, bias && !split);
+  DefineBias(src, g, bias && !split);
   src.Define("EDGE_M", s.m % p.tile_m != 0).Define("EDGE_N", s.n % p.tile_n != 0);
   src.Define("CLAMP_N", s.n % p.tile_n != 0 && !s.gather_b);
+  // Partial sums (split-K's, a LayerNorm's prologue's) are T: f32 for f16 storage, as wide as
+  // the scratch (ElemBytes).
+  DType out_t = split && t == DType::kFloat16 ? DType::kFloat32 : t;
+  src.Define("T_OUT", out_t == DType::kFloat16 ? "half" : VecType(t, 1));
+  src.Define("OSTORE(p, i, v)", out_t == DType::kFloat16 ? "STORE(p, i, v)" : "(p)[i] = (v)");
   if (direct) {
     src.Define("WM", p.wi_m).Define("TM", p.tile_m);
     src.Define("SPLIT_K", p.split_k).Define("PANEL_K", p.panel_k);
@@ -374,7 +383,7 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
     src.Define("GLOAD_A(p, i)", VecLoad(t, p.vec_a));
     src.Define("VM", vm).Define("TVM", VecType(t, vm));
     src.Define("VN", vn).Define("TVN", VecType(t, vn));
-    if (vn > 1 && s.n % vn == 0) src.Define("STORE_VN(p, i, v)", VecStore(t, vn));
+    if (vn > 1 && s.n % vn == 0) src.Define("STORE_VN(p, i, v)", VecStore(out_t, vn));
     src.Define("LOADS_A", CeilDiv(a_vecs, threads)).Define("GUARD_A", a_vecs % threads != 0);
     src.Define("LOADS_B", CeilDiv(b_vecs, threads)).Define("GUARD_B", b_vecs % threads != 0);
     // A's rows are padded by 4 so that the transposed stores of adjacent k spread over banks.
@@ -399,23 +408,30 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
 
   spec.scratch_bytes = {splits * outputs * ElemBytes(t)};
   if (g.partials_only) return {spec};
-  std::string sum_name = kernel_name + "_sum";
-  KernelSource sum(sum_name, "matmul_splitk");
-  DefineStorage(sum, t);
+  return {spec, GenerateSplitSum(g, kernel_name + "_sum", splits, epilogue)};
+}
+
+KernelSpec GenerateSplitSum(const GemmOperands& g, const std::string& kernel_name, int64_t splits,
+                            const Chain& epilogue) {
+  const GemmShape& s = g.shape;
+  int64_t outputs = s.batch * s.m * s.n;
+  bool bias = !g.bias.empty();
+  KernelSource sum(kernel_name, "matmul_splitk");
+  DefineStorage(sum, s.dtype);
   sum.Define("M", s.m).Define("N", s.n).Define("BATCH", s.batch).Define("SPLITS", splits);
-  define_bias(sum, bias);
+  DefineBias(sum, g, bias);
   KernelSpec add;
-  add.name = sum_name;
+  add.name = kernel_name;
   add.args = {-1};
   if (bias) add.args.push_back(g.args[2]);
   add.args.push_back(g.args.back());
-  ApplyEpilogue(sum, sum_name, g.out, epilogue, add);
+  ApplyEpilogue(sum, kernel_name, g.out, epilogue, add);
   add.source = sum.Render();
   add.global = {RoundUp(static_cast<size_t>(outputs), 256)};
   add.local = {256};
   add.flops = static_cast<double>(outputs * splits);
-  add.scratch_bytes = spec.scratch_bytes;
-  return {spec, add};
+  add.scratch_bytes = {splits * outputs * ElemBytes(s.dtype)};
+  return add;
 }
 
 namespace {
@@ -449,8 +465,10 @@ KernelSpec GenerateMatMulPartials(const ir::Node& n, const std::string& kernel_n
   RequireOneFloatType(n);
   GemmOperands g = OperandsOf(n);
   g.partials_only = true;
-  MatMulParams p = ChooseMatMulParams(g.shape, target);
-  std::vector<KernelSpec> specs = GenerateGemm(g, kernel_name, target, p);
+  std::optional<WarpGemmParams> warp = ChooseModelWarpGemm(g, target);
+  std::vector<KernelSpec> specs =
+      warp ? GenerateModelWarpGemm(g, kernel_name, target, *warp)
+           : GenerateGemm(g, kernel_name, target, ChooseMatMulParams(g.shape, target));
   TEXEL_CHECK(specs.size() == 1 && specs[0].scratch_bytes.size() == 1, "partial product kernels");
   *slices = specs[0].scratch_bytes[0] /
             (NumElements(n.outputs[0]->type.shape) * ElemBytes(n.outputs[0]->type.dtype));
@@ -459,8 +477,11 @@ KernelSpec GenerateMatMulPartials(const ir::Node& n, const std::string& kernel_n
 
 std::vector<KernelSpec> GenerateMatMul(const ir::Node& n, const std::string& kernel_name,
                                        const Target& target, const Chain& epilogue) {
-  return GenerateMatMulWith(n, kernel_name, target, ChooseMatMulParams(GemmShapeOf(n), target),
-                            epilogue);
+  RequireOneFloatType(n);
+  GemmOperands g = OperandsOf(n);
+  if (auto warp = ChooseModelWarpGemm(g, target))
+    return GenerateModelWarpGemm(g, kernel_name, target, *warp, epilogue);
+  return GenerateGemm(g, kernel_name, target, ChooseMatMulParams(g.shape, target), epilogue);
 }
 
 }  // namespace texel::codegen

@@ -29,6 +29,9 @@ struct Target {
   // NVIDIA tensor cores through inline PTX mma.sync (compute capability >= 8.0, from
   // cl_nv_device_attribute_query): m16n8k8 on tf32, m16n8k16 on f16, fp32 accumulation.
   bool mma_sync = false;
+  // Tests: reduced-precision products take the matrix-engine kernels with their FMA emulation
+  // of its rounding (TEXEL_TARGET=...:mma), so that a CPU checks what the GPU will run.
+  bool mma_emulated = false;
   // Work-groups may hand results to each other through a global fence and an atomic counter
   // (DefineArrival): known to hold on NVIDIA (a PTX fence) and on CPUs; elsewhere a second
   // kernel combines the parts.

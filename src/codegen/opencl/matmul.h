@@ -12,6 +12,7 @@
 
 #include "codegen/opencl/generator.h"
 #include "core/dtype.h"
+#include "core/precision.h"
 
 namespace texel::codegen {
 
@@ -24,6 +25,11 @@ struct GemmShape {
   bool gather_b = false;
   // A is stored transposed, [k, m] (MatMul's trans_a): read one element at a time (vec_a 1).
   bool trans_a = false;
+  bool trans_b = false;  // B is stored transposed, [n, k] (MatMul's trans_b; gathered)
+  // How the products compute: the precision pass's "compute_mode" on the node; f16 storage
+  // computes on the matrix engine's f16 (fp32 sums either way). Not fp32: the warp-tiled kernel
+  // (gemm/warp_gemm.h) where the device has a matrix engine.
+  ComputeMode mode = ComputeMode::kFp32;
 };
 
 struct MatMulParams {
@@ -41,7 +47,7 @@ struct MatMulParams {
   // kTiled with split_k > 1: K is cut into split_k ranges (multiples of tile_k) computed by
   // separate work-groups into a scratch buffer, and a second kernel adds them up and applies the
   // bias and the epilogue: for products with too few output tiles to fill the device
-  // (transformer layers, late convolution stages). f32 and f64 only.
+  // (transformer layers, late convolution stages). The partial sums are f32 for f16 storage.
   int tile_m = 64, tile_n = 64, tile_k = 8;
   int wi_m = 4, wi_n = 4;
   int vec_a = 1, vec_b = 1;
@@ -85,6 +91,11 @@ struct GemmOperands {
 std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& kernel_name,
                                      const Target& target, const MatMulParams& params,
                                      const Chain& epilogue = {});
+
+// The second kernel of a product split along K into `splits` slices of sums in scratch 0 (f32, or
+// f64): adds them up, adds g's bias and applies the epilogue.
+KernelSpec GenerateSplitSum(const GemmOperands& g, const std::string& kernel_name, int64_t splits,
+                            const Chain& epilogue);
 
 // The heuristic's product for MatMul n as partial slices only (GemmOperands::partials_only):
 // its kernel, and in *slices how many slices of n's output shape it leaves in scratch 0.

@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "codegen/opencl/elementwise_chain.h"
 #include "core/error.h"
 
 namespace texel::codegen {
@@ -16,6 +19,17 @@ bool Aligned(int64_t offset, int64_t ld, int64_t stride, int64_t batch, int64_t 
   return offset % elems == 0 && ld % elems == 0 && (batch == 1 || stride % elems == 0);
 }
 
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The length of each of `splits` K ranges: a multiple of bk (the last may be shorter).
+int64_t SplitLength(int64_t k, int64_t splits, int bk) {
+  return CeilDiv(CeilDiv(k, splits), bk) * bk;
+}
+
+// The shortest K range a split product gives a work-group: shorter ones spend more on the
+// pipeline's start and the slices' sum than they gain.
+constexpr int64_t kMinRange = 128;
+
 bool Even(const GemmProblem& g, const WarpGemmParams& p) {
   return g.m % p.bm == 0 && g.n % p.bn == 0 && g.k % p.bk == 0 && g.k > 0;
 }
@@ -23,8 +37,9 @@ bool Even(const GemmProblem& g, const WarpGemmParams& p) {
 }  // namespace
 
 std::string WarpGemmParams::ToString() const {
-  return fmt::format("warp {}x{}x{} / {}x{}{}", bm, bn, bk, wm, wn,
-                     stages != 2 ? fmt::format(" s{}", stages) : "");
+  return fmt::format("warp {}x{}x{} / {}x{}{}{}", bm, bn, bk, wm, wn,
+                     stages != 2 ? fmt::format(" s{}", stages) : "",
+                     split_k != 1 ? fmt::format(" split {}", split_k) : "");
 }
 
 bool AsyncCopies(const GemmProblem& g, const WarpGemmParams& p, const Target& t) {
@@ -45,8 +60,8 @@ std::optional<std::string> CheckWarpGemmParams(const WarpGemmParams& p, const Ge
   if (p.bm <= 0 || p.bn <= 0 || p.bm % p.wm != 0 || p.bn % p.wn != 0)
     return fmt::format("tile {}x{} is not whole warp tiles of {}x{}", p.bm, p.bn, p.wm, p.wn);
   if (g.mode != ComputeMode::kFp32 && p.wn % 16 != 0)
-    return fmt::format("warp tile width {}: {} wants a multiple of 16 (B by pairs of tiles)",
-                       p.wn, ComputeModeName(g.mode));
+    return fmt::format("warp tile width {}: {} wants a multiple of 16 (B by pairs of tiles)", p.wn,
+                       ComputeModeName(g.mode));
   int depth = MmaDepth(g.mode);
   if (p.bk <= 0 || p.bk % depth != 0)
     return fmt::format("tile depth {}: want a multiple of {}", p.bk, depth);
@@ -60,6 +75,7 @@ std::optional<std::string> CheckWarpGemmParams(const WarpGemmParams& p, const Ge
   if (!async && p.stages != 2)
     return fmt::format("{} stages: only asynchronous copies take other than 2", p.stages);
   if (p.stages < 2 || p.stages > 8) return fmt::format("{} stages: want 2 to 8", p.stages);
+  if (p.split_k < 1 || p.split_k > 64) return fmt::format("split {}: want 1 to 64", p.split_k);
   bool f16 = g.mode == ComputeMode::kFp16;
   uint64_t eb = f16 ? 2 : 4, ls = static_cast<uint64_t>(p.bk + (f16 ? 8 : 4));
   uint64_t a_tile = async && g.trans_a ? p.bk * (p.bm + 8ull) : p.bm * ls;
@@ -103,8 +119,12 @@ WarpGemmParams ChooseWarpGemmParams(const GemmProblem& g, const Target& t) {
        t.local_mem_bytes, t.max_work_group_size);
 }
 
-KernelSpec GenerateWarpGemm(const GemmProblem& g, const std::string& kernel_name, const Target& t,
-                            const WarpGemmParams& p) {
+namespace {
+
+// The template's parameters shared by texel_gemm's and the models' kernels: tiling, mode,
+// transposes, evenness, alignment and the load helpers. Element storage is the caller's.
+KernelSource WarpSource(const GemmProblem& g, const std::string& kernel_name, const Target& t,
+                        const WarpGemmParams& p) {
   if (auto why = CheckWarpGemmParams(p, g, t))
     Fail(ErrorCode::kInvalidArgument, "{}: {}", p.ToString(), *why);
   KernelSource src(kernel_name, "warp_gemm");
@@ -124,7 +144,6 @@ KernelSpec GenerateWarpGemm(const GemmProblem& g, const std::string& kernel_name
   // 4-wide loads along each operand's contiguous dimension; unaligned ones (f16, or an offset or
   // stride off the 4-element grid) as vload4, which the compiler may split.
   src.Define("VA", 4).Define("VB", 4);
-  src.Define("T_STORE", half ? "half" : "float");
   src.Define("GLOAD(p, i)", half ? "vload_half((i), (p))" : "(p)[i]");
   src.Define("GSTORE(p, i, v)", half ? "vstore_half_rte((v), (i), (p))" : "(p)[i] = (v)");
   auto load4 = [&](bool aligned) -> std::string {
@@ -136,16 +155,113 @@ KernelSpec GenerateWarpGemm(const GemmProblem& g, const std::string& kernel_name
   src.Define("F16_STORAGE", half);
   src.Define("TO_TF32", kernel_name + "_to_tf32").Define("ROUND_TF32", kernel_name + "_round_tf32");
   src.Define("TO_F16", kernel_name + "_to_f16");
-  KernelSpec spec;
-  spec.name = kernel_name;
-  spec.source = src.Render();
+  return src;
+}
+
+void SetGeometry(const GemmProblem& g, const WarpGemmParams& p, KernelSpec& spec) {
   size_t wg = static_cast<size_t>(p.bm / p.wm) * static_cast<size_t>(p.bn / p.wn) * 32;
   spec.global = {static_cast<size_t>((g.n + p.bn - 1) / p.bn) * wg,
                  static_cast<size_t>((g.m + p.bm - 1) / p.bm), static_cast<size_t>(g.batch)};
   spec.local = {wg, 1, 1};
   spec.flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) *
                static_cast<double>(g.k) * static_cast<double>(g.batch);
+}
+
+// A model's product as texel_gemm's problem: dense operands (the batch offsets are multiples of
+// a matrix, which is what the alignment checks need).
+GemmProblem ProblemOf(const GemmShape& s) {
+  GemmProblem g;
+  g.m = s.m, g.n = s.n, g.k = s.k, g.batch = s.batch;
+  g.trans_a = s.trans_a, g.trans_b = s.trans_b;
+  g.lda = s.trans_a ? s.m : s.k;
+  g.ldb = s.trans_b ? s.k : s.n;
+  g.ldc = s.n;
+  g.stride_a = s.m * s.k, g.stride_b = s.k * s.n, g.stride_c = s.m * s.n;
+  g.elem = s.dtype;
+  g.mode = s.mode;
+  return g;
+}
+
+}  // namespace
+
+KernelSpec GenerateWarpGemm(const GemmProblem& g, const std::string& kernel_name, const Target& t,
+                            const WarpGemmParams& p) {
+  if (p.split_k != 1)
+    Fail(ErrorCode::kInvalidArgument, "{}: texel_gemm's kernel does not split K", p.ToString());
+  KernelSource src = WarpSource(g, kernel_name, t, p);
+  src.Define("MODEL", 0).Define("T_STORE", g.elem == DType::kFloat16 ? "half" : "float");
+  KernelSpec spec;
+  spec.name = kernel_name;
+  spec.source = src.Render();
+  SetGeometry(g, p, spec);
   return spec;
+}
+
+std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const Target& t) {
+  const GemmShape& s = g.shape;
+  // The matrix engine for a reduced-precision product, on operands that are matrices (not a
+  // convolution's gathered image) with no per-row bias; products of a few rows stay with the
+  // direct kernel, which reads each weight once.
+  if (s.mode == ComputeMode::kFp32 || !(t.mma_sync || t.mma_emulated) || !g.bias.empty() ||
+      (s.gather_b && !s.trans_b) || s.m < 16 ||
+      (s.dtype != DType::kFloat32 && s.dtype != DType::kFloat16))
+    return std::nullopt;
+  GemmProblem problem = ProblemOf(s);
+  WarpGemmParams p = ChooseWarpGemmParams(problem, t);
+  if (CheckWarpGemmParams(p, problem, t)) return std::nullopt;
+  // Too few tiles to fill the device (a transformer layer's 128-256 rows): split K so that the
+  // work-groups fill their last wave best (the fewest splits within 5% of the best fill), each
+  // range at least kMinRange long, as the scalar kernels do (matmul.h).
+  int64_t groups = CeilDiv(s.m, p.bm) * CeilDiv(s.n, p.bn) * s.batch;
+  int64_t cu = t.compute_units;
+  if (groups < cu) {
+    auto fill = [&](int64_t splits) {
+      int64_t items = groups * CeilDiv(s.k, SplitLength(s.k, splits, p.bk));
+      return static_cast<double>(items) / static_cast<double>(CeilDiv(items, cu) * cu);
+    };
+    int64_t most = std::clamp<int64_t>(s.k / kMinRange, 1, 16);
+    double best = 0;
+    for (int64_t k = 1; k <= most; ++k) best = std::max(best, fill(k));
+    for (int64_t k = 1; k <= most; ++k)
+      if (fill(k) >= 0.95 * best) {
+        p.split_k = static_cast<int>(k);
+        break;
+      }
+  }
+  return p;
+}
+
+std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::string& kernel_name,
+                                              const Target& t, const WarpGemmParams& p,
+                                              const Chain& epilogue) {
+  const GemmShape& s = g.shape;
+  GemmProblem problem = ProblemOf(s);
+  KernelSource src = WarpSource(problem, kernel_name, t, p);
+  int64_t ks = SplitLength(s.k, p.split_k, p.bk), splits = CeilDiv(s.k, ks);
+  bool partials = splits > 1 || g.partials_only;
+  DefineStorage(src, s.dtype);
+  src.Define("MODEL", 1).Define("PARTIALS", partials);
+  src.Define("M", s.m).Define("N", s.n).Define("K", s.k).Define("BATCH", s.batch);
+  src.Define("SPLITS", splits).Define("KS", ks);
+  src.Define("lda", problem.lda).Define("ldb", problem.ldb).Define("ldc", problem.ldc);
+  src.Define("A_OFF(b)", g.a_offset).Define("B_OFF(b)", g.b_offset);
+  KernelSpec spec;
+  spec.name = kernel_name;
+  int64_t outputs = s.batch * s.m * s.n;
+  if (partials) {
+    // Slices of float sums in scratch 0, as the scalar kernels leave them.
+    spec.args = {g.args[0], g.args[1], -1};
+    spec.scratch_bytes = {splits * outputs * 4};
+    src.Define("EPILOGUE(v, i)", "(v)").Define("EPILOGUE_PARAMS", "");
+  } else {
+    spec.args = g.args;
+    ApplyEpilogue(src, kernel_name, g.out, epilogue, spec);
+  }
+  spec.source = src.Render();
+  SetGeometry(problem, p, spec);
+  spec.global[2] *= static_cast<size_t>(splits);
+  if (!partials || g.partials_only) return {spec};
+  return {spec, GenerateSplitSum(g, kernel_name + "_sum", splits, epilogue)};
 }
 
 }  // namespace texel::codegen

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "codegen/opencl/generator.h"
+#include "codegen/opencl/matmul.h"
 #include "core/dtype.h"
 #include "core/precision.h"
 
@@ -31,9 +32,12 @@ struct GemmProblem {
 
 // A BM x BN tile per work-group, BK deep per local-memory step, WM x WN per warp; `stages` local
 // buffers when the tiles are copied asynchronously (AsyncCopies), else 2.
+// Models' products only: K cut into split_k ranges (multiples of bk) summed into slices by
+// separate work-groups, then added up by a second kernel (matmul.h GenerateSplitSum).
 struct WarpGemmParams {
   int bm = 128, bn = 128, bk = 16, wm = 64, wn = 32, stages = 2;
-  std::string ToString() const;  // "warp 128x128x16 / 64x32 s3"
+  int split_k = 1;
+  std::string ToString() const;  // "warp 128x128x16 / 64x32 s3 split 4"
 };
 
 // Whether g's tiles go to local memory by cp.async on t, copied as stored: the matrix engine,
@@ -52,5 +56,16 @@ WarpGemmParams ChooseWarpGemmParams(const GemmProblem& g, const Target& t);
 // the template's parameter order), global/local cover g.
 KernelSpec GenerateWarpGemm(const GemmProblem& g, const std::string& kernel_name, const Target& t,
                             const WarpGemmParams& p);
+
+// Models' products (MatMul; the scalar kernels' GemmOperands) on the warp-tiled kernel: where
+// the product's compute mode is not fp32 and the device has a matrix engine (or emulates one for
+// tests: Target::mma_emulated), its operands are matrices and it has at least 16 rows, the
+// tiling to use; else nullopt (the scalar kernels of matmul.h run it).
+std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const Target& t);
+// The kernel: sizes fixed, the epilogue applied as results are stored; with
+// g.partials_only the product alone, as one slice of float sums in scratch 0.
+std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::string& kernel_name,
+                                              const Target& t, const WarpGemmParams& p,
+                                              const Chain& epilogue = {});
 
 }  // namespace texel::codegen

@@ -8,7 +8,8 @@
 // vectors. A work-item's rows are ty*VM + g*LY*VM (g < WM/VM), its columns tx*VN + g*LX*VN:
 // adjacent work-items read adjacent vectors, which keeps local reads free of bank conflicts and
 // output stores coalesced.
-// Parameters: KERNEL_NAME; T, T_STORE, LOAD, STORE (element storage); M, N, K, BATCH;
+// Parameters: KERNEL_NAME; T, T_STORE, LOAD, STORE (element storage); T_OUT, OSTORE(p, i, v) (the
+// output's: T_STORE and STORE, or with SPLITS > 1 the compute type T); M, N, K, BATCH;
 // A_OFFSET(b), B_OFFSET(b) (element offsets of batch b's matrices); A_RS, A_KS (A's element
 // (row, k) is at row * A_RS + k * A_KS: K, 1 row-major, 1, M transposed); TM, TN, TK, WM, WN, LX, LY;
 // VA, VB (global load widths of A along K and B along N) with types TVA, TVB and loads
@@ -29,7 +30,7 @@
 // its end reads zeros.
 __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
     __global const T_STORE* restrict a, __global const T_STORE* restrict b BIAS_PARAM,
-    __global T_STORE* restrict out EPILOGUE_PARAMS) {
+    __global T_OUT* restrict out EPILOGUE_PARAMS) {
   __local T as[2][TK][AS_STRIDE] __attribute__((aligned(LOCAL_ALIGN)));
   __local T bs[2][TK][BS_STRIDE] __attribute__((aligned(LOCAL_ALIGN)));
   const int tx = get_local_id(0), ty = get_local_id(1);
@@ -170,7 +171,7 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
 #if EDGE_N
         if (col + e >= N) continue;
 #endif
-        STORE(out, o + e, EPILOGUE(acc[i][g * VN + e] + bias, o + e));
+        OSTORE(out, o + e, EPILOGUE(acc[i][g * VN + e] + bias, o + e));
       }
 #endif
     }

@@ -10,7 +10,8 @@
 // of its columns of B into local memory and all its row blocks read them there: on a CPU that
 // turns the strided walk down B (whose rows often alias in the caches) into one copy per panel
 // per TM rows.
-// Parameters: KERNEL_NAME; T, T_STORE, LOAD, STORE; M, N, K, BATCH; A_OFFSET(b), B_OFFSET(b);
+// Parameters: KERNEL_NAME; T, T_STORE, LOAD, STORE; T_OUT, OSTORE(p, i, v) (the output's: the
+// storage's, or T for a LayerNorm's partial sums); M, N, K, BATCH; A_OFFSET(b), B_OFFSET(b);
 // A_RS, A_KS (A's element (row, k) is at row * A_RS + k * A_KS);
 // WM, TM, LX, LY, SPLIT_K (a power of two), PANEL_K; VB, TVB, LOAD_B(p, k, col) (VB elements of
 // B's row k from column col), BIAS_PARAM, BIAS(b, row), ELEM(v, e), CLAMP_N (as in matmul.cl);
@@ -18,7 +19,7 @@
 // EPILOGUE(v, i), EPILOGUE_PARAMS.
 __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
     __global const T_STORE* restrict a, __global const T_STORE* restrict b BIAS_PARAM,
-    __global T_STORE* restrict out EPILOGUE_PARAMS) {
+    __global T_OUT* restrict out EPILOGUE_PARAMS) {
   const int tx = get_local_id(0), ty = get_local_id(1);
   const int col0 = (get_group_id(0) * LX + tx) * VB;
 #if SPLIT_K > 1
@@ -95,7 +96,7 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
 #if EDGE_N
       if (col0 + e >= N) continue;
 #endif
-      STORE(out, o + e, EPILOGUE(ELEM(acc[r], e) + bias, o + e));
+      OSTORE(out, o + e, EPILOGUE(ELEM(acc[r], e) + bias, o + e));
     }
   }
 }

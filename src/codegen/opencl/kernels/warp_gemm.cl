@@ -23,7 +23,9 @@
 // [K, M]), VA, VB (4: the operand's contiguous dimension is loaded as float4; 1: scalars),
 // EVEN (M, N, K are multiples of BM, BN, BK: no bounds checks), T_STORE, F16_STORAGE, GLOAD(p,
 // i), GLOAD4(p, i) (4 elements at i as float4), GSTORE(p, i, v); TO_TF32, ROUND_TF32, TO_F16
-// (helper names unique to the kernel).
+// (helper names unique to the kernel); MODEL (a model's product: M, N, K, lda, ldb, ldc, A_OFF(z),
+// B_OFF(z), EPILOGUE(v, i), EPILOGUE_PARAMS, PARTIALS, BATCH, SPLITS, KS as macros, no alpha or
+// beta).
 #define WARPS_N (BN / WN)
 #define WG ((BM / WM) * WARPS_N * 32)
 #define MI (WM / 16)
@@ -181,11 +183,42 @@ ushort TO_F16(float x) {
 #define B_DC(v) (TRANS_B ? 0 : (v))
 #define B_DK(v) (TRANS_B ? (v) : 0)
 
+#if MODEL
+// A model's product: sizes and leading dimensions are macros, A_OFF(z) / B_OFF(z) the batch
+// offsets (broadcast batches), C dense; each result goes through EPILOGUE(v, i) (i: flat index)
+// to c, or with PARTIALS unchanged to c as float: split-K's slices (SPLITS, KS; the sum kernel
+// or a LayerNorm adds them up and applies the epilogue).
+#if PARTIALS
+#define C_STORE(p, i, v) ((p)[i] = (v))
+#define T_C float
+#else
+#define C_STORE(p, i, v) GSTORE(p, i, EPILOGUE(v, i))
+#define T_C T_STORE
+#endif
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
+    __global const T_STORE* restrict a, __global const T_STORE* restrict b,
+    __global T_C* restrict c EPILOGUE_PARAMS) {
+  // Work-group z = batch * SPLITS + s sums k in [s * KS, s * KS + KS) into slice s of c.
+  const int z = get_group_id(2) / SPLITS, k_begin = get_group_id(2) % SPLITS * KS;
+  const int k_end = min(K, k_begin + KS);
+  const long c_off = (long)(get_group_id(2) % SPLITS) * BATCH * M * N + (long)z * M * N;
+#else
+#define A_OFF(z) (a_off + (z) * stride_a)
+#define B_OFF(z) (b_off + (z) * stride_b)
+#define C_STORE(p, i, v)                        \
+  do {                                          \
+    float x_ = alpha * (v);                     \
+    if (beta != 0) x_ += beta * GLOAD(p, i);    \
+    GSTORE(p, i, x_);                           \
+  } while (0)
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     const int M, const int N, const int K, const float alpha, __global const T_STORE* a,
     const long a_off, const int lda, const long stride_a, __global const T_STORE* b,
     const long b_off, const int ldb, const long stride_b, const float beta, __global T_STORE* c,
-    const long c_off, const int ldc, const long stride_c) {
+    const long c_off0, const int ldc, const long stride_c) {
+  const int z = get_group_id(2), k_begin = 0, k_end = K;
+  const long c_off = c_off0 + z * stride_c;
+#endif
   // Aligned for the 32-bit fragment reads of f16 pairs.
   __local TL as[STAGES][A_TILE] __attribute__((aligned(16)));
   __local TL bs[STAGES][B_TILE] __attribute__((aligned(16)));
@@ -193,9 +226,8 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   const int g = lane >> 2, t = lane & 3;
   const int wm = warp / WARPS_N * WM, wn = warp % WARPS_N * WN;
   const int m0 = get_group_id(1) * BM, n0 = get_group_id(0) * BN;
-  a += a_off + get_group_id(2) * stride_a;
-  b += b_off + get_group_id(2) * stride_b;
-  c += c_off + get_group_id(2) * stride_c;
+  a += A_OFF((long)z);
+  b += B_OFF((long)z);
   RT ra[LA * VA], rb[LB * VB];
   // A vector wholly inside the matrix is one GLOAD4 (an aligned float4 load where the host found
   // both operands 16-byte aligned, else vload4); one that crosses an edge is read element by
@@ -251,17 +283,17 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #endif
   float acc[MI][NI][4];
   FOR_TILE(i, j, e) acc[i][j][e] = 0;
-  const int steps = (K + BK - 1) / BK;
+  const int steps = (k_end - k_begin + BK - 1) / BK;
 #if ASYNC
   // STAGES - 1 steps in flight: step s waits for its own copies, meets the work-group (whose
   // copies are then visible, and which is done with the stage about to be refilled), starts the
   // copies of step s + STAGES - 1 and computes.
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < steps) COPY_TILES(s, s * BK);
+    if (s < steps) COPY_TILES(s, k_begin + s * BK);
     CP_ASYNC_COMMIT();
   }
 #else
-  LOAD_TILES(0)
+  LOAD_TILES(k_begin)
   STORE_TILES(0)
   barrier(CLK_LOCAL_MEM_FENCE);
 #endif
@@ -271,11 +303,11 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #if ASYNC
     CP_ASYNC_WAIT(PENDING);
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (s + STAGES - 1 < steps) COPY_TILES((s + STAGES - 1) % STAGES, (s + STAGES - 1) * BK);
+    if (s + STAGES - 1 < steps) COPY_TILES((s + STAGES - 1) % STAGES, k_begin + (s + STAGES - 1) * BK);
     CP_ASYNC_COMMIT();
 #else
     if (s + 1 < steps) {
-      LOAD_TILES((s + 1) * BK)
+      LOAD_TILES(k_begin + (s + 1) * BK)
     }
 #endif
 #if USE_MMA && MODE == 3
@@ -423,15 +455,14 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   FOR_TILE(i, j, e) {
     const int r = m0 + wm + i * 16 + g + (e >> 1) * 8;
     const int col = n0 + wn + j * 8 + 2 * t + (e & 1);
-    if (EVEN || (r < M && col < N)) {
-      const long o = (long)r * ldc + col;
-      float v = alpha * acc[i][j][e];
-      if (beta != 0) v += beta * GLOAD(c, o);
-      GSTORE(c, o, v);
-    }
+    if (EVEN || (r < M && col < N)) C_STORE(c, c_off + (long)r * ldc + col, acc[i][j][e]);
   }
 }
 #undef LOAD_TILES
+#undef C_STORE
+#undef T_C
+#undef A_OFF
+#undef B_OFF
 #undef STORE_TILES
 #undef FOR_TILE
 #undef A_VEC
