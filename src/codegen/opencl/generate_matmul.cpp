@@ -190,6 +190,12 @@ std::string MatMulParams::ToString() const {
                      vec_a, vec_b, split_k > 1 ? fmt::format(" split {}", split_k) : "");
 }
 
+ComputeMode ComputeModeOf(const ir::Node& n) {
+  bool half = n.outputs[0]->type.dtype == DType::kFloat16;
+  return static_cast<ComputeMode>(n.attrs.Int(
+      "compute_mode", static_cast<int64_t>(half ? ComputeMode::kFp16 : ComputeMode::kFp32)));
+}
+
 GemmShape GemmShapeOf(const ir::Node& n) {
   const Shape& a = n.inputs[0]->type.shape;
   const Shape& y = n.outputs[0]->type.shape;
@@ -201,9 +207,7 @@ GemmShape GemmShapeOf(const ir::Node& n) {
   s.dtype = n.outputs[0]->type.dtype;
   s.trans_a = n.attrs.Int("trans_a", 0) != 0;
   s.trans_b = s.gather_b = n.attrs.Int("trans_b", 0) != 0;  // B^T: gathered a column at a time
-  s.mode = static_cast<ComputeMode>(n.attrs.Int(
-      "compute_mode",
-      static_cast<int64_t>(s.dtype == DType::kFloat16 ? ComputeMode::kFp16 : ComputeMode::kFp32)));
+  s.mode = ComputeModeOf(n);
   if (s.trans_a) std::swap(s.m, s.k);
   // One B for every batch ([..., m, k] x [k, n]): the batches of A are rows of one product,
   // which fills a GPU where m alone is small (a [seq, 1, d] activation times a weight).

@@ -26,9 +26,8 @@ struct GemmShape {
   // A is stored transposed, [k, m] (MatMul's trans_a): read one element at a time (vec_a 1).
   bool trans_a = false;
   bool trans_b = false;  // B is stored transposed, [n, k] (MatMul's trans_b; gathered)
-  // How the products compute: the precision pass's "compute_mode" on the node; f16 storage
-  // computes on the matrix engine's f16 (fp32 sums either way). Not fp32: the warp-tiled kernel
-  // (gemm/warp_gemm.h) where the device has a matrix engine.
+  // How the products compute (ComputeModeOf). Not fp32: the warp-tiled kernel (gemm/warp_gemm.h)
+  // where the device has a matrix engine.
   ComputeMode mode = ComputeMode::kFp32;
 };
 
@@ -106,6 +105,10 @@ KernelSpec GenerateMatMulPartials(const ir::Node& n, const std::string& kernel_n
 std::vector<KernelSpec> GenerateMatMulWith(const ir::Node& node, const std::string& kernel_name,
                                            const Target& target, const MatMulParams& params,
                                            const Chain& epilogue = {});
+
+// How MatMul node n computes: its "compute_mode" (passes/precision.cpp), else fp16 on f16
+// storage and fp32 otherwise.
+ComputeMode ComputeModeOf(const ir::Node& n);
 
 // The shape of MatMul node n (batch dims broadcast).
 GemmShape GemmShapeOf(const ir::Node& n);

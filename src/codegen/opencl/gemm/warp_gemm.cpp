@@ -143,7 +143,7 @@ KernelSource WarpSource(const GemmProblem& g, const std::string& kernel_name, co
   src.Define("TRANS_A", g.trans_a).Define("TRANS_B", g.trans_b);
   // 4-wide loads along each operand's contiguous dimension; unaligned ones (f16, or an offset or
   // stride off the 4-element grid) as vload4, which the compiler may split.
-  src.Define("VA", 4).Define("VB", 4);
+  src.Define("VEC_A", 4).Define("VEC_B", 4);
   src.Define("GLOAD(p, i)", half ? "vload_half((i), (p))" : "(p)[i]");
   src.Define("GSTORE(p, i, v)", half ? "vstore_half_rte((v), (i), (p))" : "(p)[i] = (v)");
   auto load4 = [&](bool aligned) -> std::string {
@@ -169,7 +169,8 @@ void SetGeometry(const GemmProblem& g, const WarpGemmParams& p, KernelSpec& spec
 
 // A model's product as texel_gemm's problem: dense operands (the batch offsets are multiples of
 // a matrix, which is what the alignment checks need).
-GemmProblem ProblemOf(const GemmShape& s) {
+GemmProblem ProblemOf(const GemmOperands& o) {
+  const GemmShape& s = o.shape;
   GemmProblem g;
   g.m = s.m, g.n = s.n, g.k = s.k, g.batch = s.batch;
   g.trans_a = s.trans_a, g.trans_b = s.trans_b;
@@ -202,11 +203,11 @@ std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const T
   // The matrix engine for a reduced-precision product, on operands that are matrices (not a
   // convolution's gathered image) with no per-row bias; products of a few rows stay with the
   // direct kernel, which reads each weight once.
-  if (s.mode == ComputeMode::kFp32 || !(t.mma_sync || t.mma_emulated) || !g.bias.empty() ||
-      (s.gather_b && !s.trans_b) || s.m < 16 ||
+  if (s.mode == ComputeMode::kFp32 || !(t.mma_sync || t.mma_emulated) || s.m < 16 ||
+      (!g.load_b.empty() && !s.trans_b) || !g.bias.empty() ||
       (s.dtype != DType::kFloat32 && s.dtype != DType::kFloat16))
     return std::nullopt;
-  GemmProblem problem = ProblemOf(s);
+  GemmProblem problem = ProblemOf(g);
   WarpGemmParams p = ChooseWarpGemmParams(problem, t);
   if (CheckWarpGemmParams(p, problem, t)) return std::nullopt;
   // Too few tiles to fill the device (a transformer layer's 128-256 rows): split K so that the
@@ -235,7 +236,7 @@ std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::
                                               const Target& t, const WarpGemmParams& p,
                                               const Chain& epilogue) {
   const GemmShape& s = g.shape;
-  GemmProblem problem = ProblemOf(s);
+  GemmProblem problem = ProblemOf(g);
   KernelSource src = WarpSource(problem, kernel_name, t, p);
   int64_t ks = SplitLength(s.k, p.split_k, p.bk), splits = CeilDiv(s.k, ks);
   bool partials = splits > 1 || g.partials_only;

@@ -20,7 +20,7 @@
 // type) the tiles are instead copied as they are stored by cp.async, STAGES - 1 steps ahead.
 // Parameters: BM, BN, BK, WM, WN, MODE, MMA_PTX, ASYNC, STAGES (2 without ASYNC), PENDING
 // (STAGES - 2), TRANS_A, TRANS_B (op(A) = A^T: A stored
-// [K, M]), VA, VB (4: the operand's contiguous dimension is loaded as float4; 1: scalars),
+// [K, M]), VEC_A, VEC_B (4: the operand's contiguous dimension is loaded as float4; 1: scalars),
 // EVEN (M, N, K are multiples of BM, BN, BK: no bounds checks), T_STORE, F16_STORAGE, GLOAD(p,
 // i), GLOAD4(p, i) (4 elements at i as float4), GSTORE(p, i, v); TO_TF32, ROUND_TF32, TO_F16
 // (helper names unique to the kernel); MODEL (a model's product: M, N, K, lda, ldb, ldc, A_OFF(z),
@@ -83,10 +83,10 @@
 #define B_AT(k, c) ((long)(k) * ldb + (c))
 #endif
 
-// Per step each work-item loads LA vectors of VA elements of A along A's contiguous dimension
+// Per step each work-item loads LA vectors of VEC_A elements of A along A's contiguous dimension
 // (k, or rows with TRANS_A), and LB of B (columns, or k with TRANS_B).
-#define LA (BM * BK / (VA * WG))
-#define LB (BN * BK / (VB * WG))
+#define LA (BM * BK / (VEC_A * WG))
+#define LB (BN * BK / (VEC_B * WG))
 
 #define USE_MMA (MMA_PTX && MODE != 0)
 #if USE_MMA
@@ -228,43 +228,43 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   const int m0 = get_group_id(1) * BM, n0 = get_group_id(0) * BN;
   a += A_OFF((long)z);
   b += B_OFF((long)z);
-  RT ra[LA * VA], rb[LB * VB];
+  RT ra[LA * VEC_A], rb[LB * VEC_B];
   // A vector wholly inside the matrix is one GLOAD4 (an aligned float4 load where the host found
   // both operands 16-byte aligned, else vload4); one that crosses an edge is read element by
   // element, zeros outside.
 #define LOAD_TILES(k0)                                                                     \
   for (int l = 0; l < LA; ++l) {                                                           \
-    A_VEC(lid + l * WG, VA, r, k);                                                             \
-    if (VA == 4 && (EVEN || (m0 + r + A_DR(3) < M && (k0) + k + A_DK(3) < K))) {           \
-      vstore4(GLOADR4(a, A_AT(m0 + r, (k0) + k)), 0, ra + l * VA);                         \
+    A_VEC(lid + l * WG, VEC_A, r, k);                                                             \
+    if (VEC_A == 4 && (EVEN || (m0 + r + A_DR(3) < M && (k0) + k + A_DK(3) < K))) {           \
+      vstore4(GLOADR4(a, A_AT(m0 + r, (k0) + k)), 0, ra + l * VEC_A);                         \
     } else {                                                                               \
-      for (int v = 0; v < VA; ++v) {                                                       \
+      for (int v = 0; v < VEC_A; ++v) {                                                       \
         const int rr = m0 + r + A_DR(v), kk = (k0) + k + A_DK(v);                         \
-        ra[l * VA + v] = EVEN || (rr < M && kk < K) ? GLOADR(a, A_AT(rr, kk)) : (RT)0;    \
+        ra[l * VEC_A + v] = EVEN || (rr < M && kk < K) ? GLOADR(a, A_AT(rr, kk)) : (RT)0;    \
       }                                                                                    \
     }                                                                                      \
   }                                                                                        \
   for (int l = 0; l < LB; ++l) {                                                           \
-    B_VEC(lid + l * WG, VB, cc, k);                                                            \
-    if (VB == 4 && (EVEN || (n0 + cc + B_DC(3) < N && (k0) + k + B_DK(3) < K))) {          \
-      vstore4(GLOADR4(b, B_AT((k0) + k, n0 + cc)), 0, rb + l * VB);                        \
+    B_VEC(lid + l * WG, VEC_B, cc, k);                                                            \
+    if (VEC_B == 4 && (EVEN || (n0 + cc + B_DC(3) < N && (k0) + k + B_DK(3) < K))) {          \
+      vstore4(GLOADR4(b, B_AT((k0) + k, n0 + cc)), 0, rb + l * VEC_B);                        \
     } else {                                                                               \
-      for (int v = 0; v < VB; ++v) {                                                       \
+      for (int v = 0; v < VEC_B; ++v) {                                                       \
         const int col = n0 + cc + B_DC(v), kk = (k0) + k + B_DK(v);                        \
-        rb[l * VB + v] = EVEN || (col < N && kk < K) ? GLOADR(b, B_AT(kk, col)) : (RT)0;  \
+        rb[l * VEC_B + v] = EVEN || (col < N && kk < K) ? GLOADR(b, B_AT(kk, col)) : (RT)0;  \
       }                                                                                    \
     }                                                                                      \
   }
 #define STORE_TILES(buf)                                                                   \
   for (int l = 0; l < LA; ++l) {                                                           \
-    A_VEC(lid + l * WG, VA, r, k);                                                             \
-    for (int v = 0; v < VA; ++v)                                                           \
-      as[buf][(r + A_DR(v)) * LS + k + A_DK(v)] = ra[l * VA + v];                          \
+    A_VEC(lid + l * WG, VEC_A, r, k);                                                             \
+    for (int v = 0; v < VEC_A; ++v)                                                           \
+      as[buf][(r + A_DR(v)) * LS + k + A_DK(v)] = ra[l * VEC_A + v];                          \
   }                                                                                        \
   for (int l = 0; l < LB; ++l) {                                                           \
-    B_VEC(lid + l * WG, VB, cc, k);                                                            \
-    for (int v = 0; v < VB; ++v)                                                           \
-      bs[buf][(cc + B_DC(v)) * LS + k + B_DK(v)] = rb[l * VB + v];                         \
+    B_VEC(lid + l * WG, VEC_B, cc, k);                                                            \
+    for (int v = 0; v < VEC_B; ++v)                                                           \
+      bs[buf][(cc + B_DC(v)) * LS + k + B_DK(v)] = rb[l * VEC_B + v];                         \
   }
 #if ASYNC
   // 16-byte chunks (CH elements) of both tiles of step k0 into stage st, as stored.
