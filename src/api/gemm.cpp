@@ -108,16 +108,21 @@ void GemmKernels::Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops
     return;
   }
   codegen::WarpGemmParams p = params ? *params : codegen::ChooseWarpGemmParams(g, target);
-  codegen::KernelSpec spec = codegen::GenerateWarpGemm(g, "texel_gemm", target, p);
+  // The kernel is generated only when its class has none yet: rendering the source per call
+  // cost more host time than a small product takes on the device.
+  std::string key = codegen::WarpGemmClass(g, target, p);
+  std::vector<size_t> global, local;
+  codegen::WarpGemmGeometry(g, p, &global, &local);
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = kernels_.find(spec.source);
+  auto it = kernels_.find(key);
   if (it == kernels_.end()) {  // a failed build leaves no entry
+    codegen::KernelSpec spec = codegen::GenerateWarpGemm(g, "texel_gemm", target, p);
     auto built = std::make_unique<Built>();
     cl::ProgramCache cache = cl::ProgramCache::Default();
     built->program =
         std::make_unique<cl::Program>(*ctx_, spec.source, "", cache.enabled() ? &cache : nullptr);
     built->kernel = cl::Kernel(built->program->get(), spec.name);
-    it = kernels_.emplace(spec.source, std::move(built)).first;
+    it = kernels_.emplace(key, std::move(built)).first;
   }
   cl::Kernel& k = it->second->kernel;
   unsigned i = 0;
@@ -137,9 +142,8 @@ void GemmKernels::Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops
   operand(ops.b, g.b_offset, g.ldb, g.stride_b);
   arg(ops.beta);
   operand(ops.c, g.c_offset, g.ldc, g.stride_c);
-  cl_int err =
-      clEnqueueNDRangeKernel(queue, k.get(), static_cast<cl_uint>(spec.global.size()), nullptr,
-                             spec.global.data(), spec.local.data(), nw, wl, event);
+  cl_int err = clEnqueueNDRangeKernel(queue, k.get(), static_cast<cl_uint>(global.size()), nullptr,
+                                      global.data(), local.data(), nw, wl, event);
   if (err != CL_SUCCESS)
     Fail(ErrorCode::kDevice, "clEnqueueNDRangeKernel(texel_gemm {}): error {}", p.ToString(), err);
 }

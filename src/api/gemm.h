@@ -52,7 +52,7 @@ class GemmKernels {
   struct Built;
   std::shared_ptr<const cl::Context> ctx_;
   mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Built>> kernels_;  // by source
+  std::map<std::string, std::unique_ptr<Built>> kernels_;  // by codegen::WarpGemmClass
 };
 
 }  // namespace texel::api

@@ -266,6 +266,37 @@ TEST(GemmTest, OneKernelPerShapeClass) {
   EXPECT_EQ(kernels.built(), 1u);
 }
 
+// texel_gemm finds its kernels by WarpGemmClass without generating them: two problems share a
+// class exactly when their kernels' sources are equal (over sizes, offsets, leading dimensions,
+// strides, modes, element types, transposes and a target with and without mma.sync).
+TEST(GemmTest, ShapeClassIsTheSource) {
+  std::vector<std::pair<std::string, std::string>> seen;  // class, source
+  codegen::Target ptx = testing::H100Target();
+  ptx.mma_sync = true;
+  for (const codegen::Target& t : {Emulated(), ptx})
+    for (ComputeMode mode : {ComputeMode::kFp32, ComputeMode::kTf32, ComputeMode::kFp16})
+      for (DType elem : {DType::kFloat32, DType::kFloat16})
+        for (int64_t size : {64, 128, 130})
+          for (int64_t shift : {0, 1, 4})
+            for (bool trans : {false, true}) {
+              GemmProblem g;
+              g.m = g.n = g.k = size;
+              g.lda = g.ldb = g.ldc = size + shift;
+              g.a_offset = shift, g.batch = 2, g.stride_a = g.stride_b = g.stride_c = size * 200;
+              g.trans_b = trans, g.mode = mode, g.elem = elem;
+              WarpGemmParams p{64, 64, 32, 32, 32};
+              if (codegen::CheckWarpGemmParams(p, g, t)) continue;
+              seen.emplace_back(codegen::WarpGemmClass(g, t, p),
+                                codegen::GenerateWarpGemm(g, "k", t, p).source);
+            }
+  ASSERT_GT(seen.size(), 100u);
+  std::set<std::string> classes;
+  for (const auto& [c, src] : seen) classes.insert(c);
+  EXPECT_GT(classes.size(), 20u);
+  for (const auto& [c1, s1] : seen)
+    for (const auto& [c2, s2] : seen) ASSERT_EQ(c1 == c2, s1 == s2) << c1 << " / " << c2;
+}
+
 TEST(GemmTest, BadArguments) {
   const auto& ctx = testing::SharedContext();
   cl::Buffer a(*ctx, 64 * 4), b(*ctx, 64 * 4), c(*ctx, 64 * 4);

@@ -159,10 +159,7 @@ KernelSource WarpSource(const GemmProblem& g, const std::string& kernel_name, co
 }
 
 void SetGeometry(const GemmProblem& g, const WarpGemmParams& p, KernelSpec& spec) {
-  size_t wg = static_cast<size_t>(p.bm / p.wm) * static_cast<size_t>(p.bn / p.wn) * 32;
-  spec.global = {static_cast<size_t>((g.n + p.bn - 1) / p.bn) * wg,
-                 static_cast<size_t>((g.m + p.bm - 1) / p.bm), static_cast<size_t>(g.batch)};
-  spec.local = {wg, 1, 1};
+  WarpGemmGeometry(g, p, &spec.global, &spec.local);
   spec.flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) *
                static_cast<double>(g.k) * static_cast<double>(g.batch);
 }
@@ -184,6 +181,23 @@ GemmProblem ProblemOf(const GemmOperands& o) {
 }
 
 }  // namespace
+
+void WarpGemmGeometry(const GemmProblem& g, const WarpGemmParams& p, std::vector<size_t>* global,
+                      std::vector<size_t>* local) {
+  size_t wg = static_cast<size_t>(p.bm / p.wm) * static_cast<size_t>(p.bn / p.wn) * 32;
+  *global = {static_cast<size_t>((g.n + p.bn - 1) / p.bn) * wg,
+             static_cast<size_t>((g.m + p.bm - 1) / p.bm), static_cast<size_t>(g.batch)};
+  *local = {wg, 1, 1};
+}
+
+std::string WarpGemmClass(const GemmProblem& g, const Target& t, const WarpGemmParams& p) {
+  // Every input of WarpSource but the kernel name (alignment picks f32 loads only).
+  bool aligned = g.elem == DType::kFloat32 && Aligned(g.a_offset, g.lda, g.stride_a, g.batch, 4) &&
+                 Aligned(g.b_offset, g.ldb, g.stride_b, g.batch, 4);
+  return fmt::format("{} t{}{} {} {} mma{} even{} async{} aligned{}", p.ToString(), g.trans_a,
+                     g.trans_b, DTypeName(g.elem), ComputeModeName(g.mode), t.mma_sync, Even(g, p),
+                     AsyncCopies(g, p, t), aligned);
+}
 
 KernelSpec GenerateWarpGemm(const GemmProblem& g, const std::string& kernel_name, const Target& t,
                             const WarpGemmParams& p) {

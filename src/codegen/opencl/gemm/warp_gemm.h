@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "codegen/opencl/generator.h"
 #include "codegen/opencl/matmul.h"
@@ -51,6 +52,14 @@ bool AsyncCopies(const GemmProblem& g, const WarpGemmParams& p, const Target& t)
 std::optional<std::string> CheckWarpGemmParams(const WarpGemmParams& p, const GemmProblem& g,
                                                const Target& t);
 WarpGemmParams ChooseWarpGemmParams(const GemmProblem& g, const Target& t);
+
+// g's shape class: every fact the source of GenerateWarpGemm's kernel depends on besides its
+// name (transposes, element type, mode, tiles, evenness, alignment, the matrix engine), cheap to
+// compute: texel_gemm looks its built kernels up by it.
+std::string WarpGemmClass(const GemmProblem& g, const Target& t, const WarpGemmParams& p);
+// The launch geometry of g's kernel.
+void WarpGemmGeometry(const GemmProblem& g, const WarpGemmParams& p, std::vector<size_t>* global,
+                      std::vector<size_t>* local);
 
 // The kernel for g's shape class; spec.args is empty (the caller binds A, B, C and the scalars in
 // the template's parameter order), global/local cover g.
