@@ -327,17 +327,18 @@ TEST(MatMulTest, TransposedOperands) {
 
 // Reduced-precision products on the warp-tiled kernel in the models' form (gemm/warp_gemm.h):
 // sizes fixed, broadcast batches, transposes, edges, f16 storage, and K split where the GPU's
-// tiles would not fill it. PoCL runs the kernel's FMA emulation of the matrix engine's rounding
-// (Target::mma_emulated); the GPU's tiling is generated for an H100 without its PTX.
+// tiles would not fill it; not for shallow products. PoCL runs the kernel's FMA emulation of the
+// matrix engine's rounding (Target::mma_emulated); the GPU's tiling is generated for an H100
+// without its PTX.
 TEST(MatMulTest, WarpKernelForModels) {
   struct WarpCase {
     Shape a, b;  // as multiplied
     bool ta, tb;
   };
   const std::vector<WarpCase> cases = {
-      {{67, 45}, {45, 131}, false, false},      {{2, 1, 70, 64}, {3, 64, 36}, false, true},
-      {{128, 512}, {512, 96}, false, false},    {{2, 37, 24}, {2, 24, 68}, true, false},
-      {{4, 5, 96}, {1, 96, 128}, false, false}, {{3, 20, 33}, {33, 17}, true, true},
+      {{67, 259}, {259, 131}, false, false},      {{2, 1, 70, 256}, {3, 256, 36}, false, true},
+      {{128, 512}, {512, 96}, false, false},      {{2, 37, 300}, {2, 300, 68}, true, false},
+      {{4, 5, 264}, {1, 264, 128}, false, false}, {{3, 20, 257}, {257, 17}, true, true},
   };
   codegen::Target cpu = CpuTarget(), gpu = H100Target();
   cpu.mma_emulated = gpu.mma_emulated = true;
@@ -374,6 +375,11 @@ TEST(MatMulTest, WarpKernelForModels) {
       ++runs;
     }
   EXPECT_EQ(warp_runs - before, runs) << "every product ran on the warp-tiled kernel";
+  // A shallow product (K < 256) keeps the scalar kernels, which measured faster there.
+  HostTensor a = Random(DType::kFloat32, {64, 128}, 1300),
+             b = Random(DType::kFloat32, {128, 64}, 1301);
+  RunKernel(a, b, nullptr, cpu, {{"compute_mode", static_cast<int64_t>(ComputeMode::kTf32)}});
+  EXPECT_EQ(warp_runs - before, runs);
   EXPECT_GT(split_runs - splits_before, 0) << "the GPU's tiling splits K somewhere";
 }
 

@@ -26,6 +26,11 @@ int64_t SplitLength(int64_t k, int64_t splits, int bk) {
   return CeilDiv(CeilDiv(k, splits), bk) * bk;
 }
 
+// The shallowest product the warp-tiled kernel takes in models: on the H100 it was slower than
+// the scalar tiled kernel at K = 64 and 128 (ResNet-50's 1x1 convolutions, 1.1-2x), faster at
+// K >= 768 (BERT's and ViT's layers, docs/precision.md).
+constexpr int64_t kMinDepth = 256;
+
 // The shortest K range a split product gives a work-group: shorter ones spend more on the
 // pipeline's start and the slices' sum than they gain.
 constexpr int64_t kMinRange = 128;
@@ -215,10 +220,10 @@ KernelSpec GenerateWarpGemm(const GemmProblem& g, const std::string& kernel_name
 std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const Target& t) {
   const GemmShape& s = g.shape;
   // The matrix engine for a reduced-precision product, on operands that are matrices (not a
-  // convolution's gathered image) with no per-row bias; products of a few rows stay with the
-  // direct kernel, which reads each weight once.
+  // convolution's gathered image) with no per-row bias and deep enough; products of a few rows
+  // stay with the direct kernel, which reads each weight once.
   if (s.mode == ComputeMode::kFp32 || !(t.mma_sync || t.mma_emulated) || s.m < 16 ||
-      (!g.load_b.empty() && !s.trans_b) || !g.bias.empty() ||
+      s.k < kMinDepth || (!g.load_b.empty() && !s.trans_b) || !g.bias.empty() ||
       (s.dtype != DType::kFloat32 && s.dtype != DType::kFloat16))
     return std::nullopt;
   GemmProblem problem = ProblemOf(g);

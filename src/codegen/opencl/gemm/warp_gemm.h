@@ -69,8 +69,8 @@ KernelSpec GenerateWarpGemm(const GemmProblem& g, const std::string& kernel_name
 // Models' matrix products (MatMul: the scalar kernels' GemmOperands) on the warp-tiled kernel:
 // where the product's compute mode is not fp32, the device has a matrix engine (or emulates one
 // for tests: Target::mma_emulated), B is a matrix (not a convolution's gathered image: see
-// docs/precision.md) and the product has at least 16 rows, the tiling to use; else nullopt (the
-// scalar kernels of matmul.h run it).
+// docs/precision.md) and the product has at least 16 rows and a depth of 256, the tiling to use;
+// else nullopt (the scalar kernels of matmul.h run it).
 std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const Target& t);
 // The kernel: sizes fixed, the epilogue applied as results are stored; with
 // g.partials_only the product alone, as one slice of float sums in scratch 0.
