@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/opencl/gemm/dpas_gemm.h"
 #include "core/error.h"
 #include "runtime/cl/program_cache.h"
 
@@ -63,10 +64,11 @@ void CheckGemm(const codegen::GemmProblem& g, const GemmOperands& ops, const cod
                          {fmt::format("stride_{}", b), g.stride_b},
                          {std::string("stride_c"), g.stride_c}})
     if (v < 0) Fail(ErrorCode::kInvalidArgument, "{} = {} is negative or past 2^63", name, v);
-  if (g.mode != ComputeMode::kFp32 && !t.mma_sync)
+  if (g.mode != ComputeMode::kFp32 && !t.mma_sync && !codegen::DpasApplies(g, t))
     Fail(ErrorCode::kUnsupported,
          "compute mode {} needs a matrix engine (NVIDIA compute capability 8.0 or later through "
-         "inline PTX); this device has none: use fp32",
+         "inline PTX; for fp16 also Intel's cl_intel_subgroup_matrix_multiply_accumulate); this "
+         "device has none: use fp32",
          ComputeModeName(g.mode));
   if (g.m == 0 || g.n == 0 || g.batch == 0) return;  // nothing to write
   size_t eb = DTypeSize(g.elem);
@@ -107,16 +109,23 @@ void GemmKernels::Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops
     if (err != CL_SUCCESS) Fail(ErrorCode::kDevice, "clEnqueueMarkerWithWaitList: error {}", err);
     return;
   }
+  // NVIDIA's tensor cores (or any device in fp32: the warp-tiled kernel), else Intel's matrix
+  // engine for fp16.
+  bool dpas = !target.mma_sync && !params && codegen::DpasApplies(g, target);
   codegen::WarpGemmParams p = params ? *params : codegen::ChooseWarpGemmParams(g, target);
   // The kernel is generated only when its class has none yet: rendering the source per call
   // cost more host time than a small product takes on the device.
-  std::string key = codegen::WarpGemmClass(g, target, p);
+  std::string key = dpas ? codegen::DpasGemmClass(g, target) : codegen::WarpGemmClass(g, target, p);
   std::vector<size_t> global, local;
-  codegen::WarpGemmGeometry(g, p, &global, &local);
+  if (dpas)
+    codegen::DpasGemmGeometry(g, target, &global, &local);
+  else
+    codegen::WarpGemmGeometry(g, p, &global, &local);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = kernels_.find(key);
   if (it == kernels_.end()) {  // a failed build leaves no entry
-    codegen::KernelSpec spec = codegen::GenerateWarpGemm(g, "texel_gemm", target, p);
+    codegen::KernelSpec spec = dpas ? codegen::GenerateDpasGemm(g, "texel_gemm", target)
+                                    : codegen::GenerateWarpGemm(g, "texel_gemm", target, p);
     auto built = std::make_unique<Built>();
     cl::ProgramCache cache = cl::ProgramCache::Default();
     built->program =

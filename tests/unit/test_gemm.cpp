@@ -3,6 +3,7 @@
 // through the kernel's emulation of the matrix engine's rounding (the PTX fragments run on the
 // GPU only). Problems with transposes, odd sizes, leading dimensions past the row, offsets,
 // strided batches, alpha and beta, f32 and f16 storage.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 
 #include "api/gemm.h"
 #include "backends/native/native_backend.h"
+#include "codegen/opencl/gemm/dpas_gemm.h"
 #include "core/error.h"
 #include "core/tensor.h"
 #include "kernel_test_util.h"
@@ -209,6 +211,89 @@ TEST(GemmTest, MatrixEngineModesEmulated) {
     else
       EXPECT_GT(off_exact, 1e-5) << ComputeModeName(mode) << " should round its operands";
   }
+}
+
+// Intel's matrix engine (codegen/opencl/gemm/dpas_gemm.h), which no device here has: chosen from
+// the extension and the device's smallest subgroup size, for fp16 only.
+TEST(GemmTest, IntelMatrixEngineSelection) {
+  cl::DeviceInfo d = testing::SharedContext()->info();
+  auto target = [&](std::vector<std::string> ext, std::vector<size_t> sizes) {
+    d.extensions = std::move(ext);
+    d.intel_sub_group_sizes = std::move(sizes);
+    return backends::NativeBackend::TargetOf(d).dpas_sub_group;
+  };
+  const std::string mad = "cl_intel_subgroup_matrix_multiply_accumulate";
+  EXPECT_EQ(target({mad}, {8, 16, 32}), 8u);
+  EXPECT_EQ(target({mad}, {16, 32}), 16u);
+  EXPECT_EQ(target({mad}, {32}), 0u);  // the functions exist for 8 and 16 only
+  EXPECT_EQ(target({}, {8, 16, 32}), 0u);
+  EXPECT_EQ(target({mad}, {}), 0u);
+  codegen::Target t = Emulated();
+  t.dpas_sub_group = 16;
+  GemmProblem g;
+  g.m = g.n = g.k = g.lda = g.ldb = g.ldc = 8;
+  for (ComputeMode mode : {ComputeMode::kFp32, ComputeMode::kTf32, ComputeMode::kTf32x3})
+    EXPECT_FALSE(codegen::DpasApplies((g.mode = mode, g), t)) << ComputeModeName(mode);
+  g.mode = ComputeMode::kFp16;
+  EXPECT_TRUE(codegen::DpasApplies(g, t));
+  EXPECT_FALSE(codegen::DpasApplies(g, Emulated()));
+  // texel_gemm accepts fp16 there and still refuses tf32, naming both engines.
+  const auto& ctx = testing::SharedContext();
+  cl::Buffer buf(*ctx, 64 * 4);
+  api::GemmOperands ops{buf.mem(), buf.mem(), buf.mem(), 1, 0};
+  api::CheckGemm(g, ops, t);
+  g.mode = ComputeMode::kTf32;
+  try {
+    api::CheckGemm(g, ops, t);
+    ADD_FAILURE() << "tf32 accepted without a tensor-core device";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("cl_intel_subgroup_matrix_multiply_accumulate"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// The Intel kernel's source for each subgroup size, storage and transpose passes an OpenCL C
+// front end (PoCL's clang, compile only) with the extension's declarations; and with the
+// extension's function emulated from its definition it computes what the host does.
+TEST(GemmTest, IntelMatrixEngineKernels) {
+  const auto& ctx = testing::SharedContext();
+  for (uint32_t sg : {8u, 16u})
+    for (DType elem : {DType::kFloat32, DType::kFloat16})
+      for (int layout = 0; layout < 4; ++layout) {
+        codegen::Target t = Emulated();
+        t.dpas_sub_group = sg;
+        GemmProblem g;
+        g.mode = ComputeMode::kFp16, g.elem = elem;
+        g.trans_a = layout & 1, g.trans_b = layout >> 1;
+        g.m = 45, g.n = 37, g.k = 50, g.batch = 2;
+        g.lda = (g.trans_a ? g.m : g.k) + 2, g.ldb = (g.trans_b ? g.k : g.n) + 1, g.ldc = g.n;
+        g.stride_a = (g.trans_a ? g.k : g.m) * g.lda, g.stride_b = 0, g.stride_c = g.m * g.ldc;
+        std::string what = fmt::format("sg {} {} layout {}", sg, DTypeName(elem), layout);
+        // The real source: compiled, not linked (the functions exist only on Intel's driver).
+        std::string src = std::string(codegen::kDpasDeclarations) +
+                          codegen::GenerateDpasGemm(g, "dpas", t).source;
+        const char* text = src.c_str();
+        cl_int err = CL_SUCCESS;
+        cl_program prog = clCreateProgramWithSource(ctx->context(), 1, &text, nullptr, &err);
+        ASSERT_EQ(err, CL_SUCCESS) << what;
+        cl_device_id dev = ctx->device();
+        err = clCompileProgram(prog, 1, &dev, "", 0, nullptr, nullptr, nullptr, nullptr);
+        if (err != CL_SUCCESS) {
+          size_t n = 0;
+          clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+          std::string log(n, '\0');
+          clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+          ADD_FAILURE() << what << ": " << log;
+        }
+        clReleaseProgram(prog);
+        // Emulated: run, for one storage type per layout (each build takes PoCL a while).
+        if ((layout + (elem == DType::kFloat16)) % 2 == 0) {
+          t.mma_emulated = true;
+          RunAndCheck(g, 1.25f, layout == 1 ? 0.5f : 0.0f, t, nullptr, "emulated " + what, 1e-5);
+        }
+      }
 }
 
 // On a device with a matrix engine (the H100 run, not CI's PoCL): every mode on the tensor

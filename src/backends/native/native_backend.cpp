@@ -21,6 +21,13 @@ codegen::Target NativeBackend::TargetOf(const cl::DeviceInfo& device) {
   t.warp_size = device.nv_warp_size;
   t.ptx = device.nv_warp_size > 0;
   t.mma_sync = t.ptx && device.nv_cc_major >= 8;
+  // The extension's functions need the device's smallest subgroup size, which is 8 or 16.
+  if (device.HasExtension("cl_intel_subgroup_matrix_multiply_accumulate") &&
+      !device.intel_sub_group_sizes.empty()) {
+    size_t sg =
+        *std::min_element(device.intel_sub_group_sizes.begin(), device.intel_sub_group_sizes.end());
+    if (sg == 8 || sg == 16) t.dpas_sub_group = static_cast<uint32_t>(sg);
+  }
   // Hand-over between work-groups needs a device-wide fence: PTX's, or a CPU's coherent caches.
   t.group_handoff = device.type == "CPU" || t.ptx;
   // TEXEL_TARGET=gpu:CU generates the kernels a GPU with CU compute units would get, so that

@@ -29,8 +29,12 @@ struct Target {
   // NVIDIA tensor cores through inline PTX mma.sync (compute capability >= 8.0, from
   // cl_nv_device_attribute_query): m16n8k8 on tf32, m16n8k16 on f16, fp32 accumulation.
   bool mma_sync = false;
-  // Tests: reduced-precision products take the matrix-engine kernels with their FMA emulation
-  // of its rounding (TEXEL_TARGET=...:mma), so that a CPU checks what the GPU will run.
+  // Intel's matrix engine (cl_intel_subgroup_matrix_multiply_accumulate): the subgroup size its
+  // functions need, the device's smallest (8 or 16); 0 without it. texel_gemm's fp16 mode.
+  uint32_t dpas_sub_group = 0;
+  // Tests: reduced-precision products take the matrix-engine kernels with their emulation (FMAs
+  // rounding as the engine does; the Intel function computed from its definition:
+  // TEXEL_TARGET=...:mma), so that a CPU checks what the GPU will run.
   bool mma_emulated = false;
   // Work-groups may hand results to each other through a global fence and an atomic counter
   // (DefineArrival): known to hold on NVIDIA (a PTX fence) and on CPUs; elsewhere a second

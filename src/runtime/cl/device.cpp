@@ -19,6 +19,8 @@ constexpr cl_int kPlatformNotFoundKhr = -1001;
 constexpr cl_device_info kNvComputeCapabilityMajor = 0x4000;
 constexpr cl_device_info kNvComputeCapabilityMinor = 0x4001;
 constexpr cl_device_info kNvWarpSize = 0x4003;
+// cl_intel_required_subgroup_size: the subgroup sizes a kernel may require (size_t[]).
+constexpr cl_device_info kIntelSubGroupSizes = 0x4108;
 
 constexpr const char* kNoDeviceMessage =
     "no OpenCL device found (is an OpenCL driver such as pocl-opencl-icd installed?)";
@@ -164,6 +166,17 @@ DeviceInfo QueryDevice(cl_platform_id platform, cl_device_id device) {
       d.nv_cc_minor = static_cast<int>(minor);
     }
     if (DeviceValue(device, kNvWarpSize, &warp)) d.nv_warp_size = warp;
+  }
+
+  if (d.HasExtension("cl_intel_required_subgroup_size")) {
+    size_t bytes = 0;
+    if (clGetDeviceInfo(device, kIntelSubGroupSizes, 0, nullptr, &bytes) == CL_SUCCESS &&
+        bytes > 0) {
+      d.intel_sub_group_sizes.resize(bytes / sizeof(size_t));
+      if (clGetDeviceInfo(device, kIntelSubGroupSizes, bytes, d.intel_sub_group_sizes.data(),
+                          nullptr) != CL_SUCCESS)
+        d.intel_sub_group_sizes.clear();
+    }
   }
 
   d.svm = "none";

@@ -33,6 +33,8 @@ struct DeviceInfo {
       false;  // cl_khr_subgroups, cl_intel_subgroups or an OpenCL 3.0 max_num_sub_groups > 0
   int nv_cc_major = -1, nv_cc_minor = -1;  // cl_nv_device_attribute_query; -1 when absent
   uint32_t nv_warp_size = 0;
+  // CL_DEVICE_SUB_GROUP_SIZES_INTEL (cl_intel_required_subgroup_size); empty when absent.
+  std::vector<size_t> intel_sub_group_sizes;
   std::string svm;  // "none" or a comma list: "coarse-grain buffer, fine-grain buffer, ..."
   std::vector<std::string> extensions;
 
