@@ -91,8 +91,10 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
     // "Conv+Add+Relu": the ops of nodes[from..], a kernel's label.
     auto ops_from = [&](size_t from) {
       std::string s;
-      for (size_t k = from; k < nodes.size(); ++k)
-        s += (s.empty() ? "" : "+") + std::string(OpName(nodes[k]->op));
+      for (size_t k = from; k < nodes.size(); ++k) {
+        if (!s.empty()) s += '+';
+        s += OpName(nodes[k]->op);
+      }
       return s;
     };
     std::string ops = ops_from(0), op = ops;  // op: "conv_add_relu", in kernel names
