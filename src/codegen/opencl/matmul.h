@@ -3,7 +3,9 @@
 // kernels/matmul_direct.cl, a few rows x one vector of columns per work-item read straight from
 // global memory, optionally with K split across the work-group: on GPUs for M <= 8 (matrix-
 // vector products, classifier and transformer heads), on CPUs for every shape. Parameters stay
-// explicit so that a tuner (and bench/gemm_bench) can set them. Thread safety: pure functions.
+// explicit so that a tuner (and bench/gemm_bench) can set them. Products in a reduced-precision
+// compute mode take the warp-tiled kernel instead where the device has a matrix engine
+// (gemm/warp_gemm.h ChooseModelWarpGemm). Thread safety: pure functions.
 #pragma once
 
 #include <cstdint>

@@ -4,7 +4,9 @@
 // on the tensor cores where Target::mma_sync holds and the mode is tf32, tf32x3 or fp16, with
 // FMAs otherwise (fp32 on any device; the other modes' rounding emulated, for tests). Sizes,
 // strides, offsets and scalars are kernel arguments, so one kernel serves every problem with the
-// same transposes, element type, mode, alignment and evenness. Thread safety: pure functions.
+// same transposes, element type, mode, alignment and evenness. Models' reduced-precision
+// products use the same template with their sizes fixed and their epilogue fused
+// (GenerateModelWarpGemm). Thread safety: pure functions.
 #pragma once
 
 #include <cstdint>
