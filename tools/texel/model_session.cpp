@@ -95,13 +95,20 @@ CompileOptions ToCompileOptions(const CompilerFlags& f) {
   opts.half_texels = f.texture_precision == "fp16";
   ParseComputeMode(f.precision, &opts.precision);
   // The precision pass finds whether the device has a matrix engine for the mode.
-  opts.after_pass = [mode = f.precision](const passes::Pass& p, const passes::Stats& st,
-                                         const ir::Graph&) {
-    if (std::string_view(p.name) == "precision" && st.count("no-matrix-engine"))
+  // What the passes find about the options that the user should hear once: the precision pass
+  // whether the device has a matrix engine for the mode; fp16 values stay out of images.
+  opts.after_pass = [mode = f.precision, texture = f.storage != "buffer"](
+                        const passes::Pass& p, const passes::Stats& st, const ir::Graph&) {
+    std::string_view pass = p.name;
+    if (pass == "precision" && st.count("no-matrix-engine"))
       std::fprintf(stderr,
                    "texel: note: --precision %s: this device has no matrix engine; matrix "
                    "products compute in fp32%s\n",
                    mode.c_str(), mode == "fp16" ? " on f16 storage" : "");
+    if (pass == "precision" && texture && mode == "fp16")
+      std::fprintf(stderr,
+                   "texel: note: --precision fp16: values stored as f16 stay in buffers (images "
+                   "hold f32 values only; --texture-precision fp16 gives them f16 channels)\n");
   };
   opts.disabled_passes = f.disabled_passes;
   return opts;
