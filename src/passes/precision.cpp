@@ -87,10 +87,11 @@ int64_t MarkProducts(ir::Graph& g, ComputeMode mode, DType storage) {
   return marked;
 }
 
-// The stats every mode reports: products marked, and whether ctx's device runs them as marked.
+// The stats every mode reports: products marked, and whether ctx's device runs them as marked
+// (only asked when there are any).
 Stats ProductStats(int64_t marked, const PassContext& ctx) {
   Stats st{{"matrix-products", marked}};
-  if (ctx.device) {
+  if (ctx.device && marked > 0) {
     codegen::Target t = backends::NativeBackend::TargetOf(*ctx.device);
     if (!t.mma_sync && !t.mma_emulated) st["no-matrix-engine"] = 1;
   }

@@ -83,11 +83,6 @@ std::string VecStore(DType t, int n) {
   return fmt::format("(*(__global {}*)((p) + (i)) = (v))", VecType(t, n));
 }
 
-// The length of each of `splits` K ranges: a multiple of tile_k (the last may be shorter).
-int64_t SplitLength(int64_t k, int splits, int tile_k) {
-  return CeilDiv(CeilDiv(k, splits), tile_k) * tile_k;
-}
-
 int64_t TiledLocalBytes(const MatMulParams& p, DType t) {
   return 2 * p.tile_k * ((p.tile_m + 4) + p.tile_n) * ElemBytes(t);
 }
@@ -181,6 +176,24 @@ constexpr const char* kTransposedLoadB = R"(  TVB v;
   return v;)";
 
 }  // namespace
+
+int64_t SplitLength(int64_t k, int64_t splits, int tile_k) {
+  return CeilDiv(CeilDiv(k, splits), tile_k) * tile_k;
+}
+
+int SplitsToFill(int64_t groups, int64_t k, int tile_k, int64_t min_range, const Target& t) {
+  int64_t cu = t.compute_units;
+  auto fill = [&](int64_t splits) {
+    int64_t items = groups * CeilDiv(k, SplitLength(k, splits, tile_k));
+    return static_cast<double>(items) / static_cast<double>(CeilDiv(items, cu) * cu);
+  };
+  int64_t most = std::clamp<int64_t>(k / min_range, 1, 16);
+  double best = 0;
+  for (int64_t n = 1; n <= most; ++n) best = std::max(best, fill(n));
+  for (int64_t n = 1; n <= most; ++n)
+    if (fill(n) >= 0.95 * best) return static_cast<int>(n);
+  return 1;
+}
 
 std::string MatMulParams::ToString() const {
   if (kind == Kind::kDirect)
@@ -277,18 +290,7 @@ std::optional<MatMulParams> SmallProductParams(const GemmShape& s, const Target&
   int64_t groups = CeilDiv(s.m, p.tile_m) * CeilDiv(s.n, p.tile_n) * s.batch;
   int64_t cu = t.compute_units;
   if (groups >= cu || CheckMatMulParams(p, s, t)) return std::nullopt;
-  auto fill = [&](int64_t splits) {
-    int64_t items = groups * CeilDiv(s.k, SplitLength(s.k, static_cast<int>(splits), p.tile_k));
-    return static_cast<double>(items) / static_cast<double>(CeilDiv(items, cu) * cu);
-  };
-  int64_t most = std::clamp<int64_t>(s.k / 64, 1, 16);
-  double best = 0;
-  for (int64_t k = 1; k <= most; ++k) best = std::max(best, fill(k));
-  for (int64_t k = 1; k <= most; ++k)
-    if (fill(k) >= 0.95 * best) {
-      p.split_k = static_cast<int>(k);
-      break;
-    }
+  p.split_k = SplitsToFill(groups, s.k, p.tile_k, 64, t);
   return p;
 }
 

@@ -61,6 +61,14 @@ struct MatMulParams {
       const;  // "tiled 128x128x8 wi 8x8 vec 4/4", "direct 1x256 wi 1x4 split 8 panel 0"
 };
 
+// The length of each of `splits` K ranges: a multiple of tile_k (the last may be shorter).
+int64_t SplitLength(int64_t k, int64_t splits, int tile_k);
+
+// How many K ranges (1 to 16, each at least min_range long) `groups` work-groups per range
+// should be cut into so that they fill their last wave on t best: the fewest within 5% of the
+// best fill. Products whose tiles alone leave compute units idle (transformer layers).
+int SplitsToFill(int64_t groups, int64_t k, int tile_k, int64_t min_range, const Target& t);
+
 // The heuristic choice for shape s on target t (see docs/decisions.md).
 MatMulParams ChooseMatMulParams(const GemmShape& s, const Target& t);
 

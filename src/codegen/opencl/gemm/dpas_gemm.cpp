@@ -45,7 +45,7 @@ KernelSpec GenerateDpasGemm(const GemmProblem& g, const std::string& kernel_name
   int sg = static_cast<int>(t.dpas_sub_group);
   KernelSource src(kernel_name, "dpas_gemm");
   src.Define("SG", sg).Define("MT", kMt).Define("NT", kNt);
-  src.Define("TRANS_A", g.trans_a).Define("TRANS_B", g.trans_b);
+  DefineOperandOffsets(src, g.trans_a, g.trans_b);
   src.Define("F16_STORAGE", half).Define("T_STORE", half ? "half" : "float");
   src.Define("GLOAD(p, i)", half ? "vload_half((i), (p))" : "(p)[i]");
   src.Define("GSTORE(p, i, v)", half ? "vstore_half_rte((v), (i), (p))" : "(p)[i] = (v)");

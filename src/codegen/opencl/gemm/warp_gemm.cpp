@@ -21,11 +21,6 @@ bool Aligned(int64_t offset, int64_t ld, int64_t stride, int64_t batch, int64_t 
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// The length of each of `splits` K ranges: a multiple of bk (the last may be shorter).
-int64_t SplitLength(int64_t k, int64_t splits, int bk) {
-  return CeilDiv(CeilDiv(k, splits), bk) * bk;
-}
-
 // The shallowest product the warp-tiled kernel takes in models: on the H100 it was slower than
 // the scalar tiled kernel at K = 64 and 128 (ResNet-50's 1x1 convolutions, 1.1-2x), faster at
 // K >= 768 (BERT's and ViT's layers, docs/precision.md).
@@ -146,6 +141,7 @@ KernelSource WarpSource(const GemmProblem& g, const std::string& kernel_name, co
   src.Define("MMA_PTX", t.mma_sync).Define("EVEN", even).Define("ASYNC", async);
   src.Define("STAGES", p.stages).Define("PENDING", p.stages - 2);
   src.Define("TRANS_A", g.trans_a).Define("TRANS_B", g.trans_b);
+  DefineOperandOffsets(src, g.trans_a, g.trans_b);
   // 4-wide loads along each operand's contiguous dimension; unaligned ones (f16, or an offset or
   // stride off the 4-element grid) as vload4, which the compiler may split.
   src.Define("VEC_A", 4).Define("VEC_B", 4);
@@ -186,6 +182,11 @@ GemmProblem ProblemOf(const GemmOperands& o) {
 }
 
 }  // namespace
+
+void DefineOperandOffsets(KernelSource& src, bool trans_a, bool trans_b) {
+  src.Define("A_AT(r, k)", trans_a ? "((long)(k) * lda + (r))" : "((long)(r) * lda + (k))");
+  src.Define("B_AT(k, c)", trans_b ? "((long)(c) * ldb + (k))" : "((long)(k) * ldb + (c))");
+}
 
 void WarpGemmGeometry(const GemmProblem& g, const WarpGemmParams& p, std::vector<size_t>* global,
                       std::vector<size_t>* local) {
@@ -233,21 +234,8 @@ std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const T
   // work-groups fill their last wave best (the fewest splits within 5% of the best fill), each
   // range at least kMinRange long, as the scalar kernels do (matmul.h).
   int64_t groups = CeilDiv(s.m, p.bm) * CeilDiv(s.n, p.bn) * s.batch;
-  int64_t cu = t.compute_units;
-  if (groups < cu) {
-    auto fill = [&](int64_t splits) {
-      int64_t items = groups * CeilDiv(s.k, SplitLength(s.k, splits, p.bk));
-      return static_cast<double>(items) / static_cast<double>(CeilDiv(items, cu) * cu);
-    };
-    int64_t most = std::clamp<int64_t>(s.k / kMinRange, 1, 16);
-    double best = 0;
-    for (int64_t k = 1; k <= most; ++k) best = std::max(best, fill(k));
-    for (int64_t k = 1; k <= most; ++k)
-      if (fill(k) >= 0.95 * best) {
-        p.split_k = static_cast<int>(k);
-        break;
-      }
-  }
+  if (groups < static_cast<int64_t>(t.compute_units))
+    p.split_k = SplitsToFill(groups, s.k, p.bk, kMinRange, t);
   return p;
 }
 

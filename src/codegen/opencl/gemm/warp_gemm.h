@@ -68,6 +68,10 @@ void WarpGemmGeometry(const GemmProblem& g, const WarpGemmParams& p, std::vector
 KernelSpec GenerateWarpGemm(const GemmProblem& g, const std::string& kernel_name, const Target& t,
                             const WarpGemmParams& p);
 
+// A_AT(r, k) and B_AT(k, c): element offsets of op(A)[r, k] and op(B)[k, c] with leading
+// dimensions lda and ldb, for the matrix-engine templates (warp_gemm.cl, dpas_gemm.cl).
+void DefineOperandOffsets(KernelSource& src, bool trans_a, bool trans_b);
+
 // Models' matrix products (MatMul: the scalar kernels' GemmOperands) on the warp-tiled kernel:
 // where the product's compute mode is not fp32, the device has a matrix engine (or emulates one
 // for tests: Target::mma_emulated), B is a matrix (not a convolution's gathered image: see

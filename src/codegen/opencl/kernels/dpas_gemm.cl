@@ -11,7 +11,8 @@
 //   SG 16: a.s[r] = A[r][i]                          (short8: one half of row r)
 //   b.s[j] = B[2j][i] | B[2j + 1][i] << 16           (int8: column i, k pairs, even k low)
 //   acc.s[r] = C[r][i]                               (float8: column i)
-// Parameters: SG, MT, NT, TRANS_A, TRANS_B, F16_STORAGE, T_STORE, GLOAD(p, i), GSTORE(p, i, v),
+// Parameters: SG, MT, NT, A_AT(r, k), B_AT(k, c) (element offsets of op(A)[r, k], op(B)[k, c]),
+// F16_STORAGE, T_STORE, GLOAD(p, i), GSTORE(p, i, v),
 // EMULATED (the extension's function computed from its definition through local memory, so that
 // a CPU checks the kernel's fragment layout), TO_F16, DPAS_EMU (helper names unique to the
 // kernel).
@@ -39,16 +40,6 @@ ushort TO_F16(float x) {
 #define HALF_AT(p, i) TO_F16((p)[i])
 #endif
 
-#if TRANS_A
-#define A_AT(r, k) ((long)(k) * lda + (r))
-#else
-#define A_AT(r, k) ((long)(r) * lda + (k))
-#endif
-#if TRANS_B
-#define B_AT(k, c) ((long)(c) * ldb + (k))
-#else
-#define B_AT(k, c) ((long)(k) * ldb + (c))
-#endif
 // op(A)[r, k] and op(B)[k, c] as f16 bits, zero outside the matrices.
 #define A_HALF(r, k) ((r) < M && (k) < K ? (uint)HALF_AT(a, A_AT(r, k)) : 0u)
 #define B_HALF(k, c) ((k) < K && (c) < N ? (uint)HALF_AT(b, B_AT(k, c)) : 0u)
@@ -137,8 +128,6 @@ __kernel __attribute__((reqd_work_group_size(SG, 1, 1))) REQD_SUB_GROUP void KER
 #undef TA_ELEM
 #undef LANE_A
 #undef HALF_AT
-#undef A_AT
-#undef B_AT
 #undef A_HALF
 #undef B_HALF
 #undef DPAS

@@ -19,8 +19,9 @@
 // With ASYNC (the matrix engine, whole tiles, 16-byte aligned operands stored in the mode's
 // type) the tiles are instead copied as they are stored by cp.async, STAGES - 1 steps ahead.
 // Parameters: BM, BN, BK, WM, WN, MODE, MMA_PTX, ASYNC, STAGES (2 without ASYNC), PENDING
-// (STAGES - 2), TRANS_A, TRANS_B (op(A) = A^T: A stored
-// [K, M]), VEC_A, VEC_B (4: the operand's contiguous dimension is loaded as float4; 1: scalars),
+// (STAGES - 2), TRANS_A, TRANS_B (op(A) = A^T: A stored [K, M]), A_AT(r, k), B_AT(k, c)
+// (element offsets of op(A)[r, k] and op(B)[k, c]), VEC_A, VEC_B (4: the operand's contiguous
+// dimension is loaded as float4; 1: scalars),
 // EVEN (M, N, K are multiples of BM, BN, BK: no bounds checks), T_STORE, F16_STORAGE, GLOAD(p,
 // i), GLOAD4(p, i) (4 elements at i as float4), GSTORE(p, i, v); TO_TF32, ROUND_TF32, TO_F16
 // (helper names unique to the kernel); MODEL (a model's product: M, N, K, lda, ldb, ldc, A_OFF(z),
@@ -71,17 +72,6 @@
 #endif
 
 
-// op(A)[r, k] and op(B)[k, c] as element offsets.
-#if TRANS_A
-#define A_AT(r, k) ((long)(k) * lda + (r))
-#else
-#define A_AT(r, k) ((long)(r) * lda + (k))
-#endif
-#if TRANS_B
-#define B_AT(k, c) ((long)(c) * ldb + (k))
-#else
-#define B_AT(k, c) ((long)(k) * ldb + (c))
-#endif
 
 // Per step each work-item loads LA vectors of VEC_A elements of A along A's contiguous dimension
 // (k, or rows with TRANS_A), and LB of B (columns, or k with TRANS_B).
@@ -501,7 +491,5 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #undef GLOADR4
 #undef TL
 #undef LREAD
-#undef A_AT
-#undef B_AT
 #undef LA
 #undef LB
