@@ -1,6 +1,6 @@
-/* texel C API: compile a model (ONNX, or an MLIR linalg fragment) for an OpenCL device and run it,
- * on texel's own context and queue or on a host framework's, reading and writing the host's
- * memory in place.
+/* texel C API: compile a model (ONNX, or an MLIR linalg fragment) for an OpenCL device, or load
+ * one compiled before (a .texel artifact), and run it, on texel's own context and queue or on a
+ * host framework's, reading and writing the host's memory in place.
  *
  * Conventions: every function returns a texel_status_t (TEXEL_OK on success); results come back
  * through out_ parameters, which are left untouched on failure. texel_last_error() gives the
@@ -137,10 +137,10 @@ typedef enum texel_compute_t {
 typedef struct texel_gemm_t {
   size_t struct_size;
   texel_layout_t layout;
-  int trans_a, trans_b; /* nonzero: op(X) = X^T (A is then stored k x m, B n x k) */
-  size_t m, n, k;       /* C is m x n; m, n or batch 0 computes nothing */
-  float alpha, beta;    /* beta 0: C is written without being read */
-  cl_mem a, b, c;       /* buffers of the context */
+  int trans_a, trans_b;                /* nonzero: op(X) = X^T (A is then stored k x m, B n x k) */
+  size_t m, n, k;                      /* C is m x n; m, n or batch 0 computes nothing */
+  float alpha, beta;                   /* beta 0: C is written without being read */
+  cl_mem a, b, c;                      /* buffers of the context */
   size_t a_offset, b_offset, c_offset; /* elements from each buffer's start */
   size_t lda, ldb, ldc;                /* leading dimensions, in elements */
   size_t batch;                        /* products, 1 by default */
@@ -193,6 +193,22 @@ TEXEL_API texel_status_t texel_model_compile_memory(texel_context_t context, con
                                                     texel_model_t* out_model);
 TEXEL_API texel_status_t texel_model_retain(texel_model_t model);
 TEXEL_API texel_status_t texel_model_release(texel_model_t model);
+
+/* Artifacts (.texel, docs/artifact.md): a compiled model in one file, loaded without the
+ * compiler (libtexel_runtime.so has every function of this header but texel_model_compile_*,
+ * texel_compile_options_init and texel_gemm*). with_binaries: also store the program's binary
+ * for the model's device, used when the loading device, driver and texel version are the same
+ * (the program is built from its source otherwise). A file that is not a valid artifact gives
+ * TEXEL_ERROR_INVALID_MODEL; one whose device lacks what the model needs (images, an
+ * extension, tensor cores) TEXEL_ERROR_UNSUPPORTED, naming what is missing. */
+TEXEL_API texel_status_t texel_model_save(texel_model_t model, const char* path, int with_binaries);
+TEXEL_API texel_status_t texel_model_load_file(texel_context_t context, const char* path,
+                                               texel_model_t* out_model);
+TEXEL_API texel_status_t texel_model_load_memory(texel_context_t context, const void* data,
+                                                 size_t size, texel_model_t* out_model);
+
+/* texel's version, "MAJOR.MINOR.PATCH". */
+TEXEL_API const char* texel_version(void);
 
 #define TEXEL_MAX_RANK 8
 typedef struct texel_tensor_info_t {

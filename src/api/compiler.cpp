@@ -1,5 +1,8 @@
 #include "api/compiler.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -8,6 +11,8 @@
 
 #include "api/measure.h"
 #include "backends/lower.h"
+#include "core/sha256.h"
+#include "core/version.h"
 #include "frontend/linalg/importer.h"
 #include "runtime/memory_plan.h"
 
@@ -27,15 +32,36 @@ std::string FilePrefix(const std::string& path) {
 
 // CompileGraph on what import() returns; compile_ms includes the import.
 CompiledModel ImportAndCompile(const std::function<std::unique_ptr<ir::Graph>()>& import,
-                               std::shared_ptr<cl::Context> ctx, const CompileOptions& options) {
+                               std::shared_ptr<cl::Context> ctx, const CompileOptions& options,
+                               const std::string& model_sha256) {
   auto t0 = std::chrono::steady_clock::now();
-  CompiledModel m = CompileGraph(import(), std::move(ctx), options);
+  CompiledModel m = CompileGraph(import(), std::move(ctx), options, model_sha256);
   m.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return m;
 }
 
 }  // namespace
+
+std::string DescribeOptions(const CompileOptions& o) {
+  std::string s;
+  auto add = [&s](const std::string& flag) { s += (s.empty() ? "" : " ") + flag; };
+  for (const auto& [name, shape] : o.import.input_shapes) {
+    add(fmt::format("--input-shape {}={}", name, fmt::join(shape, "x")));
+  }
+  for (const auto& [name, t] : o.import.frozen_inputs) {
+    (void)t;
+    add("--freeze " + name);
+  }
+  if (!o.backends.empty()) add(fmt::format("--backends {}", fmt::join(o.backends, ",")));
+  for (const std::string& d : o.deny) add("--deny " + d);
+  add(std::string("--partition ") + passes::PolicyName(o.partition));
+  add(std::string("--storage ") + passes::StoragePolicyName(o.storage));
+  if (o.half_texels) add("--texture-precision fp16");
+  add(std::string("--precision ") + ComputeModeName(o.precision));
+  for (const std::string& p : o.disabled_passes) add("--disable-pass " + p);
+  return s;
+}
 
 std::unique_ptr<ir::Graph> ImportModelFile(const std::string& path,
                                            const onnx_frontend::ImportOptions& options) {
@@ -65,7 +91,7 @@ std::unique_ptr<ir::Graph> ImportAndOptimize(const std::string& model_path,
 }
 
 CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl::Context> ctx,
-                           const CompileOptions& options) {
+                           const CompileOptions& options, const std::string& model_sha256) {
   auto t0 = std::chrono::steady_clock::now();
   passes::PassContext pc;
   pc.device = &ctx->info();
@@ -88,6 +114,10 @@ CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl:
   passes::RunPipeline(*graph, pc, options.after_pass);
   runtime::Plan plan = backends::LowerToPlan(*graph, ctx->info());
   plan.memory = runtime::PlanMemory(plan, runtime::ArenaAlignment(ctx->info()));
+  const cl::DeviceInfo& dev = ctx->info();
+  plan.info = {
+      kVersion, DescribeOptions(options), model_sha256,         dev.name,          dev.vendor,
+      dev.type, dev.driver_version,       dev.platform_version, dev.device_version};
   static cl::ProgramCache cache = cl::ProgramCache::Default();
   CompiledModel m;
   m.executable = std::make_unique<runtime::Executable>(ctx, std::move(plan), &cache);
@@ -100,13 +130,13 @@ CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl:
 CompiledModel Compile(const std::string& model_path, std::shared_ptr<cl::Context> ctx,
                       const CompileOptions& options) {
   return ImportAndCompile([&] { return ImportModelFile(model_path, options.import); },
-                          std::move(ctx), options);
+                          std::move(ctx), options, Sha256FileHex(model_path));
 }
 
 CompiledModel CompileBytes(const std::string& bytes, std::shared_ptr<cl::Context> ctx,
                            const CompileOptions& options) {
   return ImportAndCompile([&] { return ImportModelBytes(bytes, ".", options.import); },
-                          std::move(ctx), options);
+                          std::move(ctx), options, Sha256Hex(bytes));
 }
 
 }  // namespace texel

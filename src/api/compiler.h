@@ -22,9 +22,9 @@ struct CompileOptions {
   // How to choose among the allowed backends; kMeasure times nodes with api/measure.h.
   passes::PartitionPolicy partition = passes::PartitionPolicy::kEstimate;
   passes::StoragePolicy storage = passes::StoragePolicy::kBuffer;  // --storage
-  bool half_texels = false;                  // --texture-precision fp16: images with f16 channels
+  bool half_texels = false;                    // --texture-precision fp16: images with f16 channels
   ComputeMode precision = ComputeMode::kFp32;  // --precision (passes/precision.cpp)
-  std::vector<std::string> disabled_passes;  // --disable-pass: passes skipped by name
+  std::vector<std::string> disabled_passes;    // --disable-pass: passes skipped by name
   // Called after each pass (for --print-ir-after / --stats).
   std::function<void(const passes::Pass&, const passes::Stats&, const ir::Graph&)> after_pass;
 };
@@ -56,7 +56,12 @@ CompiledModel CompileBytes(const std::string& bytes, std::shared_ptr<cl::Context
                            const CompileOptions& options);
 
 // Lowers an already imported graph (passes run here) for ctx's device.
+// model_sha256: of the model's bytes, recorded in the plan (PlanInfo).
 CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl::Context> ctx,
-                           const CompileOptions& options);
+                           const CompileOptions& options, const std::string& model_sha256 = "");
+
+// The options as the CLI's flags ("--partition estimate --storage buffer --precision fp16"), for
+// PlanInfo::options.
+std::string DescribeOptions(const CompileOptions& options);
 
 }  // namespace texel

@@ -3,6 +3,7 @@
 // operands swap and m and n swap; the transposes stay with their operands.
 #include <vector>
 
+#include "api/gemm.h"
 #include "backends/native/native_backend.h"
 #include "capi/handles.h"
 
@@ -91,7 +92,7 @@ texel_status_t texel_gemm(texel_context_t context, const texel_gemm_t* gemm, cl_
     texel::codegen::Target target = texel::backends::NativeBackend::TargetOf(ctx.info());
     texel::api::CheckGemm(p, ops, target);
     std::call_once(context->gemm_once, [&] {
-      context->gemm = std::make_unique<texel::api::GemmKernels>(context->context);
+      context->gemm = std::make_shared<texel::api::GemmKernels>(context->context);
     });
     std::vector<cl_event> wait(wait_events, wait_events + num_wait_events);
     context->gemm->Enqueue(p, ops, queue, wait, out_event, target);

@@ -9,11 +9,14 @@
 #include <mutex>
 #include <string>
 
-#include "api/compiler.h"
-#include "api/gemm.h"
 #include "core/error.h"
 #include "runtime/cl/context.h"
+#include "runtime/executable.h"
 #include "runtime/session.h"
+
+namespace texel::api {
+class GemmKernels;  // texel_gemm's (the compiler library's): absent from the runtime library
+}  // namespace texel::api
 
 namespace texel::capi {
 // A reference held on a parent handle, dropped when the holder goes (declared first, so that it
@@ -28,15 +31,15 @@ struct texel_context_s {
   std::atomic<int> refs{1};
   std::shared_ptr<texel::cl::Context> context;
   std::once_flag gemm_once;  // texel_gemm's kernels, made on its first call
-  std::unique_ptr<texel::api::GemmKernels> gemm;
+  std::shared_ptr<texel::api::GemmKernels> gemm;
 };
 
 struct texel_model_s {
   std::atomic<int> refs{1};
   std::unique_ptr<texel_context_s, texel::capi::Releaser<texel_context_s, texel_context_release>>
       context;
-  texel::CompiledModel model;
-  const texel::runtime::Plan& plan() const { return model.executable->plan(); }
+  std::unique_ptr<texel::runtime::Executable> executable;
+  const texel::runtime::Plan& plan() const { return executable->plan(); }
 };
 
 struct texel_session_s {
@@ -46,6 +49,9 @@ struct texel_session_s {
 };
 
 namespace texel::capi {
+
+// A model handle holding executable, with a reference on context.
+texel_model_t NewModel(texel_context_t context, std::unique_ptr<runtime::Executable> executable);
 
 // Records "<function>: <message>" as the calling thread's last error and returns status. Never
 // throws: without memory for the message, a fixed one is kept.

@@ -1,40 +1,13 @@
-// Models: texel_compile_options_init, texel_model_*.
-#include <sstream>
+// Models: texel_model_* (loading, saving, inputs and outputs; compile_api.cpp compiles).
+
+#include <string>
+#include <string_view>
 
 #include "capi/handles.h"
+#include "core/version.h"
 
 namespace texel::capi {
 namespace {
-
-CompileOptions ToOptions(const texel_compile_options_t* o) {
-  CompileOptions opts;
-  if (!o) return opts;
-  if (o->struct_size < sizeof(*o))
-    Fail(ErrorCode::kInvalidArgument, "options were not set up by texel_compile_options_init");
-  if (o->backends) {
-    std::stringstream list(o->backends);
-    for (std::string name; std::getline(list, name, ',');)
-      if (!name.empty()) opts.backends.push_back(name);
-  }
-  if (o->partition && !passes::ParsePolicy(o->partition, &opts.partition))
-    Fail(ErrorCode::kInvalidArgument, "partition '{}' is not estimate, measure or first",
-         o->partition);
-  if (o->storage && !passes::ParseStoragePolicy(o->storage, &opts.storage))
-    Fail(ErrorCode::kInvalidArgument, "storage '{}' is not buffer, texture or auto", o->storage);
-  opts.half_texels = o->texture_fp16 != 0;
-  if (o->precision && !ParseComputeMode(o->precision, &opts.precision))
-    Fail(ErrorCode::kInvalidArgument, "precision '{}' is not fp32, fp16, tf32 or tf32x3",
-         o->precision);
-  return opts;
-}
-
-texel_model_t NewModel(texel_context_t context, CompiledModel model) {
-  auto* handle = new texel_model_s;
-  ++context->refs;
-  handle->context.reset(context);
-  handle->model = std::move(model);
-  return handle;
-}
 
 void Describe(const runtime::TensorBinding& t, texel_tensor_info_t* out) {
   if (t.shape.size() > TEXEL_MAX_RANK)
@@ -49,7 +22,22 @@ void Describe(const runtime::TensorBinding& t, texel_tensor_info_t* out) {
   *out = info;
 }
 
+texel_model_t Load(texel_context_t context, std::string_view bytes, const std::string& what) {
+  cl::ProgramCache cache = cl::ProgramCache::Default();
+  return NewModel(context, runtime::Executable::FromArtifact(
+                               context->context, runtime::ReadArtifact(bytes, what), &cache, what));
+}
+
 }  // namespace
+
+texel_model_t NewModel(texel_context_t context, std::unique_ptr<runtime::Executable> executable) {
+  auto* handle = new texel_model_s;
+  ++context->refs;
+  handle->context.reset(context);
+  handle->executable = std::move(executable);
+  return handle;
+}
+
 }  // namespace texel::capi
 
 using texel::ErrorCode;
@@ -75,39 +63,37 @@ TEXEL_SAME(TEXEL_DTYPE_BOOL, kBool);
 
 extern "C" {
 
-void texel_compile_options_init(texel_compile_options_t* options) {
-  if (!options) return;
-  *options = texel_compile_options_t{};
-  options->struct_size = sizeof(*options);
+texel_status_t texel_model_save(texel_model_t model, const char* path, int with_binaries) {
+  return Guard(__func__, [&] {
+    Require(model, "model");
+    Require(path, "path");
+    texel::runtime::WriteFileBytes(
+        path, texel::runtime::WriteArtifact(model->executable->ToArtifact(with_binaries != 0)));
+  });
 }
 
-texel_status_t texel_model_compile_file(texel_context_t context, const char* path,
-                                        const texel_compile_options_t* options,
-                                        texel_model_t* out_model) {
+texel_status_t texel_model_load_file(texel_context_t context, const char* path,
+                                     texel_model_t* out_model) {
   return Guard(__func__, [&] {
     Require(context, "context");
     Require(path, "path");
     Require(out_model, "out_model");
-    texel::CompiledModel m =
-        texel::Compile(path, context->context, texel::capi::ToOptions(options));
-    *out_model = texel::capi::NewModel(context, std::move(m));
+    *out_model = texel::capi::Load(context, texel::runtime::ReadFileBytes(path), path);
   });
 }
 
-texel_status_t texel_model_compile_memory(texel_context_t context, const void* data, size_t size,
-                                          const texel_compile_options_t* options,
-                                          texel_model_t* out_model) {
+texel_status_t texel_model_load_memory(texel_context_t context, const void* data, size_t size,
+                                       texel_model_t* out_model) {
   return Guard(__func__, [&] {
     Require(context, "context");
     Require(data, "data");
     Require(out_model, "out_model");
-    if (size == 0) Fail(ErrorCode::kInvalidArgument, "the model is 0 bytes");
-    std::string bytes(static_cast<const char*>(data), size);
-    texel::CompiledModel m =
-        texel::CompileBytes(bytes, context->context, texel::capi::ToOptions(options));
-    *out_model = texel::capi::NewModel(context, std::move(m));
+    *out_model = texel::capi::Load(context, std::string_view(static_cast<const char*>(data), size),
+                                   "<memory>");
   });
 }
+
+const char* texel_version(void) { return texel::kVersion; }
 
 texel_status_t texel_model_retain(texel_model_t model) {
   return texel::capi::RetainHandle(__func__, model, "model");

@@ -58,7 +58,7 @@ texel_status_t texel_session_create(texel_model_t model, texel_session_t* out_se
   return Guard(__func__, [&] {
     Require(model, "model");
     Require(out_session, "out_session");
-    auto session = std::make_unique<texel::runtime::Session>(*model->model.executable);
+    auto session = std::make_unique<texel::runtime::Session>(*model->executable);
     auto* handle = new texel_session_s;
     ++model->refs;
     handle->model.reset(model);

@@ -1,4 +1,4 @@
-// SHA-256 (FIPS 180-4), for cache keys. Thread safety: pure function.
+// SHA-256 (FIPS 180-4), for cache keys and artifacts. Thread safety: pure function.
 #pragma once
 
 #include <string>
@@ -8,5 +8,7 @@ namespace texel {
 
 // Lower-case hex digest of data.
 std::string Sha256Hex(std::string_view data);
+// Of a file's bytes, read through a read-only mapping; empty when the file cannot be read.
+std::string Sha256FileHex(const std::string& path);
 
 }  // namespace texel

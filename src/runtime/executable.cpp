@@ -6,14 +6,17 @@
 
 #include "core/error.h"
 #include "runtime/memory_plan.h"
+#include "runtime/plan_check.h"
 
 namespace texel::runtime {
 
-Executable::Executable(std::shared_ptr<cl::Context> ctx, Plan plan, cl::ProgramCache* cache)
+Executable::Executable(std::shared_ptr<cl::Context> ctx, Plan plan, cl::ProgramCache* cache,
+                       const std::vector<uint8_t>* binary)
     : ctx_(std::move(ctx)), plan_(std::move(plan)) {
   if (std::any_of(plan_.steps.begin(), plan_.steps.end(),
                   [](const KernelStep& s) { return s.call.empty(); }))
-    program_ = std::make_unique<cl::Program>(*ctx_, plan_.source, plan_.build_options, cache);
+    program_ =
+        std::make_unique<cl::Program>(*ctx_, plan_.source, plan_.build_options, cache, binary);
   for (size_t i = 0; i < plan_.buffers.size(); ++i) {
     const BufferDesc& b = plan_.buffers[i];
     if (!b.constant) continue;
@@ -23,6 +26,38 @@ Executable::Executable(std::shared_ptr<cl::Context> ctx, Plan plan, cl::ProgramC
     if (b.bytes > 0) buf.Write(*ctx_, b.constant->bytes.data(), b.constant->bytes.size());
     constants_.emplace(static_cast<int>(i), std::move(buf));
   }
+}
+
+std::unique_ptr<Executable> Executable::FromArtifact(std::shared_ptr<cl::Context> ctx,
+                                                     Artifact artifact, cl::ProgramCache* cache,
+                                                     const std::string& what) {
+  const cl::DeviceInfo& device = ctx->info();
+  std::vector<std::string> missing = MissingFeatures(artifact.plan, device);
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string& m : missing) list += "\n  " + m;
+    Fail(ErrorCode::kUnsupported,
+         "{}: compiled for {}; {} lacks what it needs (compile the model for this device):{}", what,
+         artifact.plan.info.device_name, device.Label(), list);
+  }
+  int64_t alignment = ArenaAlignment(device);
+  if (artifact.plan.memory.alignment % alignment != 0)
+    artifact.plan.memory = PlanMemory(artifact.plan, alignment);
+  const std::vector<uint8_t>* binary = nullptr;
+  for (const ProgramBinary& b : artifact.binaries)
+    if (b.Matches(device)) binary = &b.bytes;
+  return std::make_unique<Executable>(std::move(ctx), std::move(artifact.plan), cache, binary);
+}
+
+Artifact Executable::ToArtifact(bool with_binary) const {
+  Artifact a;
+  a.plan = plan_;
+  if (with_binary && program_) {
+    ProgramBinary b = ProgramBinary::KeyFor(ctx_->info());
+    b.bytes = program_->Binary();
+    if (!b.bytes.empty()) a.binaries.push_back(std::move(b));
+  }
+  return a;
 }
 
 }  // namespace texel::runtime

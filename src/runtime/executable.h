@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/artifact.h"
 #include "runtime/cl/context.h"
 #include "runtime/cl/program_cache.h"
 #include "runtime/library_call.h"
@@ -17,11 +18,23 @@ namespace texel::runtime {
 
 class Executable {
  public:
-  Executable(std::shared_ptr<cl::Context> ctx, Plan plan, cl::ProgramCache* cache);
+  // binary: a program binary for ctx's device, tried before the cache and the source.
+  Executable(std::shared_ptr<cl::Context> ctx, Plan plan, cl::ProgramCache* cache,
+             const std::vector<uint8_t>* binary = nullptr);
+  // An artifact's plan, on ctx's device: its binary for the device when it carries one, else
+  // built from source (through cache); the memory plan made again when the device demands
+  // another alignment. Throws Error(kUnsupported) naming `what` and everything the device lacks.
+  static std::unique_ptr<Executable> FromArtifact(std::shared_ptr<cl::Context> ctx,
+                                                  Artifact artifact, cl::ProgramCache* cache,
+                                                  const std::string& what);
+  // The artifact that FromArtifact makes this Executable again from; with_binary: with the
+  // program's binary for this device.
+  Artifact ToArtifact(bool with_binary) const;
   const Plan& plan() const { return plan_; }
   cl::Context& context() const { return *ctx_; }
   // False when the program was built from source (or there is no kernel at all).
   bool program_from_cache() const { return program_ && program_->from_cache(); }
+  bool program_from_binary() const { return program_ && program_->from_binary(); }
   const cl::Program* program() const { return program_.get(); }
   const cl::Buffer& constant_buffer(int index) const { return constants_.at(index); }
 

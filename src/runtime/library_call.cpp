@@ -4,6 +4,8 @@
 #include <memory>
 #include <mutex>
 
+#include "runtime/clblast/clblast_library.h"
+
 namespace texel::runtime {
 namespace {
 
@@ -17,6 +19,12 @@ Calls& GetCalls() {
   return *calls;
 }
 
+// The routines the runtime itself provides, registered before the first lookup.
+void RegisterBuiltins() {
+  static std::once_flag once;
+  std::call_once(once, RegisterClblastCalls);
+}
+
 }  // namespace
 
 void RegisterLibraryCall(const std::string& name, LibraryCall call) {
@@ -26,6 +34,7 @@ void RegisterLibraryCall(const std::string& name, LibraryCall call) {
 }
 
 const LibraryCall* FindLibraryCall(std::string_view name) {
+  RegisterBuiltins();
   Calls& c = GetCalls();
   std::lock_guard lock(c.mu);
   auto it = c.by_name.find(name);

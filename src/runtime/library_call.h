@@ -1,9 +1,9 @@
-// Library calls: plan steps that enqueue a routine of an external library (CLBlast, through
-// backends/clblast) instead of launching a generated kernel, on texel's queue and buffers. A
-// backend registers each routine it emits under a name ("clblast.sgemm"); a plan step names the
-// routine and its integer arguments (sizes, offsets, flags), so plans stay plain data and the
-// runtime needs no backend code. Thread safety: register before running; lookups are safe from
-// any thread.
+// Library calls: plan steps that enqueue a routine of an external library (CLBlast's, which a
+// backend lowers nodes to) instead of launching a generated kernel, on texel's queue and
+// buffers. Routines are registered under a name ("clblast.sgemm"; the runtime's own are there
+// before the first lookup, runtime/clblast/); a plan step names the routine and its integer
+// arguments (sizes, offsets, flags), so plans stay plain data and the runtime, alone, runs them.
+// Thread safety: lookups and registrations are safe from any thread.
 #pragma once
 
 #include <CL/cl.h>

@@ -65,7 +65,21 @@ struct MemoryPlan {
   int64_t texture_pool_bytes = 0, texture_unshared_bytes = 0;
 };
 
+// Where a plan came from: stored in artifacts and shown by `texel inspect`; running ignores it.
+// Nothing here may vary between two compilations of the same model with the same options on the
+// same device (artifacts are reproducible byte for byte).
+struct PlanInfo {
+  std::string texel_version;  // of the compiler that made it
+  std::string options;        // the compile options, spelled as the CLI's flags
+  std::string model_sha256;   // of the model's bytes (ONNX or linalg text)
+  // The device it was compiled for: kernels are shaped for its facts, and program binaries are
+  // valid for it alone.
+  std::string device_name, device_vendor, device_type, driver_version, platform_version,
+      device_version;
+};
+
 struct Plan {
+  PlanInfo info;
   std::string source;
   std::string build_options;
   std::vector<BufferDesc> buffers;

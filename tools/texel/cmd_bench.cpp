@@ -111,6 +111,10 @@ Variant CompileVariant(const BenchArgs& a, const ModelSession& ms, const std::st
   } catch (const CLI::ParseError& e) {
     Fail(ErrorCode::kInvalidArgument, "--vs '{}': {}", flags, e.what());
   }
+  if (IsArtifactFile(a.model.model))
+    Fail(ErrorCode::kInvalidArgument,
+         "--vs '{}': {} is an artifact, compiled already; compare flags on the ONNX model", flags,
+         a.model.model);
   Variant v;
   v.flags = flags;
   v.model = Compile(a.model.model, ms.context, ToCompileOptions(f));

@@ -1,6 +1,6 @@
 // texel compile: runs the compiler pipeline for a device and shows what it made: the IR
 // (--print-ir, --print-ir-after=PASS), pass statistics and the memory plan (--stats), the OpenCL
-// source (--emit-cl).
+// source (--emit-cl); writes it as an artifact (-o model.texel, docs/artifact.md).
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -10,17 +10,23 @@
 #include "core/error.h"
 #include "ir/printer.h"
 #include "model_session.h"
+#include "runtime/artifact.h"
 
 namespace texel::cli {
 namespace {
 
 struct CompileArgs {
-  std::string model, device, print_after, emit_cl;
+  std::string model, device, print_after, emit_cl, output;
   CompilerFlags compile;
-  bool print_ir = false, stats = false;
+  bool print_ir = false, stats = false, binaries = false;
 };
 
 int RunCompile(const CompileArgs& a) {
+  if (a.binaries && a.output.empty())
+    Fail(ErrorCode::kInvalidArgument, "--binaries: needs -o FILE.texel to store them in");
+  if (IsArtifactFile(a.model))
+    Fail(ErrorCode::kInvalidArgument,
+         "{}: an artifact is compiled already (texel inspect shows what it holds)", a.model);
   CompileOptions opts = ToCompileOptions(a.compile);
   if (!a.print_after.empty()) {
     bool known = false;
@@ -82,6 +88,17 @@ int RunCompile(const CompileArgs& a) {
   std::fprintf(stderr, "compiled %s for %s: %zu kernels (%s), %s, %.0f ms\n", a.model.c_str(),
                dev.Label().c_str(), plan.steps.size(), KernelMix(plan).c_str(),
                FormatMemory(mem).c_str(), m.compile_ms);
+  if (!a.output.empty()) {
+    runtime::Artifact artifact = m.executable->ToArtifact(a.binaries);
+    std::string bytes = runtime::WriteArtifact(artifact);
+    runtime::WriteFileBytes(a.output, bytes);
+    std::fprintf(stderr, "wrote %s: %s%s\n", a.output.c_str(),
+                 FormatBytes(static_cast<int64_t>(bytes.size())).c_str(),
+                 a.binaries && artifact.binaries.empty()
+                     ? " (without a binary: the driver gives none)"
+                 : a.binaries ? fmt::format(" (with the program's binary for {})", dev.name).c_str()
+                              : "");
+  }
   return 0;
 }
 
@@ -95,6 +112,12 @@ Runner AddCompileCommand(CLI::App& app) {
   cmd->add_option("--print-ir-after", a->print_after, "print the IR after pass NAME");
   cmd->add_flag("--stats", a->stats, "print each pass's statistics");
   cmd->add_option("--emit-cl", a->emit_cl, "write the generated OpenCL C to FILE");
+  cmd->add_option("--output,-o", a->output,
+                  "write the compiled model to FILE.texel (an artifact: texel run|bench|inspect "
+                  "FILE.texel, texel_model_load_file)");
+  cmd->add_flag("--binaries", a->binaries,
+                "with -o: store the program's binary for this device too (used where device, "
+                "driver and texel version match; elsewhere built from source)");
   AddCompilerFlags(cmd, &a->compile);
   cmd->add_option("--device,-d", a->device, "gpu, cpu, P:D or a name substring");
   return [a] { return RunCompile(*a); };

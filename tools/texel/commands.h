@@ -20,6 +20,7 @@ Runner AddRunCommand(CLI::App& app);
 Runner AddCompileCommand(CLI::App& app);
 Runner AddBenchCommand(CLI::App& app);
 Runner AddPartitionCommand(CLI::App& app);
+Runner AddInspectCommand(CLI::App& app);
 
 // Shared option parsing: "name=value" pairs.
 std::pair<std::string, std::string> SplitAssignment(const std::string& text, const char* flag);

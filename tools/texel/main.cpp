@@ -3,6 +3,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/version.h"
 
 namespace texel::cli {
 
@@ -33,7 +34,7 @@ std::map<std::string, Shape> ParseInputShapes(const std::vector<std::string>& it
 int main(int argc, char** argv) {
   CLI::App app{"texel: an ahead-of-time inference compiler and runtime for OpenCL devices"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "texel 0.1.0");
+  app.set_version_flag("--version", std::string("texel ") + texel::kVersion);
   std::vector<std::pair<CLI::App*, texel::cli::Runner>> commands;
   auto add = [&](texel::cli::Runner (*f)(CLI::App&)) {
     size_t before = app.get_subcommands({}).size();
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
   add(texel::cli::AddCompileCommand);
   add(texel::cli::AddBenchCommand);
   add(texel::cli::AddPartitionCommand);
+  add(texel::cli::AddInspectCommand);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

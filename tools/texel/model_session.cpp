@@ -4,12 +4,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <random>
 #include <string_view>
 
 #include "core/error.h"
 #include "core/npy.h"
 #include "ir/op.h"
+#include "runtime/artifact.h"
 
 namespace texel::cli {
 
@@ -115,26 +117,68 @@ CompileOptions ToCompileOptions(const CompilerFlags& f) {
 }
 
 void AddModelOptions(CLI::App* cmd, ModelArgs* a) {
-  cmd->add_option("model", a->model, "ONNX model or linalg fragment (.mlir) file")->required();
+  cmd->add_option("model", a->model, "ONNX model, linalg fragment (.mlir) or artifact (.texel)")
+      ->required();
   cmd->add_option("--input,-i", a->inputs, "NAME=FILE.npy (repeatable); others are random");
   AddCompilerFlags(cmd, &a->compile);
   cmd->add_option("--device,-d", a->device, "gpu, cpu, P:D or a name substring (env TEXEL_DEVICE)");
   cmd->add_option("--seed", a->seed, "seed of the random inputs (default 0)");
 }
 
+bool IsArtifactFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char magic[8] = {};
+  f.read(magic, sizeof(magic));
+  return f && runtime::LooksLikeArtifact({magic, sizeof(magic)});
+}
+
+CompiledModel LoadArtifactModel(const std::string& path, std::shared_ptr<cl::Context> ctx,
+                                std::string* how) {
+  using Clock = std::chrono::steady_clock;
+  auto ms_since = [](Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+  };
+  auto t0 = Clock::now();
+  runtime::Artifact artifact = runtime::ReadArtifact(runtime::ReadFileBytes(path), path);
+  double read_ms = ms_since(t0);
+  auto t1 = Clock::now();
+  cl::ProgramCache cache = cl::ProgramCache::Default();
+  CompiledModel m;
+  m.executable =
+      runtime::Executable::FromArtifact(std::move(ctx), std::move(artifact), &cache, path);
+  const runtime::Executable& exe = *m.executable;
+  *how = fmt::format("read and verified in {:.0f} ms, program {} in {:.0f} ms", read_ms,
+                     exe.program_from_binary()  ? "from its binary"
+                     : exe.program_from_cache() ? "from the cache"
+                                                : "built from source",
+                     ms_since(t1));
+  m.compile_ms = ms_since(t0);
+  return m;
+}
+
 ModelSession OpenModelSession(const ModelArgs& a) {
   ModelSession ms;
   ms.device = cl::SelectDevice(a.device);
   auto ctx = ms.context = std::make_shared<cl::Context>(ms.device);
-  CompileOptions opts = ToCompileOptions(a.compile);
   std::map<std::string, HostTensor> given = ReadNpyAssignments(a.inputs, "--input");
-  ms.model = Compile(a.model, ctx, opts);
+  std::string how;
+  if (IsArtifactFile(a.model)) {
+    if (DescribeOptions(ToCompileOptions(a.compile)) != DescribeOptions(CompileOptions{}))
+      Fail(ErrorCode::kInvalidArgument,
+           "{}: an artifact is compiled already; compiler flags (--precision, --storage, ...) "
+           "apply to ONNX models",
+           a.model);
+    ms.model = LoadArtifactModel(a.model, ctx, &how);
+    how = fmt::format("loaded in {:.0f} ms ({})", ms.model.compile_ms, how);
+  } else {
+    ms.model = Compile(a.model, ctx, ToCompileOptions(a.compile));
+    how = fmt::format("compiled in {:.0f} ms{}", ms.model.compile_ms,
+                      // A plan without steps (e.g. only views) has no program.
+                      ms.model.executable->program_from_cache() ? " (program from cache)" : "");
+  }
   const runtime::Plan& plan = ms.plan();
   std::printf("device   %s\n", ms.device.Label().c_str());
-  std::printf("model    %s: %zu kernels, compiled in %.0f ms%s\n", a.model.c_str(),
-              plan.steps.size(), ms.model.compile_ms,
-              // A plan without steps (e.g. only views) has no program.
-              ms.model.executable->program_from_cache() ? " (program from cache)" : "");
+  std::printf("model    %s: %zu kernels, %s\n", a.model.c_str(), plan.steps.size(), how.c_str());
   for (const auto& [name, t] : given) {
     (void)t;
     bool known = std::any_of(plan.inputs.begin(), plan.inputs.end(),

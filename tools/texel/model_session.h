@@ -47,8 +47,17 @@ struct ModelSession {
   const runtime::Plan& plan() const { return model.executable->plan(); }
 };
 
-// Compiles the model for the device, makes a Session and binds every input (from --input, else
-// seeded random values), printing a "device", a "model" and one "input" line each.
+// Whether the file at path is a .texel artifact (by its first bytes).
+bool IsArtifactFile(const std::string& path);
+
+// An artifact loaded for ctx's device (graph empty; compile_ms: the load's time). *how: "read and
+// verified in A ms, program from its binary in B ms" (or from the cache, or built from source).
+CompiledModel LoadArtifactModel(const std::string& path, std::shared_ptr<cl::Context> ctx,
+                                std::string* how);
+
+// Compiles the model for the device (or loads it, for an artifact, whose compiler flags must be
+// the defaults), makes a Session and binds every input (from --input, else seeded random
+// values), printing a "device", a "model" and one "input" line each.
 ModelSession OpenModelSession(const ModelArgs& a);
 
 // Host wall-clock milliseconds of `repeat` (at least 1) executions of each session after

@@ -7,9 +7,8 @@
 #include <optional>
 #include <string_view>
 
-#include "backends/clblast/clblast_library.h"
 #include "core/error.h"
-#include "runtime/library_call.h"
+#include "runtime/clblast/clblast_library.h"
 
 namespace texel::backends {
 namespace {
@@ -68,75 +67,11 @@ std::optional<ConvGemm> ConvGemmOf(const ir::Node& n) {
   return ConvGemm{x[1], x[2], x[3], w[2], w[3], p[0], p[1], s[0], s[1], d[0], d[1], w[0], x[0]};
 }
 
-// The loaded API; an error saying why when CLBlast is missing (a plan made where it was).
-const ClblastApi* RequireClblast() {
-  std::string why;
-  const ClblastApi* api = LoadClblast(&why);
-  if (!api) Fail(ErrorCode::kUnsupported, "CLBlast is not available: {}", why);
-  return api;
-}
-
-// What a CLBlast status means (its own codes; the others are OpenCL error codes).
-std::string_view StatusMeaning(CLBlastStatusCode s) {
-  switch (s) {
-    case CLBlastNotImplemented: return "not implemented";
-    case CLBlastInvalidMatrixA: return "matrix A is not a valid buffer";
-    case CLBlastInvalidMatrixB: return "matrix B is not a valid buffer";
-    case CLBlastInvalidMatrixC: return "matrix C is not a valid buffer";
-    case CLBlastInvalidDimension: return "M, N and K must be positive";
-    case CLBlastInvalidLeadDimA: return "leading dimension of A too small";
-    case CLBlastInvalidLeadDimB: return "leading dimension of B too small";
-    case CLBlastInvalidLeadDimC: return "leading dimension of C too small";
-    case CLBlastInsufficientMemoryA: return "A's buffer is too small";
-    case CLBlastInsufficientMemoryB: return "B's buffer is too small";
-    case CLBlastInsufficientMemoryC: return "C's buffer is too small";
-    case CLBlastInvalidBatchCount: return "the batch count must be positive";
-    case CLBlastInvalidLocalMemUsage: return "not enough local memory";
-    case CLBlastDatabaseError: return "no tuning database entry for the device";
-    case CLBlastOpenCLBuildProgramFailure: return "its kernel failed to compile";
-    case CLBlastOpenCLOutOfResources: return "out of resources";
-    default: return "an OpenCL error";
-  }
-}
-
-void CheckStatus(CLBlastStatusCode status, const char* routine) {
-  if (status != CLBlastSuccess)
-    Fail(ErrorCode::kDevice, "CLBlast {} failed with status {} ({})", routine,
-         static_cast<int>(status), StatusMeaning(status));
-}
-
-// args: the Gemm fields in order; buffers: a, b, out.
-void EnqueueSgemm(cl_command_queue queue, const std::vector<cl_mem>& buf,
-                  const std::vector<int64_t>& args, cl_event* event) {
-  const ClblastApi* api = RequireClblast();
-  TEXEL_CHECK(buf.size() == 3 && args.size() == 8, "clblast.sgemm: bad step");
-  auto u = [&](size_t i) { return static_cast<size_t>(args[i]); };
-  size_t batch = u(0), m = u(1), n = u(2), k = u(3);
-  auto trans = [](int64_t t) { return t ? CLBlastTransposeYes : CLBlastTransposeNo; };
-  CheckStatus(
-      api->sgemm_strided_batched(CLBlastLayoutRowMajor, trans(args[6]), trans(args[7]), m, n, k,
-                                 1.0f, buf[0], 0, args[6] ? m : k, u(4), buf[1], 0, args[7] ? k : n,
-                                 u(5), 0.0f, buf[2], 0, n, m * n, batch, &queue, event),
-      "SgemmStridedBatched");
-}
-
-// args: the ConvGemm fields in order; buffers: x, w, y.
-void EnqueueSconvgemm(cl_command_queue queue, const std::vector<cl_mem>& buf,
-                      const std::vector<int64_t>& args, cl_event* event) {
-  const ClblastApi* api = RequireClblast();
-  TEXEL_CHECK(buf.size() == 3 && args.size() == 13, "clblast.sconvgemm: bad step");
-  auto u = [&](size_t i) { return static_cast<size_t>(args[i]); };
-  CheckStatus(api->sconvgemm(CLBlastKernelModeCrossCorrelation, u(0), u(1), u(2), u(3), u(4), u(5),
-                             u(6), u(7), u(8), u(9), u(10), u(11), u(12), buf[0], 0, buf[1], 0,
-                             buf[2], 0, &queue, event),
-              "Sconvgemm");
-}
-
 // Whether CLBlast loaded; the first time it did not, says why on stderr.
 bool Available() {
   static std::once_flag told;
   std::string why;
-  if (LoadClblast(&why)) return true;
+  if (runtime::LoadClblast(&why)) return true;
   std::call_once(told, [&] {
     std::fprintf(stderr, "texel: CLBlast is not available (%s); running natively\n", why.c_str());
   });
@@ -172,11 +107,6 @@ std::vector<codegen::KernelSpec> LowerConv(const ir::Node& n, const ConvGemm& c,
 }
 
 }  // namespace
-
-ClblastBackend::ClblastBackend() {
-  runtime::RegisterLibraryCall("clblast.sgemm", EnqueueSgemm);
-  runtime::RegisterLibraryCall("clblast.sconvgemm", EnqueueSconvgemm);
-}
 
 bool ClblastBackend::Supports(const ir::Node& node, const cl::DeviceInfo&) const {
   return (GemmOf(node) || ConvGemmOf(node)) && Available();

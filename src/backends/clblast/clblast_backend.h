@@ -1,7 +1,7 @@
 // The `clblast` backend: MatMul on CLBlast's tuned GEMM (CLBlastSgemmStridedBatched) and 2-D
 // Conv (one group, symmetric padding) on its convolution-as-GEMM (CLBlastSconvgemm, plus a
 // small generated kernel for the bias), enqueued on texel's queue over the plan's buffers as
-// library-call steps (runtime/library_call.h). It
+// library-call steps (runtime/library_call.h, with the routines in runtime/clblast/). It
 // supports nothing when CLBlast cannot be loaded (clblast_library.h) and says so once on
 // stderr; its nodes then run natively. docs/backends.md walks through it as the example of
 // adding a backend.
@@ -13,7 +13,6 @@ namespace texel::backends {
 
 class ClblastBackend : public Backend {
  public:
-  ClblastBackend();  // registers the library calls its steps use
   std::string_view name() const override { return "clblast"; }
   bool Supports(const ir::Node& node, const cl::DeviceInfo& device) const override;
   double Estimate(const ir::Node& node, const cl::DeviceInfo& device) const override;

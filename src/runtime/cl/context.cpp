@@ -464,7 +464,12 @@ void Launch(const Context& ctx, const Kernel& k, const std::vector<size_t>& glob
 // ---- Program ----
 
 Program::Program(const Context& ctx, const std::string& source, const std::string& options,
-                 ProgramCache* cache) {
+                 ProgramCache* cache, const std::vector<uint8_t>* binary) {
+  if (binary != nullptr && !binary->empty()) {
+    program_ = BuildFromBinary(ctx, *binary, options);
+    from_binary_ = program_ != nullptr;
+    if (from_binary_) return;
+  }
   const bool use_cache = cache != nullptr && cache->enabled();
   std::string key;
   if (use_cache) {
@@ -484,6 +489,8 @@ Program::Program(const Context& ctx, const std::string& source, const std::strin
     if (!binary.empty()) cache->Store(key, binary);
   }
 }
+
+std::vector<uint8_t> Program::Binary() const { return ProgramBinary(program_); }
 
 Program::~Program() {
   if (program_ != nullptr) clReleaseProgram(program_);

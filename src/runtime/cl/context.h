@@ -137,17 +137,22 @@ class Program {
   // after a successful build). On failure throws Error(kBuild) whose message names the kernels
   // whose source lines the build log points at (source marks each kernel with a line
   // "// texel-kernel: NAME") followed by the full build log.
+  // With binary (an artifact's, for this device), that is tried first, then the cache, then
+  // the source.
   Program(const Context& ctx, const std::string& source, const std::string& options,
-          ProgramCache* cache);
+          ProgramCache* cache, const std::vector<uint8_t>* binary = nullptr);
   ~Program();
   Program(const Program&) = delete;
   Program& operator=(const Program&) = delete;
   cl_program get() const { return program_; }
   bool from_cache() const { return from_cache_; }
+  bool from_binary() const { return from_binary_; }  // the binary given to the constructor
+  // The device's binary of the program; empty when the driver cannot provide one.
+  std::vector<uint8_t> Binary() const;
 
  private:
   cl_program program_ = nullptr;
-  bool from_cache_ = false;
+  bool from_cache_ = false, from_binary_ = false;
 };
 
 }  // namespace texel::cl

@@ -9,7 +9,7 @@
 
 #include <string>
 
-namespace texel::backends {
+namespace texel::runtime {
 
 struct ClblastApi {
   decltype(&CLBlastSgemmStridedBatched) sgemm_strided_batched = nullptr;
@@ -19,4 +19,8 @@ struct ClblastApi {
 // The loaded API, or nullptr with *why saying what is missing.
 const ClblastApi* LoadClblast(std::string* why = nullptr);
 
-}  // namespace texel::backends
+// Registers CLBlast's routines as library calls (runtime/library_call.h): "clblast.sgemm",
+// "clblast.sconvgemm". They fail with Error(kUnsupported) when CLBlast cannot be loaded.
+void RegisterClblastCalls();
+
+}  // namespace texel::runtime

@@ -1,11 +1,11 @@
-#include "backends/clblast/clblast_library.h"
+#include "runtime/clblast/clblast_library.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <cstdlib>
 
-namespace texel::backends {
+namespace texel::runtime {
 namespace {
 
 struct Loaded {
@@ -49,4 +49,4 @@ const ClblastApi* LoadClblast(std::string* why) {
   return loaded.ok ? &loaded.api : nullptr;
 }
 
-}  // namespace texel::backends
+}  // namespace texel::runtime

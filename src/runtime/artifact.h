@@ -1,0 +1,69 @@
+// The .texel artifact: a Plan serialised (docs/artifact.md), with optional program binaries, so
+// that a model compiled once runs anywhere the runtime library is. One writer, one reader; the
+// artifact is the plan, never a second description of it.
+//
+// Layout: a 32-byte header (magic, format version, section count, file size), a table of
+// sections (name, offset, size, sha256 of the bytes), then the sections at 64-byte aligned
+// offsets: "meta" and "plan" (JSON), "source" (OpenCL C), "constants" (raw tensors, the section
+// page-aligned and each tensor 64-byte aligned, so that they can be mapped), and one
+// "binary.N" per program binary. Writing the same plan twice gives the same bytes.
+//
+// Compatibility: a reader takes every format version from 1 to kArtifactFormatVersion, and
+// ignores sections it does not know; a newer format version is refused with the versions named.
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/cl/device.h"
+#include "runtime/plan.h"
+
+namespace texel::runtime {
+
+inline constexpr uint32_t kArtifactFormatVersion = 1;
+
+// An OpenCL program binary, used only on the device it was built for by the same texel (every
+// field of the key equal); anywhere else the program is built from the source.
+struct ProgramBinary {
+  std::string device_name, driver_version, platform_version, device_version, texel_version;
+  std::vector<uint8_t> bytes;
+  static ProgramBinary KeyFor(const cl::DeviceInfo& device);  // the key, without bytes
+  bool Matches(const cl::DeviceInfo& device) const;
+};
+
+struct Artifact {
+  uint32_t format_version = kArtifactFormatVersion;
+  Plan plan;
+  std::vector<ProgramBinary> binaries;
+};
+
+struct ArtifactSection {
+  std::string name;
+  uint64_t offset = 0, size = 0;
+  std::string sha256;  // lower-case hex
+};
+
+// The artifact's bytes.
+std::string WriteArtifact(const Artifact& artifact);
+
+// Parses and verifies bytes: the header, the section table, every section's sha256 and the plan's
+// consistency (CheckPlan). Throws Error(kInvalidModel) naming `what` (the file) and the part
+// that is wrong; never reads outside bytes.
+Artifact ReadArtifact(std::string_view bytes, const std::string& what);
+
+// The verified header and section table of bytes (for `texel inspect`); throws as ReadArtifact.
+std::vector<ArtifactSection> ReadArtifactSections(std::string_view bytes, const std::string& what,
+                                                  uint32_t* format_version = nullptr);
+
+// Whether bytes start like an artifact (its magic).
+bool LooksLikeArtifact(std::string_view bytes);
+
+// A whole file's bytes; Error(kNotFound / kIo) naming the path.
+std::string ReadFileBytes(const std::string& path);
+// Writes bytes to path through a temporary file renamed into place; Error(kIo) naming the path.
+void WriteFileBytes(const std::string& path, std::string_view bytes);
+
+}  // namespace texel::runtime
