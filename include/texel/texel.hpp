@@ -152,6 +152,22 @@ class Model {
     Check(texel_model_compile_memory(ctx.get(), bytes.data(), bytes.size(), &o, &h));
     return Model(Ptr(h));
   }
+  // Loads an artifact (.texel, written by Save or `texel compile -o`) from a file or from
+  // memory; needs no compiler (libtexel_runtime.so has these).
+  static Model Load(const Context& ctx, const std::string& path) {
+    texel_model_t h = nullptr;
+    Check(texel_model_load_file(ctx.get(), path.c_str(), &h));
+    return Model(Ptr(h));
+  }
+  static Model LoadMemory(const Context& ctx, const std::string& bytes) {
+    texel_model_t h = nullptr;
+    Check(texel_model_load_memory(ctx.get(), bytes.data(), bytes.size(), &h));
+    return Model(Ptr(h));
+  }
+  // Writes the model as an artifact; with_binaries: with the program's binary for its device.
+  void Save(const std::string& path, bool with_binaries = false) const {
+    Check(texel_model_save(h_.get(), path.c_str(), with_binaries ? 1 : 0));
+  }
   texel_model_t get() const { return h_.get(); }
   std::vector<texel_tensor_info_t> inputs() const {
     return List(texel_model_input_count, texel_model_get_input);

@@ -3,13 +3,15 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
-#include <limits>
-#include <type_traits>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 #include "core/error.h"
 #include "core/sha256.h"
@@ -76,7 +78,6 @@ std::vector<T> Nums(const json& j) {
   return out;
 }
 
-
 // ---- the plan as JSON ----
 
 json ShapeJson(const Shape& s) { return json(std::vector<int64_t>(s.begin(), s.end())); }
@@ -107,10 +108,10 @@ TensorBinding BindingOf(const json& j) {
 }
 
 json InfoJson(const PlanInfo& i) {
-  return {{"texel_version", i.texel_version},       {"options", i.options},
-          {"model_sha256", i.model_sha256},         {"device_name", i.device_name},
-          {"device_vendor", i.device_vendor},       {"device_type", i.device_type},
-          {"driver_version", i.driver_version},     {"platform_version", i.platform_version},
+  return {{"texel_version", i.texel_version},   {"options", i.options},
+          {"model_sha256", i.model_sha256},     {"device_name", i.device_name},
+          {"device_vendor", i.device_vendor},   {"device_type", i.device_type},
+          {"driver_version", i.driver_version}, {"platform_version", i.platform_version},
           {"device_version", i.device_version}};
 }
 
@@ -130,9 +131,9 @@ PlanInfo InfoOf(const json& j) {
 }
 
 json BinaryKeyJson(const ProgramBinary& b, const std::string& section) {
-  return {{"device_name", b.device_name},         {"driver_version", b.driver_version},
+  return {{"device_name", b.device_name},           {"driver_version", b.driver_version},
           {"platform_version", b.platform_version}, {"device_version", b.device_version},
-          {"texel_version", b.texel_version},     {"section", section}};
+          {"texel_version", b.texel_version},       {"section", section}};
 }
 
 // The plan without its constants' bytes and source; constants: where each constant's bytes go in
@@ -255,12 +256,6 @@ Plan PlanOf(const json& j, std::string_view constants) {
   return plan;
 }
 
-struct Section {
-  std::string name;
-  std::string_view bytes;
-  uint64_t alignment = kSectionAlignment;
-};
-
 }  // namespace
 
 ProgramBinary ProgramBinary::KeyFor(const cl::DeviceInfo& d) {
@@ -297,24 +292,27 @@ std::string WriteArtifact(const Artifact& a) {
   meta["format_version"] = a.format_version;
   meta["binaries"] = binaries;
   const std::string meta_text = meta.dump(1), plan_text = plan.dump(1);
-  std::vector<Section> sections = {{"meta", meta_text},
-                                   {"plan", plan_text},
-                                   {"source", a.plan.source},
-                                   {"constants", constants, kPageAlignment}};
+  std::vector<NamedSection> sections = {{"meta", meta_text},
+                                        {"plan", plan_text},
+                                        {"source", a.plan.source},
+                                        {"constants", constants}};
   for (size_t i = 0; i < a.binaries.size(); ++i)
-    sections.push_back({binary_names[i],
-                        {reinterpret_cast<const char*>(a.binaries[i].bytes.data()),
-                         a.binaries[i].bytes.size()}});
+    sections.push_back(
+        {binary_names[i],
+         {reinterpret_cast<const char*>(a.binaries[i].bytes.data()), a.binaries[i].bytes.size()}});
+  return PackSections(sections, a.format_version);
+}
 
+std::string PackSections(const std::vector<NamedSection>& sections, uint32_t format_version) {
   uint64_t offset = kHeaderSize + kEntrySize * sections.size();
   std::vector<uint64_t> offsets;
-  for (const Section& s : sections) {
-    offset = AlignUp(offset, s.alignment);
+  for (const NamedSection& s : sections) {
+    offset = AlignUp(offset, s.name == "constants" ? kPageAlignment : kSectionAlignment);
     offsets.push_back(offset);
     offset += s.bytes.size();
   }
   std::string out(kMagic, sizeof(kMagic));
-  AppendLe(out, a.format_version, 4);
+  AppendLe(out, format_version, 4);
   AppendLe(out, sections.size(), 4);
   AppendLe(out, offset, 8);
   out.append(8, '\0');
@@ -342,7 +340,8 @@ std::vector<ArtifactSection> ReadArtifactSections(std::string_view bytes, const 
     bad(fmt::format("truncated: {} bytes, shorter than the header", bytes.size()));
   uint32_t version = static_cast<uint32_t>(ReadLe(bytes, 8, 4));
   if (version == 0 || version > kArtifactFormatVersion)
-    bad(fmt::format("format version {}; this texel ({}) reads versions 1 to {}: load it with a "
+    bad(
+        fmt::format("format version {}; this texel ({}) reads versions 1 to {}: load it with a "
                     "newer texel, or compile the model again",
                     version, kVersion, kArtifactFormatVersion));
   if (format_version) *format_version = version;
@@ -376,6 +375,19 @@ std::vector<ArtifactSection> ReadArtifactSections(std::string_view bytes, const 
       bad(fmt::format("section '{}' is corrupt: its sha256 does not match the table", s.name));
     sections.push_back(std::move(s));
   }
+  // Sections do not overlap, and every byte between them is zero: any flipped bit is caught.
+  std::vector<std::pair<uint64_t, uint64_t>> spans;
+  for (const ArtifactSection& s : sections) spans.emplace_back(s.offset, s.offset + s.size);
+  std::sort(spans.begin(), spans.end());
+  uint64_t at = end_of_table;
+  for (const auto& [begin, end] : spans) {
+    if (begin < at) bad("sections overlap");
+    if (bytes.substr(at, begin - at).find_first_not_of('\0') != std::string_view::npos)
+      bad(fmt::format("the padding before byte {} is not zero", begin));
+    at = end;
+  }
+  if (bytes.substr(at).find_first_not_of('\0') != std::string_view::npos)
+    bad("the padding after the last section is not zero");
   return sections;
 }
 
@@ -431,12 +443,13 @@ void WriteFileBytes(const std::string& path, std::string_view bytes) {
   std::string tmp = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) Fail(ErrorCode::kIo, "{}: cannot write ({})", path, std::strerror(errno));
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     out.close();
     if (!out) {
       std::error_code ec;
       std::filesystem::remove(tmp, ec);
-      Fail(ErrorCode::kIo, "{}: cannot write", path);
+      Fail(ErrorCode::kIo, "{}: cannot write ({})", path, std::strerror(errno));
     }
   }
   std::error_code ec;

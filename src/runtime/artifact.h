@@ -49,6 +49,14 @@ struct ArtifactSection {
 // The artifact's bytes.
 std::string WriteArtifact(const Artifact& artifact);
 
+// Header, table and sections laid out as above, in the order given ("constants" page-aligned):
+// what WriteArtifact does once it has the sections' bytes; tests build damaged artifacts with it.
+struct NamedSection {
+  std::string name;
+  std::string_view bytes;
+};
+std::string PackSections(const std::vector<NamedSection>& sections, uint32_t format_version);
+
 // Parses and verifies bytes: the header, the section table, every section's sha256 and the plan's
 // consistency (CheckPlan). Throws Error(kInvalidModel) naming `what` (the file) and the part
 // that is wrong; never reads outside bytes.

@@ -1,4 +1,5 @@
-/* A C99 program against texel.h: compiles the fragment given as argv[1] (matmul_add.mlir:
+/* A C99 program against texel.h: compiles the fragment given as argv[1] (or loads its artifact,
+ * built with TEXEL_RUNTIME_ONLY) (matmul_add.mlir:
  * arg2 = arg0 x arg1 + arg0, 64x128 by 128x128), runs it on texel's own context with host memory,
  * then on an adopted context and queue with cl_mem buffers through texel_session_enqueue, and
  * checks both against a reference computed here. Exits 0 when all agree. */
@@ -27,6 +28,16 @@ static double rel_error(const float* got, const double* want, int n) {
     norm += want[i] * want[i];
   }
   return sqrt(err / norm);
+}
+
+/* The model: compiled from the fragment, or (built with TEXEL_RUNTIME_ONLY, against
+ * libtexel_runtime.so) loaded from an artifact of it. */
+static texel_status_t open_model(texel_context_t context, const char* path, texel_model_t* out) {
+#ifdef TEXEL_RUNTIME_ONLY
+  return texel_model_load_file(context, path, out);
+#else
+  return texel_model_compile_file(context, path, NULL, out);
+#endif
 }
 
 static texel_tensor_t host_tensor(void* p, size_t bytes) {
@@ -59,7 +70,7 @@ int main(int argc, char** argv) {
   unsigned seed = 12345u;
 
   if (argc != 2) {
-    fprintf(stderr, "usage: %s FRAGMENT.mlir\n", argv[0]);
+    fprintf(stderr, "usage: %s FRAGMENT.mlir (or, runtime only, its FRAGMENT.texel)\n", argv[0]);
     return 2;
   }
   for (i = 0; i < M * K; ++i)
@@ -78,7 +89,7 @@ int main(int argc, char** argv) {
   if (!check(texel_context_create(NULL, &own), "texel_context_create")) return 1;
   check(texel_context_get_device_info(own, &info), "texel_context_get_device_info");
   printf("device  %s\n", info.label);
-  if (!check(texel_model_compile_file(own, argv[1], NULL, &model), "compile")) return 1;
+  if (!check(open_model(own, argv[1], &model), "compile")) return 1;
   check(texel_session_create(model, &session), "texel_session_create");
   ta = host_tensor(a, sizeof(a));
   tb = host_tensor(b, sizeof(b));
@@ -108,7 +119,7 @@ int main(int argc, char** argv) {
     cl_mem mc = clCreateBuffer(cl_ctx, CL_MEM_READ_WRITE, sizeof(c2), NULL, &err);
     cl_event done = NULL;
     if (check(texel_context_adopt(cl_ctx, device, queue, &adopted), "texel_context_adopt") &&
-        check(texel_model_compile_file(adopted, argv[1], NULL, &model2), "compile (adopted)") &&
+        check(open_model(adopted, argv[1], &model2), "compile (adopted)") &&
         check(texel_session_create(model2, &session2), "texel_session_create (adopted)")) {
       ta = buffer_tensor(ma);
       tb = buffer_tensor(mb);

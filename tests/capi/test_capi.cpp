@@ -336,5 +336,30 @@ TEST_F(CApiTest, CompiledFromMemoryAndOwnContext) {
   EXPECT_GE(ctx.host_counters().transfers, 3);
 }
 
+// Saved as an artifact and loaded (from the file and from memory, with and without the program's
+// binary) on an adopted context: the same results as the compiled model, bit for bit.
+TEST_F(CApiTest, ArtifactSavedAndLoaded) {
+  HostFramework host;
+  texel::Context ctx = texel::Context::Adopt(host.context, host.device, host.queue);
+  texel::Model compiled = texel::Model::FromFile(ctx, DataPath("matmul_add.mlir"));
+  std::string path = ::testing::TempDir() + "/capi_matmul_add.texel";
+  for (bool binaries : {false, true}) {
+    compiled.Save(path, binaries);
+    for (texel::Model model :
+         {texel::Model::Load(ctx, path), texel::Model::LoadMemory(ctx, ReadFile(path))}) {
+      ASSERT_EQ(model.inputs().size(), 2u);
+      EXPECT_STREQ(model.outputs()[0].name, "arg2");
+      std::vector<float> c(kM * kN);
+      texel::Session s(model);
+      s.BindInput("arg0", texel::Tensor::Host(a.data(), kBytesA))
+          .BindInput("arg1", texel::Tensor::Host(b.data(), kBytesB))
+          .BindOutput("arg2", texel::Tensor::Host(c.data(), kBytesC));
+      s.Run();
+      EXPECT_EQ(c, plain) << "binaries " << binaries;
+    }
+  }
+  EXPECT_NE(std::string(texel_version()).find('.'), std::string::npos);
+}
+
 }  // namespace
 }  // namespace texel_test

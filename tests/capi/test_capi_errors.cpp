@@ -189,5 +189,40 @@ TEST_F(CApiErrorsTest, BadFragments) {
                TEXEL_ERROR_INVALID_ARGUMENT, "precision 'fp8'");
 }
 
+TEST_F(CApiErrorsTest, BadArtifacts) {
+  std::string path = ::testing::TempDir() + "/capi_errors.texel";
+  texel_model_t bad = nullptr;
+  EXPECT_FAILS(texel_model_save(nullptr, path.c_str(), 0), TEXEL_ERROR_INVALID_ARGUMENT, "model");
+  EXPECT_FAILS(texel_model_save(model, nullptr, 0), TEXEL_ERROR_INVALID_ARGUMENT, "path");
+  EXPECT_FAILS(texel_model_save(model, "/no/such/dir/m.texel", 0), TEXEL_ERROR_IO,
+               "/no/such/dir/m.texel");
+  EXPECT_FAILS(texel_model_load_file(ctx, "/no/such/m.texel", &bad), TEXEL_ERROR_NOT_FOUND,
+               "/no/such/m.texel");
+  EXPECT_FAILS(texel_model_load_file(nullptr, path.c_str(), &bad), TEXEL_ERROR_INVALID_ARGUMENT,
+               "context");
+  EXPECT_FAILS(texel_model_load_memory(ctx, nullptr, 4, &bad), TEXEL_ERROR_INVALID_ARGUMENT,
+               "data");
+  TEXEL_OK_OR_FAIL(texel_model_save(model, path.c_str(), 0));
+  const std::string good = ReadFile(path);
+  EXPECT_FAILS(texel_model_load_memory(ctx, good.data(), good.size() / 2, &bad),
+               TEXEL_ERROR_INVALID_MODEL, "<memory>", "truncated");
+  std::string flipped = good;
+  flipped[1500] ^= 0x40;  // in the plan
+  EXPECT_FAILS(texel_model_load_memory(ctx, flipped.data(), flipped.size(), &bad),
+               TEXEL_ERROR_INVALID_MODEL, "corrupt", "sha256");
+  flipped = good;
+  flipped[flipped.size() - 3] ^= 0x40;  // padding before the (empty) constants
+  EXPECT_FAILS(texel_model_load_memory(ctx, flipped.data(), flipped.size(), &bad),
+               TEXEL_ERROR_INVALID_MODEL, "padding");
+  const std::string onnx = ReadFile(DataPath("tiny_conv.onnx"));
+  EXPECT_FAILS(texel_model_load_memory(ctx, onnx.data(), onnx.size(), &bad),
+               TEXEL_ERROR_INVALID_MODEL, "not a texel artifact");
+  std::string future = good;
+  future[8] = 9;
+  EXPECT_FAILS(texel_model_load_memory(ctx, future.data(), future.size(), &bad),
+               TEXEL_ERROR_INVALID_MODEL, "format version 9");
+  EXPECT_EQ(bad, nullptr);
+}
+
 }  // namespace
 }  // namespace texel_test

@@ -7,7 +7,8 @@
 #   output cannot pass.
 # The interpreter for compare_npy.py is $TEXEL_PYTHON (default /usr/bin/python3); TEXEL_MODEL_ARGS
 # adds texel options (e.g. "--backends clblast,native"); TEXEL_MODEL_REL_L2 the tolerance
-# (default 1e-4).
+# (default 1e-4). The model is then compiled to an artifact (texel compile -o) and run from it:
+# its outputs must equal the direct run's bit for bit (TEXEL_MODEL_ARTIFACT=0 skips that).
 set -euo pipefail
 
 if [[ $# -ne 3 ]]; then
@@ -40,3 +41,14 @@ set -x
   --repeat 1 --warmup 0 ${TEXEL_MODEL_ARGS:-}
 "$python" "$scripts/compare_npy.py" "$model_dir/output.npy" "$out_dir/output.npy" \
   --rel-l2 "${TEXEL_MODEL_REL_L2:-1e-4}"
+
+if [[ ${TEXEL_MODEL_ARTIFACT:-1} != 0 ]]; then
+  # shellcheck disable=SC2086
+  "$texel" compile "$model_dir/model.onnx" -o "$out_dir/model.texel" ${TEXEL_MODEL_ARGS:-}
+  mkdir -p "$out_dir/artifact"
+  "$texel" run "$out_dir/model.texel" "${inputs[@]}" --output-dir "$out_dir/artifact" \
+    --repeat 1 --warmup 0
+  for out in "$out_dir"/*.npy; do
+    cmp "$out" "$out_dir/artifact/$(basename "$out")"
+  done
+fi

@@ -3,6 +3,7 @@
 // source (--emit-cl); writes it as an artifact (-o model.texel, docs/artifact.md).
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <utility>
 
@@ -27,6 +28,12 @@ int RunCompile(const CompileArgs& a) {
   if (IsArtifactFile(a.model))
     Fail(ErrorCode::kInvalidArgument,
          "{}: an artifact is compiled already (texel inspect shows what it holds)", a.model);
+  if (!a.output.empty()) {  // before a compile that may take minutes
+    std::filesystem::path dir = std::filesystem::absolute(a.output).parent_path();
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec))
+      Fail(ErrorCode::kIo, "{}: cannot write (no directory {})", a.output, dir.string());
+  }
   CompileOptions opts = ToCompileOptions(a.compile);
   if (!a.print_after.empty()) {
     bool known = false;
