@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "backends/backend.h"
+#include "backends/native/native_backend.h"
 #include "core/error.h"
 #include "core/texture_layout.h"
 
@@ -157,6 +158,11 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
   for (const ir::Value* v : g.outputs())
     plan.outputs.push_back({v->name, v->type.dtype, v->type.shape, buffer(v),
                             v->valid_rows ? buffer(v->valid_rows) : -1});
+  // The generators emit PTX only for targets that have it; there, its text in the program means
+  // it is used.
+  codegen::Target target = NativeBackend::TargetOf(device);
+  plan.needs.inline_ptx = target.ptx && plan.source.find("__asm") != std::string::npos;
+  plan.needs.tensor_cores = target.mma_sync && plan.source.find("mma.sync") != std::string::npos;
   return plan;
 }
 

@@ -187,7 +187,9 @@ json PlanJson(const Plan& plan, std::string* constants) {
                  {"texture_blocks", blocks},
                  {"texture_pool_bytes", m.texture_pool_bytes},
                  {"texture_unshared_bytes", m.texture_unshared_bytes}};
-  return {{"build_options", plan.build_options},
+  return {{"needs",
+           {{"inline_ptx", plan.needs.inline_ptx}, {"tensor_cores", plan.needs.tensor_cores}}},
+          {"build_options", plan.build_options},
           {"buffers", buffers},
           {"inputs", inputs},
           {"outputs", outputs},
@@ -198,6 +200,8 @@ json PlanJson(const Plan& plan, std::string* constants) {
 Plan PlanOf(const json& j, std::string_view constants) {
   Plan plan;
   plan.build_options = j.at("build_options").get<std::string>();
+  plan.needs.inline_ptx = j.at("needs").at("inline_ptx").get<bool>();
+  plan.needs.tensor_cores = j.at("needs").at("tensor_cores").get<bool>();
   for (const json& jb : j.at("buffers")) {
     BufferDesc b;
     b.bytes = Num<int64_t>(jb.at("bytes"));

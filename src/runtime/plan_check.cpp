@@ -175,10 +175,10 @@ std::vector<std::string> MissingFeatures(const Plan& plan, const cl::DeviceInfo&
   for (const std::string& ext : EnabledExtensions(plan.source))
     if (!device.HasExtension(ext)) missing.push_back("extension " + ext);
   // Inline PTX builds only in NVIDIA's OpenCL; mma.sync needs compute capability 8.0.
-  bool ptx = plan.source.find("__asm") != std::string::npos;
+  bool ptx = plan.needs.inline_ptx;
   if (ptx && device.nv_warp_size == 0)
     missing.push_back("NVIDIA's OpenCL (the program has inline PTX)");
-  else if (plan.source.find("mma.sync") != std::string::npos && device.nv_cc_major < 8)
+  else if (plan.needs.tensor_cores && device.nv_cc_major < 8)
     missing.push_back(fmt::format("tensor cores: compute capability 8.0 (the device's is {}.{})",
                                   device.nv_cc_major, device.nv_cc_minor));
   // Work-groups that hand results to each other (zeroed arrival counters) rely on a fence that

@@ -17,7 +17,7 @@ void CheckPlan(const Plan& plan);
 
 // What device lacks to run plan, one line each ("images (the plan keeps 12 values in images)",
 // "extension cl_khr_fp16"); empty when it has everything. Read from the plan itself: its images,
-// work-group sizes, library routines, and the extensions and inline PTX of its program.
+// work-group sizes, library routines, the extensions its program enables, and its DeviceNeeds.
 std::vector<std::string> MissingFeatures(const Plan& plan, const cl::DeviceInfo& device);
 
 }  // namespace texel::runtime

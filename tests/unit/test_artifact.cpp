@@ -168,8 +168,8 @@ TEST(ArtifactTest, MissingFeaturesAreNamed) {
   ASSERT_EQ(missing.size(), 1u);
   EXPECT_NE(missing[0].find("images"), std::string::npos);
 
-  a.plan.source = "#pragma OPENCL EXTENSION cl_texel_imaginary : enable\n" + a.plan.source +
-                  "\n// __asm(\"mma.sync\")\n";
+  a.plan.source = "#pragma OPENCL EXTENSION cl_texel_imaginary : enable\n" + a.plan.source;
+  a.plan.needs.inline_ptx = true;
   missing = runtime::MissingFeatures(a.plan, device);
   ASSERT_EQ(missing.size(), 2u);
   EXPECT_EQ(missing[0], "extension cl_texel_imaginary");
