@@ -187,14 +187,14 @@ json PlanJson(const Plan& plan, std::string* constants) {
                  {"texture_blocks", blocks},
                  {"texture_pool_bytes", m.texture_pool_bytes},
                  {"texture_unshared_bytes", m.texture_unshared_bytes}};
-  return {{"needs",
-           {{"inline_ptx", plan.needs.inline_ptx}, {"tensor_cores", plan.needs.tensor_cores}}},
-          {"build_options", plan.build_options},
-          {"buffers", buffers},
-          {"inputs", inputs},
-          {"outputs", outputs},
-          {"steps", steps},
-          {"memory", memory}};
+  return {
+      {"needs", {{"inline_ptx", plan.needs.inline_ptx}, {"tensor_cores", plan.needs.tensor_cores}}},
+      {"build_options", plan.build_options},
+      {"buffers", buffers},
+      {"inputs", inputs},
+      {"outputs", outputs},
+      {"steps", steps},
+      {"memory", memory}};
 }
 
 Plan PlanOf(const json& j, std::string_view constants) {
