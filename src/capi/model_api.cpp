@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "capi/handles.h"
+#include "core/mapped_file.h"
 #include "core/version.h"
 
 namespace texel::capi {
@@ -78,7 +79,8 @@ texel_status_t texel_model_load_file(texel_context_t context, const char* path,
     Require(context, "context");
     Require(path, "path");
     Require(out_model, "out_model");
-    *out_model = texel::capi::Load(context, texel::runtime::ReadFileBytes(path), path);
+    auto file = texel::MappedFile::Open(path);
+    *out_model = texel::capi::Load(context, file->bytes(), path);
   });
 }
 

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <type_traits>
@@ -138,7 +137,8 @@ json BinaryKeyJson(const ProgramBinary& b, const std::string& section) {
 
 // The plan without its constants' bytes and source; constants: where each constant's bytes go in
 // the constants section (appended here).
-json PlanJson(const Plan& plan, std::string* constants) {
+json PlanJson(const Plan& plan, const std::map<int, std::string_view>& views,
+              std::string* constants) {
   json buffers = json::array();
   for (const BufferDesc& b : plan.buffers) {
     json jb = {{"bytes", b.bytes},
@@ -147,13 +147,18 @@ json PlanJson(const Plan& plan, std::string* constants) {
                {"image_half", b.image_half},
                {"zeroed", b.zeroed}};
     if (b.constant) {
+      auto view = views.find(static_cast<int>(buffers.size()));
+      std::string_view bytes =
+          b.constant->bytes.empty() && view != views.end()
+              ? view->second
+              : std::string_view(reinterpret_cast<const char*>(b.constant->bytes.data()),
+                                 b.constant->bytes.size());
       constants->resize(AlignUp(constants->size(), kSectionAlignment), '\0');
       jb["constant"] = {{"dtype", DTypeName(b.constant->dtype)},
                         {"shape", ShapeJson(b.constant->shape)},
                         {"offset", constants->size()},
-                        {"bytes", b.constant->bytes.size()}};
-      constants->append(reinterpret_cast<const char*>(b.constant->bytes.data()),
-                        b.constant->bytes.size());
+                        {"bytes", bytes.size()}};
+      constants->append(bytes);
     }
     buffers.push_back(std::move(jb));
   }
@@ -197,7 +202,7 @@ json PlanJson(const Plan& plan, std::string* constants) {
       {"memory", memory}};
 }
 
-Plan PlanOf(const json& j, std::string_view constants) {
+Plan PlanOf(const json& j, std::string_view constants, std::map<int, std::string_view>* views) {
   Plan plan;
   plan.build_options = j.at("build_options").get<std::string>();
   plan.needs.inline_ptx = j.at("needs").at("inline_ptx").get<bool>();
@@ -217,10 +222,13 @@ Plan PlanOf(const json& j, std::string_view constants) {
              "buffer {}: its constant ({} bytes at {}) lies outside the constants section ({} "
              "bytes)",
              plan.buffers.size(), bytes, offset, constants.size());
-      auto t = std::make_shared<HostTensor>();
+      if (static_cast<int64_t>(bytes) != b.bytes)
+        Fail(ErrorCode::kInvalidModel, "buffer {}: its constant holds {} bytes, the buffer {}",
+             plan.buffers.size(), bytes, b.bytes);
+      auto t = std::make_shared<HostTensor>();  // type and shape; the bytes stay in the section
       t->dtype = DTypeOf(c.at("dtype"));
       t->shape = Nums<int64_t>(c.at("shape"));
-      t->bytes.assign(constants.begin() + offset, constants.begin() + offset + bytes);
+      (*views)[static_cast<int>(plan.buffers.size())] = constants.substr(offset, bytes);
       b.constant = std::move(t);
     }
     plan.buffers.push_back(std::move(b));
@@ -285,7 +293,7 @@ bool LooksLikeArtifact(std::string_view bytes) {
 
 std::string WriteArtifact(const Artifact& a) {
   std::string constants;
-  json plan = PlanJson(a.plan, &constants);
+  json plan = PlanJson(a.plan, a.constant_bytes, &constants);
   json binaries = json::array();
   std::vector<std::string> binary_names;
   for (size_t i = 0; i < a.binaries.size(); ++i) {
@@ -407,7 +415,7 @@ Artifact ReadArtifact(std::string_view bytes, const std::string& what) {
   try {
     json meta = json::parse(section("meta"));
     part = "plan";
-    a.plan = PlanOf(json::parse(section("plan")), section("constants"));
+    a.plan = PlanOf(json::parse(section("plan")), section("constants"), &a.constant_bytes);
     part = "meta";
     a.plan.info = InfoOf(meta);
     a.plan.source = std::string(section("source"));
@@ -431,16 +439,6 @@ Artifact ReadArtifact(std::string_view bytes, const std::string& what) {
     throw;
   }
   return a;
-}
-
-std::string ReadFileBytes(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    Fail(ErrorCode::kNotFound, "{}: no such file", path);
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in && !in.eof()) Fail(ErrorCode::kIo, "{}: cannot read", path);
-  return bytes;
 }
 
 void WriteFileBytes(const std::string& path, std::string_view bytes) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,9 @@ struct Artifact {
   uint32_t format_version = kArtifactFormatVersion;
   Plan plan;
   std::vector<ProgramBinary> binaries;
+  // Buffer index -> its constant's bytes where the plan's tensor holds none (its type and shape
+  // only): ReadArtifact's views into the bytes it read, valid while those are.
+  std::map<int, std::string_view> constant_bytes;
 };
 
 struct ArtifactSection {
@@ -59,7 +63,8 @@ std::string PackSections(const std::vector<NamedSection>& sections, uint32_t for
 
 // Parses and verifies bytes: the header, the section table, every section's sha256 and the plan's
 // consistency (CheckPlan). Throws Error(kInvalidModel) naming `what` (the file) and the part
-// that is wrong; never reads outside bytes.
+// that is wrong; never reads outside bytes. The constants are not copied: constant_bytes views
+// them in bytes (map a file with core/mapped_file.h, and keep it until the Executable is made).
 Artifact ReadArtifact(std::string_view bytes, const std::string& what);
 
 // The verified header and section table of bytes (for `texel inspect`); throws as ReadArtifact.
@@ -69,8 +74,6 @@ std::vector<ArtifactSection> ReadArtifactSections(std::string_view bytes, const 
 // Whether bytes start like an artifact (its magic).
 bool LooksLikeArtifact(std::string_view bytes);
 
-// A whole file's bytes; Error(kNotFound / kIo) naming the path.
-std::string ReadFileBytes(const std::string& path);
 // Writes bytes to path through a temporary file renamed into place; Error(kIo) naming the path.
 void WriteFileBytes(const std::string& path, std::string_view bytes);
 

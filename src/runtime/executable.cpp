@@ -11,7 +11,8 @@
 namespace texel::runtime {
 
 Executable::Executable(std::shared_ptr<cl::Context> ctx, Plan plan, cl::ProgramCache* cache,
-                       const std::vector<uint8_t>* binary)
+                       const std::vector<uint8_t>* binary,
+                       const std::map<int, std::string_view>* constant_bytes)
     : ctx_(std::move(ctx)), plan_(std::move(plan)) {
   if (std::any_of(plan_.steps.begin(), plan_.steps.end(),
                   [](const KernelStep& s) { return s.call.empty(); }))
@@ -23,8 +24,20 @@ Executable::Executable(std::shared_ptr<cl::Context> ctx, Plan plan, cl::ProgramC
     cl::Buffer buf = b.is_image()
                          ? cl::Buffer::Image2D(*ctx_, b.image_width, b.image_height, b.image_half)
                          : cl::Buffer(*ctx_, static_cast<size_t>(b.bytes));
-    if (b.bytes > 0) buf.Write(*ctx_, b.constant->bytes.data(), b.constant->bytes.size());
+    std::string_view bytes(reinterpret_cast<const char*>(b.constant->bytes.data()),
+                           b.constant->bytes.size());
+    if (bytes.empty() && constant_bytes && constant_bytes->count(static_cast<int>(i)))
+      bytes = constant_bytes->at(static_cast<int>(i));
+    TEXEL_CHECK(static_cast<int64_t>(bytes.size()) == b.bytes,
+                "constant buffer {} has {} bytes for {}", i, bytes.size(), b.bytes);
+    if (b.bytes > 0) buf.Write(*ctx_, bytes.data(), bytes.size());
     constants_.emplace(static_cast<int>(i), std::move(buf));
+    // The plan's host copy goes once the device has the bytes (ToArtifact reads them back), so
+    // that the constants are not held twice; their type and shape stay.
+    auto shell = std::make_shared<HostTensor>();
+    shell->dtype = b.constant->dtype;
+    shell->shape = b.constant->shape;
+    plan_.buffers[i].constant = std::move(shell);
   }
 }
 
@@ -46,12 +59,22 @@ std::unique_ptr<Executable> Executable::FromArtifact(std::shared_ptr<cl::Context
   const std::vector<uint8_t>* binary = nullptr;
   for (const ProgramBinary& b : artifact.binaries)
     if (b.Matches(device)) binary = &b.bytes;
-  return std::make_unique<Executable>(std::move(ctx), std::move(artifact.plan), cache, binary);
+  return std::make_unique<Executable>(std::move(ctx), std::move(artifact.plan), cache, binary,
+                                      &artifact.constant_bytes);
 }
 
 Artifact Executable::ToArtifact(bool with_binary) const {
   Artifact a;
   a.plan = plan_;
+  for (const auto& [i, buf] : constants_) {
+    BufferDesc& b = a.plan.buffers[i];
+    auto t = std::make_shared<HostTensor>();
+    t->dtype = b.constant->dtype;
+    t->shape = b.constant->shape;
+    t->bytes.resize(static_cast<size_t>(b.bytes));
+    if (b.bytes > 0) buf.Read(*ctx_, t->bytes.data(), t->bytes.size());
+    b.constant = std::move(t);
+  }
   if (with_binary && program_) {
     ProgramBinary b = ProgramBinary::KeyFor(ctx_->info());
     b.bytes = program_->Binary();

@@ -1,5 +1,6 @@
 // Executable: a Plan made ready on one device — program built (through the on-disk program
-// cache), constants uploaded. Sessions (runtime/session.h) run it. Lifetime: the Context outlives
+// cache), constants uploaded (and their host copies in the plan released: plan() keeps their
+// types and shapes only). Sessions (runtime/session.h) run it. Lifetime: the Context outlives
 // Executables. Thread safety: an Executable is immutable and may be shared between threads.
 #pragma once
 
@@ -19,8 +20,10 @@ namespace texel::runtime {
 class Executable {
  public:
   // binary: a program binary for ctx's device, tried before the cache and the source.
+  // constant_bytes: the bytes of constants whose plan tensor holds none (Artifact's).
   Executable(std::shared_ptr<cl::Context> ctx, Plan plan, cl::ProgramCache* cache,
-             const std::vector<uint8_t>* binary = nullptr);
+             const std::vector<uint8_t>* binary = nullptr,
+             const std::map<int, std::string_view>* constant_bytes = nullptr);
   // An artifact's plan, on ctx's device: its binary for the device when it carries one, else
   // built from source (through cache); the memory plan made again when the device demands
   // another alignment. Throws Error(kUnsupported) naming `what` and everything the device lacks.

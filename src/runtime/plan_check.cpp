@@ -19,7 +19,8 @@ constexpr int64_t kMaxImageSide = int64_t{1} << 20;
 int64_t ElementCount(const Shape& shape, const std::string& what) {
   int64_t n = 1;
   for (int64_t d : shape) {
-    if (d < 0 || d > kMaxBytes) Fail(ErrorCode::kInvalidModel, "{}: dimension {} is invalid", what, d);
+    if (d < 0 || d > kMaxBytes)
+      Fail(ErrorCode::kInvalidModel, "{}: dimension {} is invalid", what, d);
     n *= std::max<int64_t>(d, 1);
     if (n > kMaxBytes) Fail(ErrorCode::kInvalidModel, "{}: more than 2^48 elements", what);
   }
@@ -34,17 +35,17 @@ void CheckBuffer(const BufferDesc& b, size_t i) {
       b.image_height > kMaxImageSide)
     Fail(ErrorCode::kInvalidModel, "{}: image of {} x {} texels is invalid", what, b.image_width,
          b.image_height);
-  if (b.is_image() &&
-      (b.image_height == 0 || b.bytes != b.image_width * b.image_height * 4 * (b.image_half ? 2 : 4)))
+  if (b.is_image() && (b.image_height == 0 ||
+                       b.bytes != b.image_width * b.image_height * 4 * (b.image_half ? 2 : 4)))
     Fail(ErrorCode::kInvalidModel, "{}: {} bytes do not fit an image of {} x {} texels", what,
          b.bytes, b.image_width, b.image_height);
-  if (b.constant) {
-    int64_t n = ElementCount(b.constant->shape, what);
-    if (static_cast<int64_t>(b.constant->bytes.size()) !=
-            n * static_cast<int64_t>(DTypeSize(b.constant->dtype)) ||
-        static_cast<int64_t>(b.constant->bytes.size()) != b.bytes)
+  if (b.constant) {  // its bytes: the tensor's, or (none there) the artifact's, checked there
+    int64_t n =
+        ElementCount(b.constant->shape, what) * static_cast<int64_t>(DTypeSize(b.constant->dtype));
+    int64_t held = static_cast<int64_t>(b.constant->bytes.size());
+    if (n != b.bytes || (held != 0 && held != b.bytes))
       Fail(ErrorCode::kInvalidModel, "{}: its constant holds {} bytes, the buffer {}", what,
-           b.constant->bytes.size(), b.bytes);
+           held != 0 ? held : n, b.bytes);
   }
 }
 
@@ -53,7 +54,8 @@ void CheckBinding(const TensorBinding& t, const Plan& plan, const char* kind) {
   if (t.buffer < 0 || static_cast<size_t>(t.buffer) >= plan.buffers.size())
     Fail(ErrorCode::kInvalidModel, "{}: buffer {} does not exist", what, t.buffer);
   if (static_cast<int>(t.dtype) > static_cast<int>(DType::kBool))
-    Fail(ErrorCode::kInvalidModel, "{}: element type {} is invalid", what, static_cast<int>(t.dtype));
+    Fail(ErrorCode::kInvalidModel, "{}: element type {} is invalid", what,
+         static_cast<int>(t.dtype));
   const BufferDesc& b = plan.buffers[t.buffer];
   if (b.is_image() || b.constant)
     Fail(ErrorCode::kInvalidModel, "{}: buffer {} is an image or a constant", what, t.buffer);
@@ -73,11 +75,13 @@ void CheckStep(const KernelStep& s, size_t i, const Plan& plan) {
       Fail(ErrorCode::kInvalidModel, "{}: buffer {} does not exist", what, b);
   if (!s.call.empty()) {
     for (int64_t a : s.call_args)
-      if (a < 0 || a > kMaxBytes) Fail(ErrorCode::kInvalidModel, "{}: argument {} is invalid", what, a);
+      if (a < 0 || a > kMaxBytes)
+        Fail(ErrorCode::kInvalidModel, "{}: argument {} is invalid", what, a);
     return;
   }
   if (s.kernel.empty()) Fail(ErrorCode::kInvalidModel, "{}: no kernel name", what);
-  if (s.global.empty() || s.global.size() > 3 || (!s.local.empty() && s.local.size() != s.global.size()))
+  if (s.global.empty() || s.global.size() > 3 ||
+      (!s.local.empty() && s.local.size() != s.global.size()))
     Fail(ErrorCode::kInvalidModel, "{}: work sizes of {} and {} dimensions", what, s.global.size(),
          s.local.size());
   for (size_t d = 0; d < s.global.size(); ++d)
@@ -114,8 +118,8 @@ void CheckMemory(const Plan& plan) {
     if (static_cast<size_t>(k) >= m.texture_blocks.size() || !b.is_image() || b.constant ||
         m.texture_blocks[k].width < b.image_width || m.texture_blocks[k].height < b.image_height ||
         m.texture_blocks[k].half != b.image_half)
-      Fail(ErrorCode::kInvalidModel, "memory plan: image buffer {} does not fit pooled image {}",
-           i, k);
+      Fail(ErrorCode::kInvalidModel, "memory plan: image buffer {} does not fit pooled image {}", i,
+           k);
   }
 }
 
@@ -147,8 +151,8 @@ std::vector<std::string> MissingFeatures(const Plan& plan, const cl::DeviceInfo&
   std::vector<std::string> missing;
   int64_t images = 0, width = 0, height = 0;
   for (const BufferDesc& b : plan.buffers)
-    if (b.is_image()) ++images, width = std::max(width, b.image_width),
-                                height = std::max(height, b.image_height);
+    if (b.is_image())
+      ++images, width = std::max(width, b.image_width), height = std::max(height, b.image_height);
   for (const TextureBlock& k : plan.memory.texture_blocks)
     width = std::max(width, k.width), height = std::max(height, k.height);
   if (images > 0 && !device.image_support)
@@ -186,8 +190,9 @@ std::vector<std::string> MissingFeatures(const Plan& plan, const cl::DeviceInfo&
   bool handoff = std::any_of(plan.buffers.begin(), plan.buffers.end(),
                              [](const BufferDesc& b) { return b.zeroed; });
   if (handoff && !ptx && device.type != "CPU")
-    missing.push_back("a CPU: its work-groups hand results over through OpenCL's global fence, "
-                      "which orders memory across work-groups on CPUs only");
+    missing.push_back(
+        "a CPU: its work-groups hand results over through OpenCL's global fence, "
+        "which orders memory across work-groups on CPUs only");
   return missing;
 }
 

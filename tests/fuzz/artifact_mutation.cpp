@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "runtime/artifact.h"
 #include "runtime/cl/context.h"
 #include "runtime/executable.h"
@@ -141,7 +142,7 @@ int main(int argc, char** argv) {
     auto ctx = std::make_shared<texel::cl::Context>(texel::cl::SelectDevice("cpu"));
     texel::Counts c;
     for (int f = 3; f < argc; ++f) {
-      std::string original = texel::runtime::ReadFileBytes(argv[f]);
+      std::string original(texel::MappedFile::Open(argv[f])->bytes());
       texel::runtime::ReadArtifact(original, argv[f]);  // the original must load
       int n = variants / (argc - 3);
       for (int i = 0; i < n; ++i) {

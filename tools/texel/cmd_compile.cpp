@@ -12,6 +12,7 @@
 #include "ir/printer.h"
 #include "model_session.h"
 #include "runtime/artifact.h"
+#include "runtime/session.h"
 
 namespace texel::cli {
 namespace {
@@ -96,6 +97,9 @@ int RunCompile(const CompileArgs& a) {
                dev.Label().c_str(), plan.steps.size(), KernelMix(plan).c_str(),
                FormatMemory(mem).c_str(), m.compile_ms);
   if (!a.output.empty()) {
+    // Some drivers (PoCL) compile each kernel for its work-group size at its first launch, and
+    // their program binary holds what was compiled by then: one run first puts that in.
+    if (a.binaries) runtime::Session(*m.executable).Execute();
     runtime::Artifact artifact = m.executable->ToArtifact(a.binaries);
     std::string bytes = runtime::WriteArtifact(artifact);
     runtime::WriteFileBytes(a.output, bytes);

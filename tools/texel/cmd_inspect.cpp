@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "model_session.h"
 #include "runtime/artifact.h"
 #include "runtime/plan_check.h"
@@ -11,7 +12,8 @@ namespace texel::cli {
 namespace {
 
 int RunInspect(const std::string& path) {
-  std::string bytes = runtime::ReadFileBytes(path);
+  std::shared_ptr<const MappedFile> file = MappedFile::Open(path);
+  std::string_view bytes = file->bytes();
   uint32_t version = 0;
   std::vector<runtime::ArtifactSection> sections =
       runtime::ReadArtifactSections(bytes, path, &version);
@@ -28,10 +30,11 @@ int RunInspect(const std::string& path) {
   std::printf("plan     %zu kernels (%s), %zu buffers; %s\n", a.plan.steps.size(),
               KernelMix(a.plan).c_str(), a.plan.buffers.size(),
               FormatMemory(a.plan.memory).c_str());
-  for (const auto& [kind, list] : {std::pair{"input ", &a.plan.inputs}, {"output", &a.plan.outputs}})
+  for (const auto& [kind, list] :
+       {std::pair{"input ", &a.plan.inputs}, {"output", &a.plan.outputs}})
     for (const runtime::TensorBinding& t : *list)
-      std::printf("%s   %s: %s[%s]\n", kind, t.name.c_str(), std::string(DTypeName(t.dtype)).c_str(),
-                  ShapeStr(t.shape).c_str());
+      std::printf("%s   %s: %s[%s]\n", kind, t.name.c_str(),
+                  std::string(DTypeName(t.dtype)).c_str(), ShapeStr(t.shape).c_str());
   std::printf("sections\n");
   for (const runtime::ArtifactSection& s : sections)
     std::printf("  %-12s %10s at %-10llu sha256 %.16s...\n", s.name.c_str(),

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "core/npy.h"
 #include "ir/op.h"
 #include "runtime/artifact.h"
@@ -139,7 +140,8 @@ CompiledModel LoadArtifactModel(const std::string& path, std::shared_ptr<cl::Con
     return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
   };
   auto t0 = Clock::now();
-  runtime::Artifact artifact = runtime::ReadArtifact(runtime::ReadFileBytes(path), path);
+  std::shared_ptr<const MappedFile> file = MappedFile::Open(path);  // until the upload
+  runtime::Artifact artifact = runtime::ReadArtifact(file->bytes(), path);
   double read_ms = ms_since(t0);
   auto t1 = Clock::now();
   cl::ProgramCache cache = cl::ProgramCache::Default();
@@ -172,6 +174,7 @@ ModelSession OpenModelSession(const ModelArgs& a) {
     how = fmt::format("loaded in {:.0f} ms ({})", ms.model.compile_ms, how);
   } else {
     ms.model = Compile(a.model, ctx, ToCompileOptions(a.compile));
+    ms.model.graph.reset();  // not needed to run; its constants are on the device now
     how = fmt::format("compiled in {:.0f} ms{}", ms.model.compile_ms,
                       // A plan without steps (e.g. only views) has no program.
                       ms.model.executable->program_from_cache() ? " (program from cache)" : "");
