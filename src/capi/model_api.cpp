@@ -1,5 +1,6 @@
 // Models: texel_model_* (loading, saving, inputs and outputs; compile_api.cpp compiles).
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -23,10 +24,14 @@ void Describe(const runtime::TensorBinding& t, texel_tensor_info_t* out) {
   *out = info;
 }
 
-texel_model_t Load(texel_context_t context, std::string_view bytes, const std::string& what) {
+// release: as runtime::ReadArtifact's (a mapped file's pages go once read).
+texel_model_t Load(texel_context_t context, std::string_view bytes, const std::string& what,
+                   std::function<void(std::string_view)> release = {}) {
   cl::ProgramCache cache = cl::ProgramCache::Default();
-  return NewModel(context, runtime::Executable::FromArtifact(
-                               context->context, runtime::ReadArtifact(bytes, what), &cache, what));
+  return NewModel(
+      context,
+      runtime::Executable::FromArtifact(
+          context->context, runtime::ReadArtifact(bytes, what, std::move(release)), &cache, what));
 }
 
 }  // namespace
@@ -80,7 +85,8 @@ texel_status_t texel_model_load_file(texel_context_t context, const char* path,
     Require(path, "path");
     Require(out_model, "out_model");
     auto file = texel::MappedFile::Open(path);
-    *out_model = texel::capi::Load(context, file->bytes(), path);
+    *out_model = texel::capi::Load(context, file->bytes(), path,
+                                   [&file](std::string_view part) { file->Release(part); });
   });
 }
 

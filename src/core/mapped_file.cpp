@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "core/error.h"
@@ -31,6 +32,17 @@ std::shared_ptr<const MappedFile> MappedFile::Open(const std::string& path) {
     ::close(fd);
   }
   return f;
+}
+
+void MappedFile::Release(std::string_view range) const {
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(data_);
+  uintptr_t begin = reinterpret_cast<uintptr_t>(range.data());
+  uintptr_t end = begin + range.size();
+  if (range.empty() || begin < lo || end > lo + size_) return;
+  begin = (begin + page - 1) / page * page;
+  end = end / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 MappedFile::~MappedFile() {

@@ -17,6 +17,9 @@ class MappedFile {
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
   std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+  // Drops the resident pages that lie wholly inside range (a part of bytes()) once they have
+  // been read: they leave the process's memory and come back from the file if read again.
+  void Release(std::string_view range) const;
 
  private:
   MappedFile() = default;

@@ -343,8 +343,9 @@ std::string PackSections(const std::vector<NamedSection>& sections, uint32_t for
   return out;
 }
 
-std::vector<ArtifactSection> ReadArtifactSections(std::string_view bytes, const std::string& what,
-                                                  uint32_t* format_version) {
+std::vector<ArtifactSection> ReadArtifactSections(
+    std::string_view bytes, const std::string& what, uint32_t* format_version,
+    const std::function<void(std::string_view)>& release) {
   auto bad = [&](const std::string& why) { Fail(ErrorCode::kInvalidModel, "{}: {}", what, why); };
   if (!LooksLikeArtifact(bytes))
     bad("not a texel artifact (the file does not start with TEXELART)");
@@ -385,6 +386,7 @@ std::vector<ArtifactSection> ReadArtifactSections(std::string_view bytes, const 
                       s.size, s.offset, bytes.size()));
     if (Sha256Hex(bytes.substr(s.offset, s.size)) != s.sha256)
       bad(fmt::format("section '{}' is corrupt: its sha256 does not match the table", s.name));
+    if (release) release(bytes.substr(s.offset, s.size));
     sections.push_back(std::move(s));
   }
   // Sections do not overlap, and every byte between them is zero: any flipped bit is caught.
@@ -403,9 +405,12 @@ std::vector<ArtifactSection> ReadArtifactSections(std::string_view bytes, const 
   return sections;
 }
 
-Artifact ReadArtifact(std::string_view bytes, const std::string& what) {
+Artifact ReadArtifact(std::string_view bytes, const std::string& what,
+                      std::function<void(std::string_view)> release) {
   Artifact a;
-  std::vector<ArtifactSection> sections = ReadArtifactSections(bytes, what, &a.format_version);
+  std::vector<ArtifactSection> sections =
+      ReadArtifactSections(bytes, what, &a.format_version, release);
+  a.release = std::move(release);
   auto section = [&](const std::string& name) -> std::string_view {
     for (const ArtifactSection& s : sections)
       if (s.name == name) return bytes.substr(s.offset, s.size);

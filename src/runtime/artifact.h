@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -42,6 +43,8 @@ struct Artifact {
   // Buffer index -> its constant's bytes where the plan's tensor holds none (its type and shape
   // only): ReadArtifact's views into the bytes it read, valid while those are.
   std::map<int, std::string_view> constant_bytes;
+  // Called with parts of the bytes read that are no longer needed (ReadArtifact's release).
+  std::function<void(std::string_view)> release;
 };
 
 struct ArtifactSection {
@@ -65,11 +68,16 @@ std::string PackSections(const std::vector<NamedSection>& sections, uint32_t for
 // consistency (CheckPlan). Throws Error(kInvalidModel) naming `what` (the file) and the part
 // that is wrong; never reads outside bytes. The constants are not copied: constant_bytes views
 // them in bytes (map a file with core/mapped_file.h, and keep it until the Executable is made).
-Artifact ReadArtifact(std::string_view bytes, const std::string& what);
+// release: called with each part of bytes once it is read (each section after its checksum,
+// each constant once on the device), so that a mapped file's pages can go (MappedFile::Release)
+// and the constants are not resident twice.
+Artifact ReadArtifact(std::string_view bytes, const std::string& what,
+                      std::function<void(std::string_view)> release = {});
 
 // The verified header and section table of bytes (for `texel inspect`); throws as ReadArtifact.
-std::vector<ArtifactSection> ReadArtifactSections(std::string_view bytes, const std::string& what,
-                                                  uint32_t* format_version = nullptr);
+std::vector<ArtifactSection> ReadArtifactSections(
+    std::string_view bytes, const std::string& what, uint32_t* format_version = nullptr,
+    const std::function<void(std::string_view)>& release = {});
 
 // Whether bytes start like an artifact (its magic).
 bool LooksLikeArtifact(std::string_view bytes);

@@ -12,7 +12,8 @@ namespace texel::runtime {
 
 Executable::Executable(std::shared_ptr<cl::Context> ctx, Plan plan, cl::ProgramCache* cache,
                        const std::vector<uint8_t>* binary,
-                       const std::map<int, std::string_view>* constant_bytes)
+                       const std::map<int, std::string_view>* constant_bytes,
+                       const std::function<void(std::string_view)>& release)
     : ctx_(std::move(ctx)), plan_(std::move(plan)) {
   if (std::any_of(plan_.steps.begin(), plan_.steps.end(),
                   [](const KernelStep& s) { return s.call.empty(); }))
@@ -31,6 +32,7 @@ Executable::Executable(std::shared_ptr<cl::Context> ctx, Plan plan, cl::ProgramC
     TEXEL_CHECK(static_cast<int64_t>(bytes.size()) == b.bytes,
                 "constant buffer {} has {} bytes for {}", i, bytes.size(), b.bytes);
     if (b.bytes > 0) buf.Write(*ctx_, bytes.data(), bytes.size());
+    if (release && b.constant->bytes.empty()) release(bytes);
     constants_.emplace(static_cast<int>(i), std::move(buf));
     // The plan's host copy goes once the device has the bytes (ToArtifact reads them back), so
     // that the constants are not held twice; their type and shape stay.
@@ -60,7 +62,7 @@ std::unique_ptr<Executable> Executable::FromArtifact(std::shared_ptr<cl::Context
   for (const ProgramBinary& b : artifact.binaries)
     if (b.Matches(device)) binary = &b.bytes;
   return std::make_unique<Executable>(std::move(ctx), std::move(artifact.plan), cache, binary,
-                                      &artifact.constant_bytes);
+                                      &artifact.constant_bytes, artifact.release);
 }
 
 Artifact Executable::ToArtifact(bool with_binary) const {

@@ -20,10 +20,12 @@ namespace texel::runtime {
 class Executable {
  public:
   // binary: a program binary for ctx's device, tried before the cache and the source.
-  // constant_bytes: the bytes of constants whose plan tensor holds none (Artifact's).
+  // constant_bytes: the bytes of constants whose plan tensor holds none (Artifact's), each
+  // passed to release once uploaded.
   Executable(std::shared_ptr<cl::Context> ctx, Plan plan, cl::ProgramCache* cache,
              const std::vector<uint8_t>* binary = nullptr,
-             const std::map<int, std::string_view>* constant_bytes = nullptr);
+             const std::map<int, std::string_view>* constant_bytes = nullptr,
+             const std::function<void(std::string_view)>& release = {});
   // An artifact's plan, on ctx's device: its binary for the device when it carries one, else
   // built from source (through cache); the memory plan made again when the device demands
   // another alignment. Throws Error(kUnsupported) naming `what` and everything the device lacks.

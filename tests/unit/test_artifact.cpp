@@ -9,12 +9,14 @@
 
 #include "api/compiler.h"
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "core/sha256.h"
 #include "kernel_test_util.h"
 #include "runtime/artifact.h"
 #include "runtime/executable.h"
 #include "runtime/memory_plan.h"
 #include "runtime/plan_check.h"
+#include "temp_dir.h"
 
 namespace texel {
 namespace {
@@ -181,6 +183,27 @@ TEST(ArtifactTest, MissingFeaturesAreNamed) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
     EXPECT_NE(std::string(e.what()).find("cl_texel_imaginary"), std::string::npos) << e.what();
   }
+}
+
+// Loaded from a mapped file whose pages are released as they are read (each section after its
+// checksum, each constant once uploaded): the same results.
+TEST(ArtifactTest, MappedFileReleasedAsRead) {
+  CompiledModel m = CompileFile("tiny_conv.onnx");
+  testing::TempDir dir;
+  std::string path = (dir.path() / "conv.texel").string();
+  runtime::WriteFileBytes(path, runtime::WriteArtifact(m.executable->ToArtifact(false)));
+  auto file = MappedFile::Open(path);
+  int released = 0;
+  runtime::Artifact a = runtime::ReadArtifact(file->bytes(), path, [&](std::string_view part) {
+    file->Release(part);
+    ++released;
+  });
+  size_t constants = a.constant_bytes.size();
+  EXPECT_GT(constants, 0u);
+  cl::ProgramCache cache = cl::ProgramCache::Default();
+  auto loaded = runtime::Executable::FromArtifact(SharedContext(), std::move(a), &cache, path);
+  EXPECT_EQ(released, static_cast<int>(4 + constants));  // meta, plan, source, constants
+  EXPECT_EQ(RunOnce(*loaded, 9)[0].bytes, RunOnce(*m.executable, 9)[0].bytes);
 }
 
 // A memory plan whose alignment the device does not accept is made again on load.

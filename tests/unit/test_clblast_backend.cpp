@@ -238,7 +238,8 @@ TEST(ClblastBackendTest, ErrorStatusNamesTheStep) {
                      ->outputs[0]);
     return g;
   };
-  runtime::Plan plan = CompileWith(build, {"clblast", "native"}).executable->plan();
+  // ToArtifact: the plan with its constants (an Executable's own plan() has their shapes only).
+  runtime::Plan plan = CompileWith(build, {"clblast", "native"}).executable->ToArtifact(false).plan;
   ASSERT_EQ(plan.steps.size(), 1u);
   ASSERT_EQ(plan.steps[0].call, "clblast.sgemm");
   plan.steps[0].call_args[1] *= 1000;  // m

@@ -141,7 +141,8 @@ CompiledModel LoadArtifactModel(const std::string& path, std::shared_ptr<cl::Con
   };
   auto t0 = Clock::now();
   std::shared_ptr<const MappedFile> file = MappedFile::Open(path);  // until the upload
-  runtime::Artifact artifact = runtime::ReadArtifact(file->bytes(), path);
+  runtime::Artifact artifact = runtime::ReadArtifact(
+      file->bytes(), path, [&file](std::string_view part) { file->Release(part); });
   double read_ms = ms_since(t0);
   auto t1 = Clock::now();
   cl::ProgramCache cache = cl::ProgramCache::Default();
