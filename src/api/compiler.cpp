@@ -11,6 +11,7 @@
 
 #include "api/measure.h"
 #include "backends/lower.h"
+#include "core/file_io.h"
 #include "core/sha256.h"
 #include "core/version.h"
 #include "frontend/linalg/importer.h"
@@ -30,12 +31,14 @@ std::string FilePrefix(const std::string& path) {
   return prefix;
 }
 
-// CompileGraph on what import() returns; compile_ms includes the import.
+// CompileGraph on what import() returns, recording the model's sha256 (hashed after the import,
+// so that the frontend reports a missing or malformed model); compile_ms includes the import.
 CompiledModel ImportAndCompile(const std::function<std::unique_ptr<ir::Graph>()>& import,
-                               std::shared_ptr<cl::Context> ctx, const CompileOptions& options,
-                               const std::string& model_sha256) {
+                               const std::function<std::string()>& model_sha256,
+                               std::shared_ptr<cl::Context> ctx, const CompileOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
-  CompiledModel m = CompileGraph(import(), std::move(ctx), options, model_sha256);
+  std::unique_ptr<ir::Graph> graph = import();
+  CompiledModel m = CompileGraph(std::move(graph), std::move(ctx), options, model_sha256());
   m.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return m;
@@ -130,13 +133,14 @@ CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl:
 CompiledModel Compile(const std::string& model_path, std::shared_ptr<cl::Context> ctx,
                       const CompileOptions& options) {
   return ImportAndCompile([&] { return ImportModelFile(model_path, options.import); },
-                          std::move(ctx), options, Sha256FileHex(model_path));
+                          [&] { return Sha256Hex(MappedFile::Open(model_path)->bytes()); },
+                          std::move(ctx), options);
 }
 
 CompiledModel CompileBytes(const std::string& bytes, std::shared_ptr<cl::Context> ctx,
                            const CompileOptions& options) {
   return ImportAndCompile([&] { return ImportModelBytes(bytes, ".", options.import); },
-                          std::move(ctx), options, Sha256Hex(bytes));
+                          [&] { return Sha256Hex(bytes); }, std::move(ctx), options);
 }
 
 }  // namespace texel

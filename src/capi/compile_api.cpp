@@ -41,9 +41,7 @@ using texel::capi::Require;
 extern "C" {
 
 void texel_compile_options_init(texel_compile_options_t* options) {
-  if (!options) return;
-  *options = texel_compile_options_t{};
-  options->struct_size = sizeof(*options);
+  texel::capi::ResetStruct(options);
 }
 
 texel_status_t texel_model_compile_file(texel_context_t context, const char* path,

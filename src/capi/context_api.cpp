@@ -51,9 +51,7 @@ texel_status_t texel_device_get_info(size_t index, texel_device_info_t* out_info
 }
 
 void texel_context_options_init(texel_context_options_t* options) {
-  if (!options) return;
-  *options = texel_context_options_t{};
-  options->struct_size = sizeof(*options);
+  texel::capi::ResetStruct(options);
 }
 
 texel_status_t texel_context_create(const texel_context_options_t* options,

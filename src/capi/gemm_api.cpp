@@ -66,9 +66,7 @@ void CheckQueue(const texel::cl::Context& ctx, cl_command_queue queue) {
 extern "C" {
 
 void texel_gemm_init(texel_gemm_t* gemm) {
-  if (!gemm) return;
-  *gemm = texel_gemm_t{};
-  gemm->struct_size = sizeof(*gemm);
+  if (!texel::capi::ResetStruct(gemm)) return;
   gemm->layout = TEXEL_ROW_MAJOR;
   gemm->alpha = 1.0f;
   gemm->batch = 1;

@@ -79,6 +79,16 @@ texel_status_t Guard(const char* function, F&& body) noexcept {
   }
 }
 
+// The body of every texel_*_init: *s value-initialised with its struct_size set; false when s is
+// NULL.
+template <class T>
+bool ResetStruct(T* s) {
+  if (s == nullptr) return false;
+  *s = T{};
+  s->struct_size = sizeof(T);
+  return true;
+}
+
 // Throws Error(kInvalidArgument) "<what> is NULL" when p is null.
 inline void Require(const void* p, const char* what) {
   if (p == nullptr) Fail(ErrorCode::kInvalidArgument, "{} is NULL", what);

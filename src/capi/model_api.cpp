@@ -1,11 +1,10 @@
 // Models: texel_model_* (loading, saving, inputs and outputs; compile_api.cpp compiles).
 
-#include <functional>
 #include <string>
 #include <string_view>
 
 #include "capi/handles.h"
-#include "core/mapped_file.h"
+#include "core/file_io.h"
 #include "core/version.h"
 
 namespace texel::capi {
@@ -22,16 +21,6 @@ void Describe(const runtime::TensorBinding& t, texel_tensor_info_t* out) {
   for (size_t i = 0; i < t.shape.size(); ++i) info.shape[i] = t.shape[i];
   info.bytes = static_cast<size_t>(DTypeSize(t.dtype) * NumElements(t.shape));
   *out = info;
-}
-
-// release: as runtime::ReadArtifact's (a mapped file's pages go once read).
-texel_model_t Load(texel_context_t context, std::string_view bytes, const std::string& what,
-                   std::function<void(std::string_view)> release = {}) {
-  cl::ProgramCache cache = cl::ProgramCache::Default();
-  return NewModel(
-      context,
-      runtime::Executable::FromArtifact(
-          context->context, runtime::ReadArtifact(bytes, what, std::move(release)), &cache, what));
 }
 
 }  // namespace
@@ -73,7 +62,7 @@ texel_status_t texel_model_save(texel_model_t model, const char* path, int with_
   return Guard(__func__, [&] {
     Require(model, "model");
     Require(path, "path");
-    texel::runtime::WriteFileBytes(
+    texel::WriteFileAtomically(
         path, texel::runtime::WriteArtifact(model->executable->ToArtifact(with_binaries != 0)));
   });
 }
@@ -84,9 +73,9 @@ texel_status_t texel_model_load_file(texel_context_t context, const char* path,
     Require(context, "context");
     Require(path, "path");
     Require(out_model, "out_model");
-    auto file = texel::MappedFile::Open(path);
-    *out_model = texel::capi::Load(context, file->bytes(), path,
-                                   [&file](std::string_view part) { file->Release(part); });
+    texel::cl::ProgramCache cache = texel::cl::ProgramCache::Default();
+    *out_model = texel::capi::NewModel(
+        context, texel::runtime::Executable::FromArtifactFile(context->context, path, &cache));
   });
 }
 
@@ -96,8 +85,12 @@ texel_status_t texel_model_load_memory(texel_context_t context, const void* data
     Require(context, "context");
     Require(data, "data");
     Require(out_model, "out_model");
-    *out_model = texel::capi::Load(context, std::string_view(static_cast<const char*>(data), size),
-                                   "<memory>");
+    std::string_view bytes(static_cast<const char*>(data), size);
+    texel::cl::ProgramCache cache = texel::cl::ProgramCache::Default();
+    *out_model = texel::capi::NewModel(
+        context,
+        texel::runtime::Executable::FromArtifact(
+            context->context, texel::runtime::ReadArtifact(bytes, "<memory>"), &cache, "<memory>"));
   });
 }
 

@@ -48,11 +48,7 @@ using texel::capi::Require;
 
 extern "C" {
 
-void texel_tensor_init(texel_tensor_t* tensor) {
-  if (!tensor) return;
-  *tensor = texel_tensor_t{};
-  tensor->struct_size = sizeof(*tensor);
-}
+void texel_tensor_init(texel_tensor_t* tensor) { texel::capi::ResetStruct(tensor); }
 
 texel_status_t texel_session_create(texel_model_t model, texel_session_t* out_session) {
   return Guard(__func__, [&] {

@@ -1,10 +1,5 @@
 #include "core/sha256.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -89,25 +84,6 @@ std::string Sha256Hex(std::string_view data) {
     for (int shift = 28; shift >= 0; shift -= 4) out.push_back(kHex[(word >> shift) & 0xf]);
   }
   return out;
-}
-
-std::string Sha256FileHex(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  struct stat st {};
-  std::string digest;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    size_t size = static_cast<size_t>(st.st_size);
-    void* p = size > 0 ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
-    if (size == 0) {
-      digest = Sha256Hex({});
-    } else if (p != MAP_FAILED) {
-      digest = Sha256Hex({static_cast<const char*>(p), size});
-      ::munmap(p, size);
-    }
-  }
-  ::close(fd);
-  return digest;
 }
 
 }  // namespace texel

@@ -8,7 +8,5 @@ namespace texel {
 
 // Lower-case hex digest of data.
 std::string Sha256Hex(std::string_view data);
-// Of a file's bytes, read through a read-only mapping; empty when the file cannot be read.
-std::string Sha256FileHex(const std::string& path);
 
 }  // namespace texel

@@ -1,18 +1,15 @@
 #include "runtime/artifact.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "core/sha256.h"
 #include "core/version.h"
 #include "runtime/plan_check.h"
@@ -33,16 +30,6 @@ constexpr size_t kEntrySize = kNameSize + 8 + 8 + kDigestSize;
 constexpr uint32_t kMaxSections = 1024;
 constexpr uint64_t kSectionAlignment = 64;
 constexpr uint64_t kPageAlignment = 4096;  // the constants section, so that it can be mapped
-
-void AppendLe(std::string& out, uint64_t value, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
-}
-
-uint64_t ReadLe(std::string_view bytes, size_t at, int n) {
-  uint64_t value = 0;
-  for (int i = 0; i < n; ++i) value |= uint64_t{static_cast<uint8_t>(bytes[at + i])} << (8 * i);
-  return value;
-}
 
 uint64_t AlignUp(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
@@ -78,61 +65,90 @@ std::vector<T> Nums(const json& j) {
 }
 
 // ---- the plan as JSON ----
+// Each struct's fields are listed once (kXFields(s, f) calls f(key, field) for each); the writer
+// and the reader walk the same list, so that no field is written without being read back.
 
-json ShapeJson(const Shape& s) { return json(std::vector<int64_t>(s.begin(), s.end())); }
+constexpr auto kInfoFields = [](auto& i, auto&& f) {
+  f("texel_version", i.texel_version), f("options", i.options);
+  f("model_sha256", i.model_sha256), f("device_name", i.device_name);
+  f("device_vendor", i.device_vendor), f("device_type", i.device_type);
+  f("driver_version", i.driver_version), f("platform_version", i.platform_version);
+  f("device_version", i.device_version);
+};
 
-json BindingJson(const TensorBinding& t) {
-  return {{"name", t.name},
-          {"dtype", DTypeName(t.dtype)},
-          {"shape", ShapeJson(t.shape)},
-          {"buffer", t.buffer},
-          {"rows_buffer", t.rows_buffer}};
+constexpr auto kBinaryKeyFields = [](auto& b, auto&& f) {
+  f("device_name", b.device_name), f("driver_version", b.driver_version);
+  f("platform_version", b.platform_version), f("device_version", b.device_version);
+  f("texel_version", b.texel_version);
+};
+
+constexpr auto kNeedsFields = [](auto& n, auto&& f) {
+  f("inline_ptx", n.inline_ptx), f("tensor_cores", n.tensor_cores);
+};
+
+constexpr auto kBufferFields = [](auto& b, auto&& f) {
+  f("bytes", b.bytes), f("image_width", b.image_width), f("image_height", b.image_height);
+  f("image_half", b.image_half), f("zeroed", b.zeroed);
+};
+
+constexpr auto kBindingFields = [](auto& t, auto&& f) {
+  f("name", t.name), f("dtype", t.dtype), f("shape", t.shape), f("buffer", t.buffer);
+  f("rows_buffer", t.rows_buffer);
+};
+
+constexpr auto kStepFields = [](auto& s, auto&& f) {
+  f("kernel", s.kernel), f("buffers", s.buffers), f("call", s.call);
+  f("call_args", s.call_args), f("global", s.global), f("local", s.local), f("node", s.node);
+  f("op", s.op), f("backend", s.backend), f("flops", s.flops), f("bytes", s.bytes);
+};
+
+constexpr auto kBlockFields = [](auto& k, auto&& f) {
+  f("width", k.width), f("height", k.height), f("half", k.half);
+};
+
+constexpr auto kMemoryFields = [](auto& m, auto&& f) {
+  f("alignment", m.alignment), f("arena_bytes", m.arena_bytes), f("lower_bound", m.lower_bound);
+  f("unshared_bytes", m.unshared_bytes), f("offsets", m.offsets);
+  f("constant_bytes", m.constant_bytes), f("io_bytes", m.io_bytes);
+  f("texture_block", m.texture_block), f("texture_pool_bytes", m.texture_pool_bytes);
+  f("texture_unshared_bytes", m.texture_unshared_bytes);
+};
+
+json ToJson(DType t) { return DTypeName(t); }
+template <class T>
+json ToJson(const T& v) {
+  return v;
 }
 
-DType DTypeOf(const json& j) {
-  DType t;
-  if (!ParseDType(j.get<std::string>(), &t))
-    Fail(ErrorCode::kInvalidModel, "element type '{}' is unknown", j.get<std::string>());
-  return t;
+template <class T>
+void FromJson(const json& j, T* v) {
+  if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, bool>) {
+    *v = j.get<T>();
+  } else if constexpr (std::is_same_v<T, DType>) {
+    if (!ParseDType(j.get<std::string>(), v))
+      Fail(ErrorCode::kInvalidModel, "element type '{}' is unknown", j.get<std::string>());
+  } else if constexpr (std::is_arithmetic_v<T>) {
+    *v = Num<T>(j);
+  } else {
+    *v = Nums<typename T::value_type>(j);
+  }
 }
 
-TensorBinding BindingOf(const json& j) {
-  TensorBinding t;
-  t.name = j.at("name").get<std::string>();
-  t.dtype = DTypeOf(j.at("dtype"));
-  t.shape = Nums<int64_t>(j.at("shape"));
-  t.buffer = Num<int>(j.at("buffer"));
-  t.rows_buffer = Num<int>(j.at("rows_buffer"));
-  return t;
+// The fields that Fields lists of s, as a JSON object.
+template <class S, class Fields>
+json Write(const S& s, Fields fields) {
+  json j = json::object();
+  fields(s, [&j](const char* key, const auto& v) { j[key] = ToJson(v); });
+  return j;
 }
 
-json InfoJson(const PlanInfo& i) {
-  return {{"texel_version", i.texel_version},   {"options", i.options},
-          {"model_sha256", i.model_sha256},     {"device_name", i.device_name},
-          {"device_vendor", i.device_vendor},   {"device_type", i.device_type},
-          {"driver_version", i.driver_version}, {"platform_version", i.platform_version},
-          {"device_version", i.device_version}};
-}
-
-PlanInfo InfoOf(const json& j) {
-  PlanInfo i;
-  for (auto [field, key] : {std::pair{&i.texel_version, "texel_version"},
-                            {&i.options, "options"},
-                            {&i.model_sha256, "model_sha256"},
-                            {&i.device_name, "device_name"},
-                            {&i.device_vendor, "device_vendor"},
-                            {&i.device_type, "device_type"},
-                            {&i.driver_version, "driver_version"},
-                            {&i.platform_version, "platform_version"},
-                            {&i.device_version, "device_version"}})
-    *field = j.at(key).get<std::string>();
-  return i;
-}
-
-json BinaryKeyJson(const ProgramBinary& b, const std::string& section) {
-  return {{"device_name", b.device_name},           {"driver_version", b.driver_version},
-          {"platform_version", b.platform_version}, {"device_version", b.device_version},
-          {"texel_version", b.texel_version},       {"section", section}};
+// s's listed fields from the JSON object j; Error(kInvalidModel) or json::exception when one is
+// missing or of another type.
+template <class S, class Fields>
+S Read(const json& j, Fields fields) {
+  S s;
+  fields(s, [&j](const char* key, auto& v) { FromJson(j.at(key), &v); });
+  return s;
 }
 
 // The plan without its constants' bytes and source; constants: where each constant's bytes go in
@@ -141,11 +157,7 @@ json PlanJson(const Plan& plan, const std::map<int, std::string_view>& views,
               std::string* constants) {
   json buffers = json::array();
   for (const BufferDesc& b : plan.buffers) {
-    json jb = {{"bytes", b.bytes},
-               {"image_width", b.image_width},
-               {"image_height", b.image_height},
-               {"image_half", b.image_half},
-               {"zeroed", b.zeroed}};
+    json jb = Write(b, kBufferFields);
     if (b.constant) {
       auto view = views.find(static_cast<int>(buffers.size()));
       std::string_view bytes =
@@ -155,65 +167,36 @@ json PlanJson(const Plan& plan, const std::map<int, std::string_view>& views,
                                  b.constant->bytes.size());
       constants->resize(AlignUp(constants->size(), kSectionAlignment), '\0');
       jb["constant"] = {{"dtype", DTypeName(b.constant->dtype)},
-                        {"shape", ShapeJson(b.constant->shape)},
+                        {"shape", b.constant->shape},
                         {"offset", constants->size()},
                         {"bytes", bytes.size()}};
       constants->append(bytes);
     }
     buffers.push_back(std::move(jb));
   }
-  json inputs = json::array(), outputs = json::array(), steps = json::array();
-  for (const TensorBinding& t : plan.inputs) inputs.push_back(BindingJson(t));
-  for (const TensorBinding& t : plan.outputs) outputs.push_back(BindingJson(t));
-  for (const KernelStep& s : plan.steps)
-    steps.push_back({{"kernel", s.kernel},
-                     {"buffers", s.buffers},
-                     {"call", s.call},
-                     {"call_args", s.call_args},
-                     {"global", s.global},
-                     {"local", s.local},
-                     {"node", s.node},
-                     {"op", s.op},
-                     {"backend", s.backend},
-                     {"flops", s.flops},
-                     {"bytes", s.bytes}});
-  const MemoryPlan& m = plan.memory;
-  json blocks = json::array();
-  for (const TextureBlock& k : m.texture_blocks)
-    blocks.push_back({{"width", k.width}, {"height", k.height}, {"half", k.half}});
-  json memory = {{"alignment", m.alignment},
-                 {"arena_bytes", m.arena_bytes},
-                 {"lower_bound", m.lower_bound},
-                 {"unshared_bytes", m.unshared_bytes},
-                 {"offsets", m.offsets},
-                 {"constant_bytes", m.constant_bytes},
-                 {"io_bytes", m.io_bytes},
-                 {"texture_block", m.texture_block},
-                 {"texture_blocks", blocks},
-                 {"texture_pool_bytes", m.texture_pool_bytes},
-                 {"texture_unshared_bytes", m.texture_unshared_bytes}};
-  return {
-      {"needs", {{"inline_ptx", plan.needs.inline_ptx}, {"tensor_cores", plan.needs.tensor_cores}}},
-      {"build_options", plan.build_options},
-      {"buffers", buffers},
-      {"inputs", inputs},
-      {"outputs", outputs},
-      {"steps", steps},
-      {"memory", memory}};
+  json inputs = json::array(), outputs = json::array(), steps = json::array(),
+       blocks = json::array();
+  for (const TensorBinding& t : plan.inputs) inputs.push_back(Write(t, kBindingFields));
+  for (const TensorBinding& t : plan.outputs) outputs.push_back(Write(t, kBindingFields));
+  for (const KernelStep& s : plan.steps) steps.push_back(Write(s, kStepFields));
+  for (const TextureBlock& k : plan.memory.texture_blocks) blocks.push_back(Write(k, kBlockFields));
+  json memory = Write(plan.memory, kMemoryFields);
+  memory["texture_blocks"] = blocks;
+  return {{"needs", Write(plan.needs, kNeedsFields)},
+          {"build_options", plan.build_options},
+          {"buffers", buffers},
+          {"inputs", inputs},
+          {"outputs", outputs},
+          {"steps", steps},
+          {"memory", memory}};
 }
 
 Plan PlanOf(const json& j, std::string_view constants, std::map<int, std::string_view>* views) {
   Plan plan;
   plan.build_options = j.at("build_options").get<std::string>();
-  plan.needs.inline_ptx = j.at("needs").at("inline_ptx").get<bool>();
-  plan.needs.tensor_cores = j.at("needs").at("tensor_cores").get<bool>();
+  plan.needs = Read<DeviceNeeds>(j.at("needs"), kNeedsFields);
   for (const json& jb : j.at("buffers")) {
-    BufferDesc b;
-    b.bytes = Num<int64_t>(jb.at("bytes"));
-    b.image_width = Num<int64_t>(jb.at("image_width"));
-    b.image_height = Num<int64_t>(jb.at("image_height"));
-    b.image_half = jb.at("image_half").get<bool>();
-    b.zeroed = jb.at("zeroed").get<bool>();
+    BufferDesc b = Read<BufferDesc>(jb, kBufferFields);
     if (jb.contains("constant")) {
       const json& c = jb.at("constant");
       uint64_t offset = Num<uint64_t>(c.at("offset")), bytes = Num<uint64_t>(c.at("bytes"));
@@ -226,45 +209,22 @@ Plan PlanOf(const json& j, std::string_view constants, std::map<int, std::string
         Fail(ErrorCode::kInvalidModel, "buffer {}: its constant holds {} bytes, the buffer {}",
              plan.buffers.size(), bytes, b.bytes);
       auto t = std::make_shared<HostTensor>();  // type and shape; the bytes stay in the section
-      t->dtype = DTypeOf(c.at("dtype"));
-      t->shape = Nums<int64_t>(c.at("shape"));
+      FromJson(c.at("dtype"), &t->dtype);
+      FromJson(c.at("shape"), &t->shape);
       (*views)[static_cast<int>(plan.buffers.size())] = constants.substr(offset, bytes);
       b.constant = std::move(t);
     }
     plan.buffers.push_back(std::move(b));
   }
-  for (const json& t : j.at("inputs")) plan.inputs.push_back(BindingOf(t));
-  for (const json& t : j.at("outputs")) plan.outputs.push_back(BindingOf(t));
-  for (const json& js : j.at("steps")) {
-    KernelStep s;
-    s.kernel = js.at("kernel").get<std::string>();
-    s.buffers = Nums<int>(js.at("buffers"));
-    s.call = js.at("call").get<std::string>();
-    s.call_args = Nums<int64_t>(js.at("call_args"));
-    s.global = Nums<size_t>(js.at("global"));
-    s.local = Nums<size_t>(js.at("local"));
-    s.node = js.at("node").get<std::string>();
-    s.op = js.at("op").get<std::string>();
-    s.backend = js.at("backend").get<std::string>();
-    s.flops = Num<double>(js.at("flops"));
-    s.bytes = Num<double>(js.at("bytes"));
-    plan.steps.push_back(std::move(s));
-  }
+  for (const json& t : j.at("inputs"))
+    plan.inputs.push_back(Read<TensorBinding>(t, kBindingFields));
+  for (const json& t : j.at("outputs"))
+    plan.outputs.push_back(Read<TensorBinding>(t, kBindingFields));
+  for (const json& s : j.at("steps")) plan.steps.push_back(Read<KernelStep>(s, kStepFields));
   const json& jm = j.at("memory");
-  MemoryPlan& m = plan.memory;
-  m.alignment = Num<int64_t>(jm.at("alignment"));
-  m.arena_bytes = Num<int64_t>(jm.at("arena_bytes"));
-  m.lower_bound = Num<int64_t>(jm.at("lower_bound"));
-  m.unshared_bytes = Num<int64_t>(jm.at("unshared_bytes"));
-  m.offsets = Nums<int64_t>(jm.at("offsets"));
-  m.constant_bytes = Num<int64_t>(jm.at("constant_bytes"));
-  m.io_bytes = Num<int64_t>(jm.at("io_bytes"));
-  m.texture_block = Nums<int>(jm.at("texture_block"));
+  plan.memory = Read<MemoryPlan>(jm, kMemoryFields);
   for (const json& k : jm.at("texture_blocks"))
-    m.texture_blocks.push_back(
-        {Num<int64_t>(k.at("width")), Num<int64_t>(k.at("height")), k.at("half").get<bool>()});
-  m.texture_pool_bytes = Num<int64_t>(jm.at("texture_pool_bytes"));
-  m.texture_unshared_bytes = Num<int64_t>(jm.at("texture_unshared_bytes"));
+    plan.memory.texture_blocks.push_back(Read<TextureBlock>(k, kBlockFields));
   return plan;
 }
 
@@ -298,9 +258,11 @@ std::string WriteArtifact(const Artifact& a) {
   std::vector<std::string> binary_names;
   for (size_t i = 0; i < a.binaries.size(); ++i) {
     binary_names.push_back(fmt::format("binary.{}", i));
-    binaries.push_back(BinaryKeyJson(a.binaries[i], binary_names.back()));
+    json key = Write(a.binaries[i], kBinaryKeyFields);
+    key["section"] = binary_names.back();
+    binaries.push_back(std::move(key));
   }
-  json meta = InfoJson(a.plan.info);
+  json meta = Write(a.plan.info, kInfoFields);
   meta["format_version"] = a.format_version;
   meta["binaries"] = binaries;
   const std::string meta_text = meta.dump(1), plan_text = plan.dump(1);
@@ -324,16 +286,16 @@ std::string PackSections(const std::vector<NamedSection>& sections, uint32_t for
     offset += s.bytes.size();
   }
   std::string out(kMagic, sizeof(kMagic));
-  AppendLe(out, format_version, 4);
-  AppendLe(out, sections.size(), 4);
-  AppendLe(out, offset, 8);
+  AppendLittleEndian(out, format_version, 4);
+  AppendLittleEndian(out, sections.size(), 4);
+  AppendLittleEndian(out, offset, 8);
   out.append(8, '\0');
   for (size_t i = 0; i < sections.size(); ++i) {
     std::string name = sections[i].name;
     name.resize(kNameSize, '\0');
     out += name;
-    AppendLe(out, offsets[i], 8);
-    AppendLe(out, sections[i].bytes.size(), 8);
+    AppendLittleEndian(out, offsets[i], 8);
+    AppendLittleEndian(out, sections[i].bytes.size(), 8);
     out += Sha256Hex(sections[i].bytes);
   }
   for (size_t i = 0; i < sections.size(); ++i) {
@@ -351,18 +313,19 @@ std::vector<ArtifactSection> ReadArtifactSections(
     bad("not a texel artifact (the file does not start with TEXELART)");
   if (bytes.size() < kHeaderSize)
     bad(fmt::format("truncated: {} bytes, shorter than the header", bytes.size()));
-  uint32_t version = static_cast<uint32_t>(ReadLe(bytes, 8, 4));
+  uint32_t version = static_cast<uint32_t>(ReadLittleEndian(bytes.data() + 8, 4));
   if (version == 0 || version > kArtifactFormatVersion)
     bad(
         fmt::format("format version {}; this texel ({}) reads versions 1 to {}: load it with a "
                     "newer texel, or compile the model again",
                     version, kVersion, kArtifactFormatVersion));
   if (format_version) *format_version = version;
-  uint64_t count = ReadLe(bytes, 12, 4), size = ReadLe(bytes, 16, 8);
+  uint64_t count = ReadLittleEndian(bytes.data() + 12, 4),
+           size = ReadLittleEndian(bytes.data() + 16, 8);
   if (size != bytes.size())
     bad(fmt::format("truncated or extended: the header says {} bytes, the file has {}", size,
                     bytes.size()));
-  if (ReadLe(bytes, 24, 8) != 0) bad("the header's reserved bytes are not zero");
+  if (ReadLittleEndian(bytes.data() + 24, 8) != 0) bad("the header's reserved bytes are not zero");
   if (count > kMaxSections || kHeaderSize + count * kEntrySize > bytes.size())
     bad(fmt::format("a table of {} sections does not fit the file", count));
   std::vector<ArtifactSection> sections;
@@ -378,8 +341,8 @@ std::vector<ArtifactSection> ReadArtifactSections(
       bad(fmt::format("section {} has an invalid name", i));
     for (const ArtifactSection& o : sections)
       if (o.name == s.name) bad(fmt::format("section '{}' appears twice", s.name));
-    s.offset = ReadLe(bytes, at + kNameSize, 8);
-    s.size = ReadLe(bytes, at + kNameSize + 8, 8);
+    s.offset = ReadLittleEndian(bytes.data() + at + kNameSize, 8);
+    s.size = ReadLittleEndian(bytes.data() + at + kNameSize + 8, 8);
     s.sha256 = std::string(bytes.substr(at + kNameSize + 16, kDigestSize));
     if (s.offset < end_of_table || s.offset > bytes.size() || s.size > bytes.size() - s.offset)
       bad(fmt::format("section '{}' ({} bytes at {}) lies outside the file ({} bytes)", s.name,
@@ -408,8 +371,8 @@ std::vector<ArtifactSection> ReadArtifactSections(
 Artifact ReadArtifact(std::string_view bytes, const std::string& what,
                       std::function<void(std::string_view)> release) {
   Artifact a;
-  std::vector<ArtifactSection> sections =
-      ReadArtifactSections(bytes, what, &a.format_version, release);
+  a.sections = ReadArtifactSections(bytes, what, &a.format_version, release);
+  const std::vector<ArtifactSection>& sections = a.sections;
   a.release = std::move(release);
   auto section = [&](const std::string& name) -> std::string_view {
     for (const ArtifactSection& s : sections)
@@ -422,15 +385,10 @@ Artifact ReadArtifact(std::string_view bytes, const std::string& what,
     part = "plan";
     a.plan = PlanOf(json::parse(section("plan")), section("constants"), &a.constant_bytes);
     part = "meta";
-    a.plan.info = InfoOf(meta);
+    a.plan.info = Read<PlanInfo>(meta, kInfoFields);
     a.plan.source = std::string(section("source"));
     for (const json& jb : meta.at("binaries")) {
-      ProgramBinary b;
-      b.device_name = jb.at("device_name").get<std::string>();
-      b.driver_version = jb.at("driver_version").get<std::string>();
-      b.platform_version = jb.at("platform_version").get<std::string>();
-      b.device_version = jb.at("device_version").get<std::string>();
-      b.texel_version = jb.at("texel_version").get<std::string>();
+      ProgramBinary b = Read<ProgramBinary>(jb, kBinaryKeyFields);
       std::string_view bin = section(jb.at("section").get<std::string>());
       b.bytes.assign(bin.begin(), bin.end());
       a.binaries.push_back(std::move(b));
@@ -444,27 +402,6 @@ Artifact ReadArtifact(std::string_view bytes, const std::string& what,
     throw;
   }
   return a;
-}
-
-void WriteFileBytes(const std::string& path, std::string_view bytes) {
-  std::string tmp = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) Fail(ErrorCode::kIo, "{}: cannot write ({})", path, std::strerror(errno));
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      Fail(ErrorCode::kIo, "{}: cannot write ({})", path, std::strerror(errno));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    Fail(ErrorCode::kIo, "{}: cannot write ({})", path, ec.message());
-  }
 }
 
 }  // namespace texel::runtime

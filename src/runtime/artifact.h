@@ -36,6 +36,12 @@ struct ProgramBinary {
   bool Matches(const cl::DeviceInfo& device) const;
 };
 
+struct ArtifactSection {
+  std::string name;
+  uint64_t offset = 0, size = 0;
+  std::string sha256;  // lower-case hex
+};
+
 struct Artifact {
   uint32_t format_version = kArtifactFormatVersion;
   Plan plan;
@@ -45,12 +51,7 @@ struct Artifact {
   std::map<int, std::string_view> constant_bytes;
   // Called with parts of the bytes read that are no longer needed (ReadArtifact's release).
   std::function<void(std::string_view)> release;
-};
-
-struct ArtifactSection {
-  std::string name;
-  uint64_t offset = 0, size = 0;
-  std::string sha256;  // lower-case hex
+  std::vector<ArtifactSection> sections;  // ReadArtifact's: the section table as read
 };
 
 // The artifact's bytes.
@@ -67,7 +68,7 @@ std::string PackSections(const std::vector<NamedSection>& sections, uint32_t for
 // Parses and verifies bytes: the header, the section table, every section's sha256 and the plan's
 // consistency (CheckPlan). Throws Error(kInvalidModel) naming `what` (the file) and the part
 // that is wrong; never reads outside bytes. The constants are not copied: constant_bytes views
-// them in bytes (map a file with core/mapped_file.h, and keep it until the Executable is made).
+// them in bytes (map a file with core/file_io.h, and keep it until the Executable is made).
 // release: called with each part of bytes once it is read (each section after its checksum,
 // each constant once on the device), so that a mapped file's pages can go (MappedFile::Release)
 // and the constants are not resident twice.
@@ -81,8 +82,5 @@ std::vector<ArtifactSection> ReadArtifactSections(
 
 // Whether bytes start like an artifact (its magic).
 bool LooksLikeArtifact(std::string_view bytes);
-
-// Writes bytes to path through a temporary file renamed into place; Error(kIo) naming the path.
-void WriteFileBytes(const std::string& path, std::string_view bytes);
 
 }  // namespace texel::runtime

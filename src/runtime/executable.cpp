@@ -1,10 +1,12 @@
 #include "runtime/executable.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "runtime/memory_plan.h"
 #include "runtime/plan_check.h"
 
@@ -15,10 +17,13 @@ Executable::Executable(std::shared_ptr<cl::Context> ctx, Plan plan, cl::ProgramC
                        const std::map<int, std::string_view>* constant_bytes,
                        const std::function<void(std::string_view)>& release)
     : ctx_(std::move(ctx)), plan_(std::move(plan)) {
+  auto t0 = std::chrono::steady_clock::now();
   if (std::any_of(plan_.steps.begin(), plan_.steps.end(),
                   [](const KernelStep& s) { return s.call.empty(); }))
     program_ =
         std::make_unique<cl::Program>(*ctx_, plan_.source, plan_.build_options, cache, binary);
+  program_ms_ =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   for (size_t i = 0; i < plan_.buffers.size(); ++i) {
     const BufferDesc& b = plan_.buffers[i];
     if (!b.constant) continue;
@@ -63,6 +68,15 @@ std::unique_ptr<Executable> Executable::FromArtifact(std::shared_ptr<cl::Context
     if (b.Matches(device)) binary = &b.bytes;
   return std::make_unique<Executable>(std::move(ctx), std::move(artifact.plan), cache, binary,
                                       &artifact.constant_bytes, artifact.release);
+}
+
+std::unique_ptr<Executable> Executable::FromArtifactFile(std::shared_ptr<cl::Context> ctx,
+                                                         const std::string& path,
+                                                         cl::ProgramCache* cache) {
+  std::shared_ptr<const MappedFile> file = MappedFile::Open(path);  // until the upload ends
+  Artifact a =
+      ReadArtifact(file->bytes(), path, [&file](std::string_view part) { file->Release(part); });
+  return FromArtifact(std::move(ctx), std::move(a), cache, path);
 }
 
 Artifact Executable::ToArtifact(bool with_binary) const {

@@ -32,6 +32,11 @@ class Executable {
   static std::unique_ptr<Executable> FromArtifact(std::shared_ptr<cl::Context> ctx,
                                                   Artifact artifact, cl::ProgramCache* cache,
                                                   const std::string& what);
+  // An artifact file, mapped and read with its pages released as they are used (each section
+  // after its checksum, each constant once on the device), then as FromArtifact.
+  static std::unique_ptr<Executable> FromArtifactFile(std::shared_ptr<cl::Context> ctx,
+                                                      const std::string& path,
+                                                      cl::ProgramCache* cache);
   // The artifact that FromArtifact makes this Executable again from; with_binary: with the
   // program's binary for this device.
   Artifact ToArtifact(bool with_binary) const;
@@ -40,6 +45,7 @@ class Executable {
   // False when the program was built from source (or there is no kernel at all).
   bool program_from_cache() const { return program_ && program_->from_cache(); }
   bool program_from_binary() const { return program_ && program_->from_binary(); }
+  double program_ms() const { return program_ms_; }  // the time the program took to be ready
   const cl::Program* program() const { return program_.get(); }
   const cl::Buffer& constant_buffer(int index) const { return constants_.at(index); }
 
@@ -47,6 +53,7 @@ class Executable {
   std::shared_ptr<cl::Context> ctx_;
   Plan plan_;
   std::unique_ptr<cl::Program> program_;
+  double program_ms_ = 0;
   std::map<int, cl::Buffer> constants_;
 };
 

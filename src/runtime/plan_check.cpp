@@ -53,9 +53,6 @@ void CheckBinding(const TensorBinding& t, const Plan& plan, const char* kind) {
   std::string what = fmt::format("{} '{}'", kind, t.name);
   if (t.buffer < 0 || static_cast<size_t>(t.buffer) >= plan.buffers.size())
     Fail(ErrorCode::kInvalidModel, "{}: buffer {} does not exist", what, t.buffer);
-  if (static_cast<int>(t.dtype) > static_cast<int>(DType::kBool))
-    Fail(ErrorCode::kInvalidModel, "{}: element type {} is invalid", what,
-         static_cast<int>(t.dtype));
   const BufferDesc& b = plan.buffers[t.buffer];
   if (b.is_image() || b.constant)
     Fail(ErrorCode::kInvalidModel, "{}: buffer {} is an image or a constant", what, t.buffer);

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/mapped_file.h"
+#include "core/file_io.h"
 #include "runtime/artifact.h"
 #include "runtime/cl/context.h"
 #include "runtime/executable.h"

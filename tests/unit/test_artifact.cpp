@@ -9,7 +9,7 @@
 
 #include "api/compiler.h"
 #include "core/error.h"
-#include "core/mapped_file.h"
+#include "core/file_io.h"
 #include "core/sha256.h"
 #include "kernel_test_util.h"
 #include "runtime/artifact.h"
@@ -74,7 +74,8 @@ TEST(ArtifactTest, RoundTripIsBitIdentical) {
     for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(want[i].bytes, got[i].bytes);
     // Loaded and saved again: the same bytes.
     EXPECT_EQ(runtime::WriteArtifact(loaded->ToArtifact(false)), bytes);
-    EXPECT_EQ(loaded->plan().info.model_sha256, Sha256FileHex(DataPath(name)));
+    EXPECT_EQ(loaded->plan().info.model_sha256,
+              Sha256Hex(MappedFile::Open(DataPath(name))->bytes()));
     EXPECT_NE(loaded->plan().info.options.find("--partition"), std::string::npos);
   }
 }
@@ -191,7 +192,7 @@ TEST(ArtifactTest, MappedFileReleasedAsRead) {
   CompiledModel m = CompileFile("tiny_conv.onnx");
   testing::TempDir dir;
   std::string path = (dir.path() / "conv.texel").string();
-  runtime::WriteFileBytes(path, runtime::WriteArtifact(m.executable->ToArtifact(false)));
+  WriteFileAtomically(path, runtime::WriteArtifact(m.executable->ToArtifact(false)));
   auto file = MappedFile::Open(path);
   int released = 0;
   runtime::Artifact a = runtime::ReadArtifact(file->bytes(), path, [&](std::string_view part) {

@@ -9,6 +9,7 @@
 
 #include "api/compiler.h"
 #include "core/error.h"
+#include "core/file_io.h"
 #include "ir/printer.h"
 #include "model_session.h"
 #include "runtime/artifact.h"
@@ -102,7 +103,7 @@ int RunCompile(const CompileArgs& a) {
     if (a.binaries) runtime::Session(*m.executable).Execute();
     runtime::Artifact artifact = m.executable->ToArtifact(a.binaries);
     std::string bytes = runtime::WriteArtifact(artifact);
-    runtime::WriteFileBytes(a.output, bytes);
+    WriteFileAtomically(a.output, bytes);
     std::fprintf(stderr, "wrote %s: %s%s\n", a.output.c_str(),
                  FormatBytes(static_cast<int64_t>(bytes.size())).c_str(),
                  a.binaries && artifact.binaries.empty()

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "core/error.h"
-#include "core/mapped_file.h"
+#include "core/file_io.h"
 #include "model_session.h"
 #include "runtime/artifact.h"
 #include "runtime/plan_check.h"
@@ -14,13 +14,10 @@ namespace {
 int RunInspect(const std::string& path) {
   std::shared_ptr<const MappedFile> file = MappedFile::Open(path);
   std::string_view bytes = file->bytes();
-  uint32_t version = 0;
-  std::vector<runtime::ArtifactSection> sections =
-      runtime::ReadArtifactSections(bytes, path, &version);
   runtime::Artifact a = runtime::ReadArtifact(bytes, path);
   const runtime::PlanInfo& info = a.plan.info;
   std::printf("artifact %s: %s, format version %u\n", path.c_str(),
-              FormatBytes(static_cast<int64_t>(bytes.size())).c_str(), version);
+              FormatBytes(static_cast<int64_t>(bytes.size())).c_str(), a.format_version);
   std::printf("texel    %s\n", info.texel_version.c_str());
   std::printf("model    sha256 %s\n", info.model_sha256.c_str());
   std::printf("options  %s\n", info.options.c_str());
@@ -36,7 +33,7 @@ int RunInspect(const std::string& path) {
       std::printf("%s   %s: %s[%s]\n", kind, t.name.c_str(),
                   std::string(DTypeName(t.dtype)).c_str(), ShapeStr(t.shape).c_str());
   std::printf("sections\n");
-  for (const runtime::ArtifactSection& s : sections)
+  for (const runtime::ArtifactSection& s : a.sections)
     std::printf("  %-12s %10s at %-10llu sha256 %.16s...\n", s.name.c_str(),
                 FormatBytes(static_cast<int64_t>(s.size)).c_str(),
                 static_cast<unsigned long long>(s.offset), s.sha256.c_str());

@@ -9,7 +9,6 @@
 #include <string_view>
 
 #include "core/error.h"
-#include "core/mapped_file.h"
 #include "core/npy.h"
 #include "ir/op.h"
 #include "runtime/artifact.h"
@@ -135,27 +134,18 @@ bool IsArtifactFile(const std::string& path) {
 
 CompiledModel LoadArtifactModel(const std::string& path, std::shared_ptr<cl::Context> ctx,
                                 std::string* how) {
-  using Clock = std::chrono::steady_clock;
-  auto ms_since = [](Clock::time_point t) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-  };
-  auto t0 = Clock::now();
-  std::shared_ptr<const MappedFile> file = MappedFile::Open(path);  // until the upload
-  runtime::Artifact artifact = runtime::ReadArtifact(
-      file->bytes(), path, [&file](std::string_view part) { file->Release(part); });
-  double read_ms = ms_since(t0);
-  auto t1 = Clock::now();
+  auto t0 = std::chrono::steady_clock::now();
   cl::ProgramCache cache = cl::ProgramCache::Default();
   CompiledModel m;
-  m.executable =
-      runtime::Executable::FromArtifact(std::move(ctx), std::move(artifact), &cache, path);
+  m.executable = runtime::Executable::FromArtifactFile(std::move(ctx), path, &cache);
+  m.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const runtime::Executable& exe = *m.executable;
-  *how = fmt::format("read and verified in {:.0f} ms, program {} in {:.0f} ms", read_ms,
+  *how = fmt::format("program {} in {:.0f} ms; reading, verifying and uploading {:.0f} ms",
                      exe.program_from_binary()  ? "from its binary"
                      : exe.program_from_cache() ? "from the cache"
                                                 : "built from source",
-                     ms_since(t1));
-  m.compile_ms = ms_since(t0);
+                     exe.program_ms(), m.compile_ms - exe.program_ms());
   return m;
 }
 
@@ -166,7 +156,7 @@ ModelSession OpenModelSession(const ModelArgs& a) {
   std::map<std::string, HostTensor> given = ReadNpyAssignments(a.inputs, "--input");
   std::string how;
   if (IsArtifactFile(a.model)) {
-    if (DescribeOptions(ToCompileOptions(a.compile)) != DescribeOptions(CompileOptions{}))
+    if (a.compile != CompilerFlags{})
       Fail(ErrorCode::kInvalidArgument,
            "{}: an artifact is compiled already; compiler flags (--precision, --storage, ...) "
            "apply to ONNX models",

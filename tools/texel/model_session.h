@@ -21,6 +21,7 @@ struct CompilerFlags {
   bool measure = false;
   std::string partition = "estimate";
   std::string storage = "buffer", texture_precision = "fp32", precision = "fp32";
+  bool operator==(const CompilerFlags&) const = default;
 };
 
 // Adds --input-shape, --freeze, --backends, --deny, --partition, --measure, --storage,
@@ -50,8 +51,9 @@ struct ModelSession {
 // Whether the file at path is a .texel artifact (by its first bytes).
 bool IsArtifactFile(const std::string& path);
 
-// An artifact loaded for ctx's device (graph empty; compile_ms: the load's time). *how: "read and
-// verified in A ms, program from its binary in B ms" (or from the cache, or built from source).
+// An artifact loaded for ctx's device (graph empty; compile_ms: the load's time). *how: "program
+// from its binary in P ms; reading, verifying and uploading R ms" (or from the cache, or built
+// from source).
 CompiledModel LoadArtifactModel(const std::string& path, std::shared_ptr<cl::Context> ctx,
                                 std::string* how);
 

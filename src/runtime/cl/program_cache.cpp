@@ -1,18 +1,17 @@
 #include "runtime/cl/program_cache.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <random>
 #include <string_view>
 #include <system_error>
 
+#include "core/error.h"
+#include "core/file_io.h"
 #include "core/sha256.h"
 
 namespace texel::cl {
@@ -28,16 +27,6 @@ constexpr uint32_t kFormatVersion = 1;
 constexpr size_t kDigestSize = 64;
 constexpr size_t kHeaderSize = sizeof(kMagic) + 4 + 8 + kDigestSize;
 
-void AppendLe(std::string& out, uint64_t value, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
-}
-
-uint64_t ReadLe(const char* p, int bytes) {
-  uint64_t value = 0;
-  for (int i = 0; i < bytes; ++i) value |= uint64_t{static_cast<uint8_t>(p[i])} << (8 * i);
-  return value;
-}
-
 std::string_view AsView(const std::vector<uint8_t>& bytes) {
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
@@ -45,12 +34,6 @@ std::string_view AsView(const std::vector<uint8_t>& bytes) {
 std::string EnvOrEmpty(const char* name) {
   const char* value = std::getenv(name);
   return value != nullptr ? std::string(value) : std::string();
-}
-
-std::string TempSuffix() {
-  static std::atomic<uint64_t> counter{0};
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  return fmt::format("{}.{:x}{}", static_cast<long>(::getpid()), rng(), counter++);
 }
 
 }  // namespace
@@ -93,8 +76,8 @@ std::optional<std::vector<uint8_t>> ProgramCache::Load(const std::string& key) c
   in.close();
 
   bool valid = data.size() >= kHeaderSize && std::memcmp(data.data(), kMagic, 4) == 0 &&
-               ReadLe(data.data() + 4, 4) == kFormatVersion &&
-               ReadLe(data.data() + 8, 8) == data.size() - kHeaderSize;
+               ReadLittleEndian(data.data() + 4, 4) == kFormatVersion &&
+               ReadLittleEndian(data.data() + 8, 8) == data.size() - kHeaderSize;
   std::vector<uint8_t> payload;
   if (valid) {
     payload.assign(data.begin() + kHeaderSize, data.end());
@@ -110,30 +93,18 @@ std::optional<std::vector<uint8_t>> ProgramCache::Load(const std::string& key) c
 void ProgramCache::Store(const std::string& key, const std::vector<uint8_t>& binary) const {
   if (!enabled()) return;
   std::error_code ec;
-  fs::create_directories(dir_, ec);  // best effort: failure shows up as a failed open below
+  fs::create_directories(dir_, ec);  // best effort: failure shows up as a failed write below
 
-  std::string header(kMagic, sizeof(kMagic));
-  AppendLe(header, kFormatVersion, 4);
-  AppendLe(header, binary.size(), 8);
-  header += Sha256Hex(AsView(binary));
-
-  // Write-then-rename so that concurrent readers never see a partial entry.
-  const fs::path final_path = fs::path(dir_) / (key + ".bin");
-  const fs::path tmp_path = fs::path(dir_) / (key + ".bin.tmp." + TempSuffix());
-  {
-    std::ofstream out(tmp_path, std::ios::binary | std::ios::trunc);
-    if (!out) return;
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    out.write(reinterpret_cast<const char*>(binary.data()),
-              static_cast<std::streamsize>(binary.size()));
-    out.close();
-    if (!out) {
-      fs::remove(tmp_path, ec);
-      return;
-    }
+  std::string entry(kMagic, sizeof(kMagic));
+  AppendLittleEndian(entry, kFormatVersion, 4);
+  AppendLittleEndian(entry, binary.size(), 8);
+  entry += Sha256Hex(AsView(binary));
+  entry.append(AsView(binary));
+  try {  // write-then-rename, so that concurrent readers never see a partial entry
+    WriteFileAtomically((fs::path(dir_) / (key + ".bin")).string(), entry);
+  } catch (const Error&) {
+    // Best effort: the program was built; it is only not cached.
   }
-  fs::rename(tmp_path, final_path, ec);
-  if (ec) fs::remove(tmp_path, ec);
 }
 
 void ProgramCache::Remove(const std::string& key) const {

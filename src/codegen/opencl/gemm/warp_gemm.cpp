@@ -256,15 +256,11 @@ std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::
   KernelSpec spec;
   spec.name = kernel_name;
   int64_t outputs = s.batch * s.m * s.n;
-  if (partials) {
-    // Slices of float sums in scratch 0, as the scalar kernels leave them.
-    spec.args = {g.args[0], g.args[1], -1};
-    spec.scratch_bytes = {splits * outputs * 4};
-    src.Define("EPILOGUE(v, i)", "(v)").Define("EPILOGUE_PARAMS", "");
-  } else {
-    spec.args = g.args;
-    ApplyEpilogue(src, kernel_name, g.out, epilogue, spec);
-  }
+  // Partial products: slices of float sums in scratch 0, as the scalar kernels leave them, with
+  // the epilogue in the sum kernel.
+  spec.args = partials ? std::vector<int>{g.args[0], g.args[1], -1} : g.args;
+  if (partials) spec.scratch_bytes = {splits * outputs * 4};
+  ApplyEpilogue(src, kernel_name, g.out, partials ? Chain{} : epilogue, spec);
   spec.source = src.Render();
   SetGeometry(problem, p, spec);
   spec.global[2] *= static_cast<size_t>(splits);

@@ -211,23 +211,22 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     }
   }
 #if FIXUP
-  // The last of the row block's SPLIT work-groups merges the others' records into its own, as
-  // attention_merge.cl does.
+  // The last of the row block's SPLIT work-groups merges all SPLIT records, its own included, in
+  // split order, as attention_merge.cl does: which group arrives last must not change the
+  // rounding (results repeat bit for bit).
   ARRIVE_LAST(counters + g * get_num_groups(0) + get_group_id(0), SPLIT, last);
   if (!last) return;
 #pragma unroll
   for (int r = 0; r < RM; ++r) {
     const int i = i0 + ty * RM + r;
     if (i >= SQ) break;
-    float mx = m[r];
+    float mx = -INFINITY;
     for (int s = 0; s < SPLIT; ++s)
-      if (s != get_group_id(2)) mx = fmax(mx, ((volatile __global const T*)SPLIT_REC(s, g, i))[DV]);
-    const float w = m[r] == -INFINITY ? 0 : EXP(m[r] - mx);
-    lsum[r] *= w;
+      mx = fmax(mx, ((volatile __global const T*)SPLIT_REC(s, g, i))[DV]);
+    lsum[r] = 0;
 #pragma unroll
-    for (int c = 0; c < DV / 8; ++c) acc[r][c] *= w;
+    for (int c = 0; c < DV / 8; ++c) acc[r][c] = 0;
     for (int s = 0; s < SPLIT; ++s) {
-      if (s == get_group_id(2)) continue;
       volatile __global const T* rec = SPLIT_REC(s, g, i);
       const float ws = rec[DV] == -INFINITY ? 0 : EXP(rec[DV] - mx);
       lsum[r] += ws * rec[DV + 1];

@@ -1,13 +1,17 @@
-#include "core/mapped_file.h"
+#include "core/file_io.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
 
 #include "core/error.h"
 
@@ -47,6 +51,30 @@ void MappedFile::Release(std::string_view range) const {
 
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(data_, size_);
+}
+
+void WriteFileAtomically(const std::string& path, std::string_view bytes) {
+  // A name no other thread or process picks: pid, a random number and a counter.
+  static std::atomic<uint64_t> counter{0};
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const std::string tmp =
+      fmt::format("{}.tmp.{}.{:x}{}", path, static_cast<long>(::getpid()), rng(), counter++);
+  std::error_code ec;
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) Fail(ErrorCode::kIo, "{}: cannot write ({})", path, std::strerror(errno));
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) {
+      std::filesystem::remove(tmp, ec);
+      Fail(ErrorCode::kIo, "{}: cannot write ({})", path, std::strerror(errno));
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    Fail(ErrorCode::kIo, "{}: cannot write ({})", path, ec.message());
+  }
 }
 
 }  // namespace texel
