@@ -6,7 +6,6 @@
 #include <unordered_map>
 
 #include "backends/backend.h"
-#include "backends/native/native_backend.h"
 #include "core/error.h"
 #include "core/texture_layout.h"
 
@@ -139,6 +138,8 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
         auto [it, fresh] = kernel_of_body.try_emplace(std::move(body), k.name);
         step.kernel = it->second;
         if (fresh) plan.source += k.source + "\n";
+        plan.needs.inline_ptx |= k.inline_ptx;
+        plan.needs.tensor_cores |= k.tensor_cores;
       }
       step.call = k.call;
       step.call_args = k.call_args;
@@ -158,11 +159,6 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
   for (const ir::Value* v : g.outputs())
     plan.outputs.push_back({v->name, v->type.dtype, v->type.shape, buffer(v),
                             v->valid_rows ? buffer(v->valid_rows) : -1});
-  // The generators emit PTX only for targets that have it; there, its text in the program means
-  // it is used.
-  codegen::Target target = NativeBackend::TargetOf(device);
-  plan.needs.inline_ptx = target.ptx && plan.source.find("__asm") != std::string::npos;
-  plan.needs.tensor_cores = target.mma_sync && plan.source.find("mma.sync") != std::string::npos;
   return plan;
 }
 

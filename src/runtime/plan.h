@@ -78,9 +78,9 @@ struct PlanInfo {
       device_version;
 };
 
-// What the program needs of a device beyond OpenCL C 1.2 and the extensions it enables, as the
-// code generator used it (templates keep disabled PTX paths in their text, so the source alone
-// cannot tell).
+// What the program needs of a device beyond OpenCL C 1.2 and the extensions it enables: the
+// union of what its kernels' generators declared (codegen KernelSpec; templates keep disabled
+// PTX paths in their text, so the source alone cannot tell).
 struct DeviceNeeds {
   bool inline_ptx = false;    // `__asm` PTX: NVIDIA's OpenCL
   bool tensor_cores = false;  // mma.sync: compute capability 8.0 or newer

@@ -383,6 +383,27 @@ TEST(MatMulTest, WarpKernelForModels) {
   EXPECT_GT(split_runs - splits_before, 0) << "the GPU's tiling splits K somewhere";
 }
 
+// The warp-tiled kernel declares what it needs of the device (the plan's DeviceNeeds): PTX and
+// tensor cores with the real matrix engine, nothing with its emulation or the scalar kernels.
+TEST(MatMulTest, KernelsDeclareTheirDeviceNeeds) {
+  ir::Graph g;
+  ir::Node* node = g.AddNode(ir::OpKind::kMatMul,
+                             {g.AddInput("a", {DType::kFloat32, {128, 512}}),
+                              g.AddInput("b", {DType::kFloat32, {512, 96}})},
+                             {{"compute_mode", static_cast<int64_t>(ComputeMode::kTf32)}}, "mm");
+  codegen::Target engine = H100Target(), emulated = H100Target(), cpu = CpuTarget();
+  engine.mma_sync = true;
+  emulated.mma_emulated = true;
+  for (auto [t, needs] : {std::pair{&engine, true}, {&emulated, false}, {&cpu, false}}) {
+    std::vector<codegen::KernelSpec> specs = codegen::GenerateKernel(*node, "mm", *t);
+    EXPECT_EQ(specs[0].source.find("#define MODEL 1") != std::string::npos, t != &cpu);
+    EXPECT_EQ(specs[0].inline_ptx, needs);
+    EXPECT_EQ(specs[0].tensor_cores, needs);
+    // The template's text holds the PTX paths either way: the source cannot tell.
+    EXPECT_EQ(specs[0].source.find("mma.sync") != std::string::npos, t != &cpu);
+  }
+}
+
 // The full compile path with this device's heuristic: batch broadcast, M = 1, odd sizes, and a
 // constant right operand.
 TEST(MatMulTest, CompiledGraph) {

@@ -32,6 +32,10 @@ int RunInspect(const std::string& path) {
     for (const runtime::TensorBinding& t : *list)
       std::printf("%s   %s: %s[%s]\n", kind, t.name.c_str(),
                   std::string(DTypeName(t.dtype)).c_str(), ShapeStr(t.shape).c_str());
+  const runtime::DeviceNeeds& n = a.plan.needs;
+  std::printf("needs    %s\n", n.tensor_cores ? "inline PTX, tensor cores (mma.sync)"
+                               : n.inline_ptx ? "inline PTX"
+                                              : "OpenCL C only (and the extensions it enables)");
   std::printf("sections\n");
   for (const runtime::ArtifactSection& s : a.sections)
     std::printf("  %-12s %10s at %-10llu sha256 %.16s...\n", s.name.c_str(),

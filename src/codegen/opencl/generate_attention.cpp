@@ -214,6 +214,7 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
   src.Define("V_AT(r, c)", VectorLoad("v", "vo", v.strides[r - 2], v.strides[r - 1], p.vw, t));
   src.Define("O_STORE(r, c, x)", VectorStore(o.strides[r - 2], o.strides[r - 1], p.vw, t));
   spec.source = src.Render();
+  spec.inline_ptx = p.warp_sync || (fixup && target.ptx);  // bar.warp.sync, membar.gl
   size_t groups = static_cast<size_t>((sq + p.bq - 1) / p.bq);
   size_t lw = static_cast<size_t>(p.tiled ? p.bq / p.rm * 8 : p.bq);
   spec.global = {groups * lw, static_cast<size_t>(nb), static_cast<size_t>(p.splits)};

@@ -23,6 +23,9 @@ struct KernelSpec {
   // Where this kernel's own ops start among its group's nodes, for profiles and kernel counts:
   // a LayerNorm's kernel after the product it reads (codegen GenerateGroup); 0: the whole group.
   size_t first_op = 0;
+  // What the code needs of the device beyond OpenCL C 1.2 (runtime/plan.h DeviceNeeds), set by
+  // the generator that emits it: inline PTX (NVIDIA's OpenCL), mma.sync (compute capability 8.0).
+  bool inline_ptx = false, tensor_cores = false;
   std::vector<size_t> global;
   std::vector<size_t> local;  // empty: the driver chooses
   double flops = 0;           // useful arithmetic, for profiles

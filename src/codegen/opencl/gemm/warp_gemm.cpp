@@ -262,6 +262,7 @@ std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::
   if (partials) spec.scratch_bytes = {splits * outputs * 4};
   ApplyEpilogue(src, kernel_name, g.out, partials ? Chain{} : epilogue, spec);
   spec.source = src.Render();
+  spec.inline_ptx = spec.tensor_cores = t.mma_sync;  // mma.sync, cp.async, ldmatrix, cvt
   SetGeometry(problem, p, spec);
   spec.global[2] *= static_cast<size_t>(splits);
   if (!partials || g.partials_only) return {spec};
