@@ -19,8 +19,9 @@ packages=(
   libclblast-dev
   # ONNX frontend (the ONNX library and protobuf) and the ONNX backend test data (conformance)
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
-  # Python for exporting and checking test models (/usr/bin/python3)
-  python3-onnx python3-torchvision python3-numpy
+  # Python for exporting and checking test models (/usr/bin/python3), and for texel's Python
+  # package (python/: its module is built with pybind11, its tests run with pytest)
+  python3-onnx python3-torchvision python3-numpy python3-dev pybind11-dev python3-pytest
   # C++ libraries: command line, formatting, JSON, tests
   libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev libgmock-dev
 )

@@ -179,6 +179,8 @@ typedef struct texel_compile_options_t {
   int texture_fp16;      /* images with f16 channels */
   const char* precision; /* NULL: "fp32"; "fp16" (f16 storage, fp32 arithmetic), "tf32" or
                             "tf32x3" (fp32 until models have matrix-engine kernels) */
+  const char* input_shapes; /* NULL, or "NAME=DIMS" items separated by ';' fixing the shapes of
+                               inputs ("input=1x3x224x224;mask=1x128"), as --input-shape */
 } texel_compile_options_t;
 
 TEXEL_API void texel_compile_options_init(texel_compile_options_t* options);

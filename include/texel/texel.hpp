@@ -132,6 +132,7 @@ class Context {
 struct ModelOptions {
   std::string backends, partition, storage, precision;  // empty: texel's defaults
   bool texture_fp16 = false;
+  std::string input_shapes;  // "NAME=DIMS;NAME=DIMS" (texel_compile_options_t::input_shapes)
 };
 
 class Model {
@@ -187,6 +188,7 @@ class Model {
     o.storage = m.storage.empty() ? nullptr : m.storage.c_str();
     o.texture_fp16 = m.texture_fp16;
     o.precision = m.precision.empty() ? nullptr : m.precision.c_str();
+    o.input_shapes = m.input_shapes.empty() ? nullptr : m.input_shapes.c_str();
     return o;
   }
   std::vector<texel_tensor_info_t> List(texel_status_t (*count)(texel_model_t, size_t*),

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "api/compiler.h"
+#include "api/assignments.h"
 #include "capi/handles.h"
 
 namespace texel::capi {
@@ -27,6 +28,13 @@ CompileOptions ToOptions(const texel_compile_options_t* o) {
   if (o->precision && !ParseComputeMode(o->precision, &opts.precision))
     Fail(ErrorCode::kInvalidArgument, "precision '{}' is not fp32, fp16, tf32 or tf32x3",
          o->precision);
+  if (o->input_shapes) {
+    std::vector<std::string> items;
+    std::stringstream list(o->input_shapes);
+    for (std::string item; std::getline(list, item, ';');)
+      if (!item.empty()) items.push_back(item);
+    opts.import.input_shapes = ParseInputShapes(items, "input_shapes");
+  }
   return opts;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "api/assignments.h"
 #include "core/tensor.h"
 
 namespace texel::cli {
@@ -22,9 +23,8 @@ Runner AddBenchCommand(CLI::App& app);
 Runner AddPartitionCommand(CLI::App& app);
 Runner AddInspectCommand(CLI::App& app);
 
-// Shared option parsing: "name=value" pairs.
-std::pair<std::string, std::string> SplitAssignment(const std::string& text, const char* flag);
-std::map<std::string, Shape> ParseInputShapes(const std::vector<std::string>& items);
+// Shared option parsing: "name=value" pairs (SplitAssignment, ParseInputShapes:
+// api/assignments.h).
 std::map<std::string, HostTensor> ReadNpyAssignments(const std::vector<std::string>& items,
                                                      const char* flag);
 

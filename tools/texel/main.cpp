@@ -5,32 +5,6 @@
 #include "core/error.h"
 #include "core/version.h"
 
-namespace texel::cli {
-
-std::pair<std::string, std::string> SplitAssignment(const std::string& text, const char* flag) {
-  size_t eq = text.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-    Fail(ErrorCode::kInvalidArgument, "{} {}: expected NAME=VALUE", flag, text);
-  return {text.substr(0, eq), text.substr(eq + 1)};
-}
-
-std::map<std::string, Shape> ParseInputShapes(const std::vector<std::string>& items) {
-  std::map<std::string, Shape> out;
-  for (const auto& item : items) {
-    auto [name, dims] = SplitAssignment(item, "--input-shape");
-    if (out.count(name)) Fail(ErrorCode::kInvalidArgument, "--input-shape {}: given twice", name);
-    try {
-      out[name] = ParseShape(dims);
-    } catch (Error& e) {
-      e.AddContext(fmt::format("--input-shape {}", item));
-      throw;
-    }
-  }
-  return out;
-}
-
-}  // namespace texel::cli
-
 int main(int argc, char** argv) {
   CLI::App app{"texel: an ahead-of-time inference compiler and runtime for OpenCL devices"};
   app.require_subcommand(1);

@@ -17,18 +17,8 @@ namespace texel::cli {
 
 std::map<std::string, HostTensor> ReadNpyAssignments(const std::vector<std::string>& items,
                                                      const char* flag) {
-  std::map<std::string, HostTensor> out;
-  for (const auto& item : items) {
-    auto [name, path] = SplitAssignment(item, flag);
-    if (out.count(name)) Fail(ErrorCode::kInvalidArgument, "{} {}: given twice", flag, name);
-    try {
-      out[name] = ReadNpy(path);
-    } catch (Error& e) {
-      e.AddContext(fmt::format("{} {}", flag, name));
-      throw;
-    }
-  }
-  return out;
+  return ParseAssignments<HostTensor>(items, flag,
+                                      [](const std::string& path) { return ReadNpy(path); });
 }
 
 namespace {
@@ -88,7 +78,7 @@ void AddCompilerFlags(CLI::App* cmd, CompilerFlags* f) {
 
 CompileOptions ToCompileOptions(const CompilerFlags& f) {
   CompileOptions opts;
-  opts.import.input_shapes = ParseInputShapes(f.shapes);
+  opts.import.input_shapes = ParseInputShapes(f.shapes, "--input-shape");
   opts.import.frozen_inputs = ReadNpyAssignments(f.freeze, "--freeze");
   opts.backends = f.backends;
   opts.deny = f.deny;
