@@ -4,6 +4,12 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <immintrin.h>
+#define TEXEL_SHA_NI 1
+#endif
+
 namespace texel {
 namespace {
 
@@ -58,14 +64,62 @@ void Compress(std::array<uint32_t, 8>& h, const uint8_t* block) {
   h[7] += hh;
 }
 
-}  // namespace
+void CompressBlocks(std::array<uint32_t, 8>& h, const uint8_t* data, size_t blocks) {
+  for (size_t i = 0; i < blocks; ++i) Compress(h, data + 64 * i);
+}
 
-std::string Sha256Hex(std::string_view data) {
+#ifdef TEXEL_SHA_NI
+// The same with the x86 SHA extensions (about 6x faster: artifacts hash hundreds of MB on every
+// load). The state lives as ABEF and CDGH, the order sha256rnds2 takes it in, highest lane first.
+__attribute__((target("sha,sse4.1,ssse3"))) void CompressBlocksShaNi(std::array<uint32_t, 8>& h,
+                                                                     const uint8_t* data,
+                                                                     size_t blocks) {
+  const __m128i big_endian = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+  __m128i dcba = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(&h[0])), 0xB1);
+  __m128i hgfe = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(&h[4])), 0x1B);
+  __m128i abef = _mm_alignr_epi8(dcba, hgfe, 8);
+  __m128i cdgh = _mm_blend_epi16(hgfe, dcba, 0xF0);
+  for (size_t b = 0; b < blocks; ++b, data += 64) {
+    const __m128i abef_in = abef, cdgh_in = cdgh;
+    __m128i w[16];  // the message schedule, four words each
+    for (int i = 0; i < 16; ++i) {
+      if (i < 4) {
+        w[i] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 16 * i)),
+                                big_endian);
+      } else {
+        __m128i t = _mm_add_epi32(_mm_sha256msg1_epu32(w[i - 4], w[i - 3]),
+                                  _mm_alignr_epi8(w[i - 1], w[i - 2], 4));
+        w[i] = _mm_sha256msg2_epu32(t, w[i - 1]);
+      }
+      __m128i k = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&kRoundConstants[4 * i]));
+      __m128i wk = _mm_add_epi32(w[i], k);
+      cdgh = _mm_sha256rnds2_epu32(cdgh, abef, wk);
+      abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(wk, 0x0E));
+    }
+    abef = _mm_add_epi32(abef, abef_in);
+    cdgh = _mm_add_epi32(cdgh, cdgh_in);
+  }
+  __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+  __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(&h[0]), _mm_blend_epi16(feba, dchg, 0xF0));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(&h[4]), _mm_alignr_epi8(dchg, feba, 8));
+}
+
+bool HasShaNi() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_SSE4_1) || !(c & bit_SSSE3)) return false;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_SHA);
+}
+#endif
+
+using BlockFunction = void (*)(std::array<uint32_t, 8>&, const uint8_t*, size_t);
+
+std::string Digest(std::string_view data, BlockFunction compress_blocks) {
   std::array<uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
   const auto* bytes = reinterpret_cast<const uint8_t*>(data.data());
   size_t full = data.size() / 64 * 64;
-  for (size_t i = 0; i < full; i += 64) Compress(h, bytes + i);
+  compress_blocks(h, bytes, full / 64);
 
   // Padding: 0x80, zeros, then the 64-bit big-endian bit length; one or two final blocks.
   uint8_t tail[128] = {};
@@ -75,7 +129,7 @@ std::string Sha256Hex(std::string_view data) {
   size_t tail_len = rest < 56 ? 64 : 128;
   uint64_t bit_len = static_cast<uint64_t>(data.size()) * 8;
   for (int i = 0; i < 8; ++i) tail[tail_len - 1 - i] = static_cast<uint8_t>(bit_len >> (8 * i));
-  for (size_t i = 0; i < tail_len; i += 64) Compress(h, tail + i);
+  compress_blocks(h, tail, tail_len / 64);
 
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
@@ -85,5 +139,17 @@ std::string Sha256Hex(std::string_view data) {
   }
   return out;
 }
+
+}  // namespace
+
+std::string Sha256Hex(std::string_view data) {
+#ifdef TEXEL_SHA_NI
+  static const bool sha_ni = HasShaNi();
+  if (sha_ni) return Digest(data, CompressBlocksShaNi);
+#endif
+  return Digest(data, CompressBlocks);
+}
+
+std::string Sha256HexPortable(std::string_view data) { return Digest(data, CompressBlocks); }
 
 }  // namespace texel

@@ -6,7 +6,9 @@
 
 namespace texel {
 
-// Lower-case hex digest of data.
+// Lower-case hex digest of data; with the x86 SHA extensions where the CPU has them.
 std::string Sha256Hex(std::string_view data);
+// The same without CPU extensions (what Sha256Hex does elsewhere; tests compare the two).
+std::string Sha256HexPortable(std::string_view data);
 
 }  // namespace texel

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 
 #include "core/sha256.h"
@@ -38,6 +39,20 @@ TEST(Sha256Test, BlockBoundaries) {
   }
   EXPECT_EQ(Sha256Hex(std::string(64, 'a')),
             "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
+}
+
+TEST(Sha256Test, ExtensionsAgreeWithThePortableCode) {
+  // Random bytes of every length around the block and padding edges, and a long run.
+  std::mt19937 rng(std::random_device{}());
+  std::string data(1 << 20, '\0');
+  for (char& c : data) c = static_cast<char>(rng());
+  for (size_t n = 0; n < 300; ++n)
+    ASSERT_EQ(Sha256Hex(std::string_view(data).substr(0, n)),
+              Sha256HexPortable(std::string_view(data).substr(0, n)))
+        << n << " bytes";
+  EXPECT_EQ(Sha256Hex(data), Sha256HexPortable(data));
+  EXPECT_EQ(Sha256HexPortable(std::string(1000000, 'a')),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
 }  // namespace
