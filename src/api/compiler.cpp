@@ -123,6 +123,7 @@ CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl:
       dev.type, dev.driver_version,       dev.platform_version, dev.device_version};
   static cl::ProgramCache cache = cl::ProgramCache::Default();
   CompiledModel m;
+  if (!options.keep_graph) graph.reset();  // the plan holds the constants alone now
   m.executable = std::make_unique<runtime::Executable>(ctx, std::move(plan), &cache);
   m.graph = std::move(graph);
   m.compile_ms =
@@ -133,7 +134,11 @@ CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl:
 CompiledModel Compile(const std::string& model_path, std::shared_ptr<cl::Context> ctx,
                       const CompileOptions& options) {
   return ImportAndCompile([&] { return ImportModelFile(model_path, options.import); },
-                          [&] { return Sha256Hex(MappedFile::Open(model_path)->bytes()); },
+                          [&] {
+                            auto file = MappedFile::Open(model_path);
+                            return Sha256Hex(file->bytes(),
+                                             [&](std::string_view part) { file->Release(part); });
+                          },
                           std::move(ctx), options);
 }
 

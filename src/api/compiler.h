@@ -27,10 +27,14 @@ struct CompileOptions {
   std::vector<std::string> disabled_passes;    // --disable-pass: passes skipped by name
   // Called after each pass (for --print-ir-after / --stats).
   std::function<void(const passes::Pass&, const passes::Stats&, const ir::Graph&)> after_pass;
+  // False: CompiledModel::graph is null, and the graph goes before the constants are uploaded,
+  // so that each constant's host copy is freed once it is on the device (a compile then holds
+  // the weights about once, not twice: docs/artifact.md).
+  bool keep_graph = true;
 };
 
 struct CompiledModel {
-  std::unique_ptr<ir::Graph> graph;
+  std::unique_ptr<ir::Graph> graph;  // null when CompileOptions::keep_graph is false
   std::unique_ptr<runtime::Executable> executable;
   double compile_ms = 0;
 };

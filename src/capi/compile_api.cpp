@@ -2,8 +2,8 @@
 // runtime library loads artifacts instead).
 #include <sstream>
 
-#include "api/compiler.h"
 #include "api/assignments.h"
+#include "api/compiler.h"
 #include "capi/handles.h"
 
 namespace texel::capi {
@@ -11,6 +11,7 @@ namespace {
 
 CompileOptions ToOptions(const texel_compile_options_t* o) {
   CompileOptions opts;
+  opts.keep_graph = false;  // a model is its executable
   if (!o) return opts;
   if (o->struct_size < sizeof(*o))
     Fail(ErrorCode::kInvalidArgument, "options were not set up by texel_compile_options_init");

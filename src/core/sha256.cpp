@@ -1,5 +1,6 @@
 #include "core/sha256.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -114,12 +115,18 @@ bool HasShaNi() {
 
 using BlockFunction = void (*)(std::array<uint32_t, 8>&, const uint8_t*, size_t);
 
-std::string Digest(std::string_view data, BlockFunction compress_blocks) {
+std::string Digest(std::string_view data, BlockFunction compress_blocks,
+                   const std::function<void(std::string_view)>& hashed) {
   std::array<uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
   const auto* bytes = reinterpret_cast<const uint8_t*>(data.data());
   size_t full = data.size() / 64 * 64;
-  compress_blocks(h, bytes, full / 64);
+  constexpr size_t kPart = size_t{16} << 20;  // whole blocks
+  for (size_t at = 0; at < full; at += kPart) {
+    size_t n = std::min(kPart, full - at);
+    compress_blocks(h, bytes + at, n / 64);
+    if (hashed) hashed(data.substr(at, n));
+  }
 
   // Padding: 0x80, zeros, then the 64-bit big-endian bit length; one or two final blocks.
   uint8_t tail[128] = {};
@@ -142,14 +149,14 @@ std::string Digest(std::string_view data, BlockFunction compress_blocks) {
 
 }  // namespace
 
-std::string Sha256Hex(std::string_view data) {
+std::string Sha256Hex(std::string_view data, const std::function<void(std::string_view)>& hashed) {
 #ifdef TEXEL_SHA_NI
   static const bool sha_ni = HasShaNi();
-  if (sha_ni) return Digest(data, CompressBlocksShaNi);
+  if (sha_ni) return Digest(data, CompressBlocksShaNi, hashed);
 #endif
-  return Digest(data, CompressBlocks);
+  return Digest(data, CompressBlocks, hashed);
 }
 
-std::string Sha256HexPortable(std::string_view data) { return Digest(data, CompressBlocks); }
+std::string Sha256HexPortable(std::string_view data) { return Digest(data, CompressBlocks, {}); }
 
 }  // namespace texel

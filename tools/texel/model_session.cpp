@@ -154,8 +154,9 @@ ModelSession OpenModelSession(const ModelArgs& a) {
     ms.model = LoadArtifactModel(a.model, ctx, &how);
     how = fmt::format("loaded in {:.0f} ms ({})", ms.model.compile_ms, how);
   } else {
-    ms.model = Compile(a.model, ctx, ToCompileOptions(a.compile));
-    ms.model.graph.reset();  // not needed to run; its constants are on the device now
+    CompileOptions options = ToCompileOptions(a.compile);
+    options.keep_graph = false;  // not needed to run
+    ms.model = Compile(a.model, ctx, options);
     how = fmt::format("compiled in {:.0f} ms{}", ms.model.compile_ms,
                       // A plan without steps (e.g. only views) has no program.
                       ms.model.executable->program_from_cache() ? " (program from cache)" : "");

@@ -1,8 +1,12 @@
 #include "frontend/onnx/importer.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <limits>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -151,7 +155,9 @@ void ImportNodes(ir::Graph& g, const onnx::GraphProto& gp, Scope& scope, int ops
   }
 }
 
-std::unique_ptr<ir::Graph> Import(const onnx::ModelProto& model, const std::string& base_dir,
+// Consumes model: each initializer's data is dropped once it is a HostTensor, so that the
+// weights are not held twice while importing.
+std::unique_ptr<ir::Graph> Import(onnx::ModelProto& model, const std::string& base_dir,
                                   const ImportOptions& opts) {
   if (!model.has_graph() || model.graph().node_size() == 0)
     Fail(ErrorCode::kInvalidModel, "not an ONNX model: it has no graph nodes");
@@ -160,7 +166,7 @@ std::unique_ptr<ir::Graph> Import(const onnx::ModelProto& model, const std::stri
   if (opset > kMaxOpset)
     Fail(ErrorCode::kUnsupported, "opset {} is newer than texel supports (at most {})", opset,
          kMaxOpset);
-  const onnx::GraphProto& gp = model.graph();
+  onnx::GraphProto& gp = *model.mutable_graph();
   auto g = std::make_unique<ir::Graph>();
   std::unordered_map<std::string, ir::Value*> values;
 
@@ -198,10 +204,12 @@ std::unique_ptr<ir::Graph> Import(const onnx::ModelProto& model, const std::stri
            "graph output '{}' is not a tensor (sequences, maps and "
            "optionals are not supported)",
            vi.name());
-  for (const auto& init : gp.initializer()) {
+  for (auto& init : *gp.mutable_initializer()) {
     if (opts.frozen_inputs.count(init.name())) continue;
     values[init.name()] =
         g->AddConstant(init.name(), std::make_shared<HostTensor>(TensorFromProto(init, base_dir)));
+    std::string().swap(*init.mutable_raw_data());  // frees the bytes, not only their size
+    init.clear_float_data();
   }
 
   Scope scope;
@@ -233,11 +241,27 @@ std::unique_ptr<ir::Graph> Import(const onnx::ModelProto& model, const std::stri
 
 }  // namespace
 
+namespace {
+
+void CheckParsable(size_t bytes) {
+  if (bytes > static_cast<size_t>(std::numeric_limits<int>::max()))
+    Fail(ErrorCode::kUnsupported,
+         "the model is {} bytes; protobuf reads at most 2 GiB (store the weights as ONNX "
+         "external data)",
+         bytes);
+}
+
+[[noreturn]] void FailParse() {
+  Fail(ErrorCode::kInvalidModel, "not an ONNX model (the protobuf does not parse; truncated?)");
+}
+
+}  // namespace
+
 std::unique_ptr<ir::Graph> ImportOnnxBytes(const std::string& bytes, const std::string& base_dir,
                                            const ImportOptions& opts) {
+  CheckParsable(bytes.size());
   onnx::ModelProto model;
-  if (!model.ParseFromString(bytes))
-    Fail(ErrorCode::kInvalidModel, "not an ONNX model (the protobuf does not parse; truncated?)");
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) FailParse();
   return Import(model, base_dir, opts);
 }
 
@@ -246,12 +270,17 @@ std::unique_ptr<ir::Graph> ImportOnnxFile(const std::string& path, const ImportO
     if (!std::filesystem::exists(path)) Fail(ErrorCode::kNotFound, "file not found");
     if (std::filesystem::is_directory(path))
       Fail(ErrorCode::kInvalidArgument, "is a directory, not an ONNX file");
-    std::ifstream f(path, std::ios::binary);
-    if (!f) Fail(ErrorCode::kIo, "cannot open the file");
-    std::stringstream ss;
-    ss << f.rdbuf();
+    CheckParsable(std::filesystem::file_size(path));
+    // Read through a small buffer, so that the file's bytes are never in memory beside the
+    // parsed model (Import then frees each weight's bytes once it is a tensor).
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) Fail(ErrorCode::kIo, "cannot open the file: {}", std::strerror(errno));
+    onnx::ModelProto model;
+    bool parsed = model.ParseFromFileDescriptor(fd);
+    ::close(fd);
+    if (!parsed) FailParse();
     std::string base = std::filesystem::path(path).parent_path().string();
-    return ImportOnnxBytes(ss.str(), base.empty() ? "." : base, opts);
+    return Import(model, base.empty() ? "." : base, opts);
   } catch (Error& e) {
     e.AddContext(path);
     throw;
