@@ -93,7 +93,17 @@ Artifact Executable::ToArtifact(bool with_binary) const {
   }
   if (with_binary && program_) {
     ProgramBinary b = ProgramBinary::KeyFor(ctx_->info());
-    b.bytes = program_->Binary();
+    std::vector<std::vector<size_t>> local_sizes;
+    for (const auto& step : plan_.steps) local_sizes.push_back(step.local);
+    const std::string& platform = ctx_->info().platform_name;
+    if (platform.find("Portable Computing Language") != std::string::npos) {
+      // PoCL makes a program's binary once, when first asked (the program cache asked at
+      // build time), so a fresh build of the source gives the one with the launched kernels.
+      b.bytes = cl::Program(*ctx_, plan_.source, plan_.build_options, nullptr)
+                    .Binary(platform, local_sizes);
+    } else {
+      b.bytes = program_->Binary();
+    }
     if (!b.bytes.empty()) a.binaries.push_back(std::move(b));
   }
   return a;

@@ -101,6 +101,18 @@ TEST(ArtifactTest, BinaryOnlyWhereItsKeyMatches) {
   EXPECT_EQ(RunOnce(*with_binary, 3)[0].bytes, RunOnce(*from_source, 3)[0].bytes);
 }
 
+TEST(ArtifactTest, PoclBinaryCarriesTheLaunchedKernels) {
+  // PoCL compiles each kernel for its work-group size at its first launch; the artifact's binary
+  // holds those kernels besides the generic ones that the program's own binary has.
+  CompiledModel m = CompileFile("tiny_conv.onnx");
+  if (SharedContext()->info().platform_name.find("Portable Computing Language") ==
+      std::string::npos)
+    GTEST_SKIP() << "not PoCL";
+  Artifact a = m.executable->ToArtifact(true);
+  ASSERT_EQ(a.binaries.size(), 1u);
+  EXPECT_GT(a.binaries[0].bytes.size(), m.executable->program()->Binary().size());
+}
+
 TEST(ArtifactTest, DamageIsNamed) {
   std::string good =
       runtime::WriteArtifact(CompileFile("tiny_conv.onnx").executable->ToArtifact(false));

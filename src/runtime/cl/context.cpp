@@ -4,8 +4,11 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <mutex>
 #include <optional>
 #include <regex>
+#include <set>
 #include <utility>
 
 #include "core/error.h"
@@ -490,7 +493,30 @@ Program::Program(const Context& ctx, const std::string& source, const std::strin
   }
 }
 
-std::vector<uint8_t> Program::Binary() const { return ProgramBinary(program_); }
+std::vector<uint8_t> Program::Binary(const std::string& platform_name,
+                                     const std::vector<std::vector<size_t>>& local_sizes) const {
+  if (platform_name.find("Portable Computing Language") == std::string::npos || local_sizes.empty())
+    return ProgramBinary(program_);
+  // PoCL's names for the specialised kernels in its cache: "X-Y-Z", then "-goffs0" for a zero
+  // global offset and "-smallgrid" for grids that fit 32 bits (texel's launches are both).
+  std::set<std::string> names;
+  for (const auto& l : local_sizes) {
+    if (l.empty()) continue;  // the driver's choice: covered by the generic kernel
+    names.insert(fmt::format("{}-{}-{}-goffs0-smallgrid", l[0], l.size() > 1 ? l[1] : 1,
+                             l.size() > 2 ? l[2] : 1));
+  }
+  static std::mutex mutex;  // the variable is process-wide
+  std::lock_guard<std::mutex> lock(mutex);
+  const char* before = std::getenv("POCL_BINARY_SPECIALIZE_WG");
+  std::string saved = before ? before : "";
+  ::setenv("POCL_BINARY_SPECIALIZE_WG", fmt::format("{}", fmt::join(names, ",")).c_str(), 1);
+  std::vector<uint8_t> binary = ProgramBinary(program_);
+  if (before)
+    ::setenv("POCL_BINARY_SPECIALIZE_WG", saved.c_str(), 1);
+  else
+    ::unsetenv("POCL_BINARY_SPECIALIZE_WG");
+  return binary;
+}
 
 Program::~Program() {
   if (program_ != nullptr) clReleaseProgram(program_);
