@@ -11,6 +11,7 @@
 
 #include "api/measure.h"
 #include "backends/lower.h"
+#include "core/error.h"
 #include "core/file_io.h"
 #include "core/sha256.h"
 #include "core/version.h"
@@ -93,11 +94,17 @@ std::unique_ptr<ir::Graph> ImportAndOptimize(const std::string& model_path,
   return graph;
 }
 
-CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl::Context> ctx,
-                           const CompileOptions& options, const std::string& model_sha256) {
-  auto t0 = std::chrono::steady_clock::now();
+namespace {
+
+// The passes and the lowering for a device: ctx's, or one described by its facts alone (ctx
+// null: measuring then fails).
+runtime::Plan PlanFor(ir::Graph& graph, const cl::DeviceInfo& dev, std::shared_ptr<cl::Context> ctx,
+                      const CompileOptions& options, const std::string& model_sha256) {
+  if (!ctx && options.partition == passes::PartitionPolicy::kMeasure)
+    Fail(ErrorCode::kInvalidArgument,
+         "--partition measure times kernels on the device; compiling for device facts cannot");
   passes::PassContext pc;
-  pc.device = &ctx->info();
+  pc.device = &dev;
   pc.backends = options.backends;
   pc.deny = options.deny;
   pc.policy = options.partition;
@@ -114,13 +121,27 @@ CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl:
     pc.measure = [&ctx](const ir::Node& n, const backends::Backend& b) {
       return MeasureNode(n, b, ctx);
     };
-  passes::RunPipeline(*graph, pc, options.after_pass);
-  runtime::Plan plan = backends::LowerToPlan(*graph, ctx->info());
-  plan.memory = runtime::PlanMemory(plan, runtime::ArenaAlignment(ctx->info()));
-  const cl::DeviceInfo& dev = ctx->info();
+  passes::RunPipeline(graph, pc, options.after_pass);
+  runtime::Plan plan = backends::LowerToPlan(graph, dev);
+  plan.memory = runtime::PlanMemory(plan, runtime::ArenaAlignment(dev));
   plan.info = {
       kVersion, DescribeOptions(options), model_sha256,         dev.name,          dev.vendor,
       dev.type, dev.driver_version,       dev.platform_version, dev.device_version};
+  return plan;
+}
+
+// A model file's sha256, dropping the mapped pages as the hash goes.
+std::string FileSha256(const std::string& path) {
+  auto file = MappedFile::Open(path);
+  return Sha256Hex(file->bytes(), [&](std::string_view part) { file->Release(part); });
+}
+
+}  // namespace
+
+CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl::Context> ctx,
+                           const CompileOptions& options, const std::string& model_sha256) {
+  auto t0 = std::chrono::steady_clock::now();
+  runtime::Plan plan = PlanFor(*graph, ctx->info(), ctx, options, model_sha256);
   static cl::ProgramCache cache = cl::ProgramCache::Default();
   CompiledModel m;
   if (!options.keep_graph) graph.reset();  // the plan holds the constants alone now
@@ -131,15 +152,18 @@ CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl:
   return m;
 }
 
+runtime::Artifact CompileForDevice(const std::string& model_path, const cl::DeviceInfo& facts,
+                                   const CompileOptions& options) {
+  std::unique_ptr<ir::Graph> graph = ImportModelFile(model_path, options.import);
+  runtime::Artifact artifact;
+  artifact.plan = PlanFor(*graph, facts, nullptr, options, FileSha256(model_path));
+  return artifact;
+}
+
 CompiledModel Compile(const std::string& model_path, std::shared_ptr<cl::Context> ctx,
                       const CompileOptions& options) {
   return ImportAndCompile([&] { return ImportModelFile(model_path, options.import); },
-                          [&] {
-                            auto file = MappedFile::Open(model_path);
-                            return Sha256Hex(file->bytes(),
-                                             [&](std::string_view part) { file->Release(part); });
-                          },
-                          std::move(ctx), options);
+                          [&] { return FileSha256(model_path); }, std::move(ctx), options);
 }
 
 CompiledModel CompileBytes(const std::string& bytes, std::shared_ptr<cl::Context> ctx,

@@ -11,6 +11,7 @@
 
 #include "frontend/onnx/importer.h"
 #include "passes/pipeline.h"
+#include "runtime/artifact.h"
 #include "runtime/session.h"
 
 namespace texel {
@@ -63,6 +64,13 @@ CompiledModel CompileBytes(const std::string& bytes, std::shared_ptr<cl::Context
 // model_sha256: of the model's bytes, recorded in the plan (PlanInfo).
 CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl::Context> ctx,
                            const CompileOptions& options, const std::string& model_sha256 = "");
+
+// Compiles for a device that need not be present, described by its facts (cl::ReadDeviceFacts):
+// the artifact that compiling on that device gives, without a program binary (no program is
+// built here). Its kernels are the ones that device gets, so it runs there as a direct compile
+// does, bit for bit. --partition measure needs the device and fails here.
+runtime::Artifact CompileForDevice(const std::string& model_path, const cl::DeviceInfo& facts,
+                                   const CompileOptions& options);
 
 // The options as the CLI's flags ("--partition estimate --storage buffer --precision fp16"), for
 // PlanInfo::options.

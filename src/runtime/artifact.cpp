@@ -5,19 +5,17 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <type_traits>
 
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/sha256.h"
 #include "core/version.h"
+#include "runtime/json_fields.h"
 #include "runtime/plan_check.h"
 
 namespace texel::runtime {
 namespace {
-
-using nlohmann::json;
 
 // Header: magic | u32 format version | u32 section count | u64 file size | 8 zero bytes.
 // Table entry: name (16 bytes, NUL-padded) | u64 offset | u64 size | sha256 (64 hex chars).
@@ -32,37 +30,6 @@ constexpr uint64_t kSectionAlignment = 64;
 constexpr uint64_t kPageAlignment = 4096;  // the constants section, so that it can be mapped
 
 uint64_t AlignUp(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
-
-// Numbers read from JSON, range-checked (nlohmann's get<int>() of 1e300 would be undefined).
-template <class T>
-T Num(const json& j) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (!j.is_number()) Fail(ErrorCode::kInvalidModel, "{} is not a number", j.dump());
-    return j.get<T>();
-  } else {
-    if (j.is_number_unsigned()) {
-      uint64_t v = j.get<uint64_t>();
-      if (v > static_cast<uint64_t>(std::numeric_limits<T>::max()))
-        Fail(ErrorCode::kInvalidModel, "{} is out of range", v);
-      return static_cast<T>(v);
-    }
-    if (!j.is_number_integer()) Fail(ErrorCode::kInvalidModel, "{} is not an integer", j.dump());
-    int64_t v = j.get<int64_t>();
-    if (v < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
-        (v > 0 && static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<T>::max())))
-      Fail(ErrorCode::kInvalidModel, "{} is out of range", v);
-    return static_cast<T>(v);
-  }
-}
-
-template <class T>
-std::vector<T> Nums(const json& j) {
-  if (!j.is_array()) Fail(ErrorCode::kInvalidModel, "{} is not an array", j.dump().substr(0, 40));
-  std::vector<T> out;
-  out.reserve(j.size());
-  for (const json& x : j) out.push_back(Num<T>(x));
-  return out;
-}
 
 // ---- the plan as JSON ----
 // Each struct's fields are listed once (kXFields(s, f) calls f(key, field) for each); the writer
@@ -113,43 +80,6 @@ constexpr auto kMemoryFields = [](auto& m, auto&& f) {
   f("texture_block", m.texture_block), f("texture_pool_bytes", m.texture_pool_bytes);
   f("texture_unshared_bytes", m.texture_unshared_bytes);
 };
-
-json ToJson(DType t) { return DTypeName(t); }
-template <class T>
-json ToJson(const T& v) {
-  return v;
-}
-
-template <class T>
-void FromJson(const json& j, T* v) {
-  if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, bool>) {
-    *v = j.get<T>();
-  } else if constexpr (std::is_same_v<T, DType>) {
-    if (!ParseDType(j.get<std::string>(), v))
-      Fail(ErrorCode::kInvalidModel, "element type '{}' is unknown", j.get<std::string>());
-  } else if constexpr (std::is_arithmetic_v<T>) {
-    *v = Num<T>(j);
-  } else {
-    *v = Nums<typename T::value_type>(j);
-  }
-}
-
-// The fields that Fields lists of s, as a JSON object.
-template <class S, class Fields>
-json Write(const S& s, Fields fields) {
-  json j = json::object();
-  fields(s, [&j](const char* key, const auto& v) { j[key] = ToJson(v); });
-  return j;
-}
-
-// s's listed fields from the JSON object j; Error(kInvalidModel) or json::exception when one is
-// missing or of another type.
-template <class S, class Fields>
-S Read(const json& j, Fields fields) {
-  S s;
-  fields(s, [&j](const char* key, auto& v) { FromJson(j.at(key), &v); });
-  return s;
-}
 
 // The plan without its constants' bytes and source; constants: where each constant's bytes go in
 // the constants section (appended here).

@@ -13,16 +13,44 @@
 #include "ir/printer.h"
 #include "model_session.h"
 #include "runtime/artifact.h"
+#include "runtime/cl/device_facts.h"
 #include "runtime/session.h"
 
 namespace texel::cli {
 namespace {
 
 struct CompileArgs {
-  std::string model, device, print_after, emit_cl, output;
+  std::string model, device, print_after, emit_cl, output, facts;
   CompilerFlags compile;
   bool print_ir = false, stats = false, binaries = false;
 };
+
+void WriteSource(const CompileArgs& a, const runtime::Plan& plan) {
+  if (a.emit_cl.empty()) return;
+  std::ofstream f(a.emit_cl);
+  f << plan.source;
+  if (!f) Fail(ErrorCode::kIo, "{}: cannot write", a.emit_cl);
+}
+
+// --facts: the artifact for a device described by its facts (texel devices --facts), which need
+// not be here; nothing is built or run.
+int CompileForFacts(const CompileArgs& a, const CompileOptions& opts) {
+  if (a.output.empty())
+    Fail(ErrorCode::kInvalidArgument, "--facts: needs -o FILE.texel to write the artifact to");
+  if (a.binaries || !a.device.empty() || a.print_ir)
+    Fail(ErrorCode::kInvalidArgument,
+         "--facts: compiles for a device that is not here; --binaries, --device and --print-ir "
+         "need one");
+  cl::DeviceInfo facts = cl::ReadDeviceFacts(a.facts);
+  runtime::Artifact artifact = CompileForDevice(a.model, facts, opts);
+  WriteSource(a, artifact.plan);
+  std::string bytes = runtime::WriteArtifact(artifact);
+  WriteFileAtomically(a.output, bytes);
+  std::fprintf(stderr, "wrote %s: %s, %zu kernels (%s), for %s (from its facts)\n",
+               a.output.c_str(), FormatBytes(static_cast<int64_t>(bytes.size())).c_str(),
+               artifact.plan.steps.size(), KernelMix(artifact.plan).c_str(), facts.name.c_str());
+  return 0;
+}
 
 int RunCompile(const CompileArgs& a) {
   if (a.binaries && a.output.empty())
@@ -53,16 +81,13 @@ int RunCompile(const CompileArgs& a) {
     }
     if (a.print_after == p.name) std::fputs(ir::PrintGraph(g).c_str(), stdout);
   };
+  if (!a.facts.empty()) return CompileForFacts(a, opts);
   cl::DeviceInfo dev = cl::SelectDevice(a.device);
   auto ctx = std::make_shared<cl::Context>(dev);
   CompiledModel m = Compile(a.model, ctx, opts);
   if (a.print_ir) std::fputs(ir::PrintGraph(*m.graph).c_str(), stdout);
   const runtime::Plan& plan = m.executable->plan();
-  if (!a.emit_cl.empty()) {
-    std::ofstream f(a.emit_cl);
-    f << plan.source;
-    if (!f) Fail(ErrorCode::kIo, "{}: cannot write", a.emit_cl);
-  }
+  WriteSource(a, plan);
   const runtime::MemoryPlan& mem = plan.memory;
   if (a.stats) {
     // After the passes, in their format: the memory plan of the lowered steps.
@@ -132,6 +157,9 @@ Runner AddCompileCommand(CLI::App& app) {
                 "driver and texel version match; elsewhere built from source)");
   AddCompilerFlags(cmd, &a->compile);
   cmd->add_option("--device,-d", a->device, "gpu, cpu, P:D or a name substring");
+  cmd->add_option("--facts", a->facts,
+                  "with -o: compile for the device described in FILE (texel devices --facts), "
+                  "which need not be here");
   return [a] { return RunCompile(*a); };
 }
 
