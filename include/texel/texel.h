@@ -181,9 +181,26 @@ typedef struct texel_compile_options_t {
                             "tf32x3" (fp32 until models have matrix-engine kernels) */
   const char* input_shapes; /* NULL, or "NAME=DIMS" items separated by ';' fixing the shapes of
                                inputs ("input=1x3x224x224;mask=1x128"), as --input-shape */
+  const char* settings;     /* NULL, or "NAME=VALUE" lines ('\n'-separated), any option that
+                               texel_compile_option_get_info lists (the CLI's flags without the
+                               "--": "precision=fp16\ndisable_pass=attention"), applied after
+                               the fields above; repeatable options take one line per value */
 } texel_compile_options_t;
 
 TEXEL_API void texel_compile_options_init(texel_compile_options_t* options);
+
+/* The compile options there are (one table makes the CLI's flags, these and the Python
+ * package's keyword arguments): name ("input_shape"), values ("NAME=DIMS"), help, and whether
+ * it may be given several times. The strings live as long as the library. */
+typedef struct texel_compile_option_info_t {
+  const char* name;
+  const char* values;
+  const char* help;
+  int repeatable;
+} texel_compile_option_info_t;
+TEXEL_API size_t texel_compile_option_count(void);
+TEXEL_API texel_status_t texel_compile_option_get_info(size_t index,
+                                                       texel_compile_option_info_t* out_info);
 /* An ONNX model (.onnx) or an MLIR linalg fragment (.mlir, or text that reads as one). */
 TEXEL_API texel_status_t texel_model_compile_file(texel_context_t context, const char* path,
                                                   const texel_compile_options_t* options,
@@ -198,7 +215,7 @@ TEXEL_API texel_status_t texel_model_release(texel_model_t model);
 
 /* Artifacts (.texel, docs/artifact.md): a compiled model in one file, loaded without the
  * compiler (libtexel_runtime.so has every function of this header but texel_model_compile_*,
- * texel_compile_options_init and texel_gemm*). with_binaries: also store the program's binary
+ * texel_compile_option* and texel_gemm*). with_binaries: also store the program's binary
  * for the model's device, used when the loading device, driver and texel version are the same
  * (the program is built from its source otherwise). A file that is not a valid artifact gives
  * TEXEL_ERROR_INVALID_MODEL; one whose device lacks what the model needs (images, an

@@ -133,6 +133,7 @@ struct ModelOptions {
   std::string backends, partition, storage, precision;  // empty: texel's defaults
   bool texture_fp16 = false;
   std::string input_shapes;  // "NAME=DIMS;NAME=DIMS" (texel_compile_options_t::input_shapes)
+  std::string settings;      // "NAME=VALUE" lines (texel_compile_options_t::settings)
 };
 
 class Model {
@@ -189,6 +190,7 @@ class Model {
     o.texture_fp16 = m.texture_fp16;
     o.precision = m.precision.empty() ? nullptr : m.precision.c_str();
     o.input_shapes = m.input_shapes.empty() ? nullptr : m.input_shapes.c_str();
+    o.settings = m.settings.empty() ? nullptr : m.settings.c_str();
     return o;
   }
   std::vector<texel_tensor_info_t> List(texel_status_t (*count)(texel_model_t, size_t*),

@@ -233,17 +233,33 @@ PYBIND11_MODULE(_texel, m) {
       .def_property_readonly("outputs",
                              [](const texel::Model& model) { return Infos(model.outputs()); });
 
+  // Options as (name, value) pairs of the C API's option table; compile_options() lists it.
   m.def(
       "compile",
-      [](const texel::Context& ctx, const py::object& source, const std::string& backends,
-         const std::string& partition, const std::string& storage, bool texture_fp16,
-         const std::string& precision, const std::string& input_shapes) {
-        texel::ModelOptions o{backends, partition, storage, precision, texture_fp16, input_shapes};
+      [](const texel::Context& ctx, const py::object& source,
+         const std::vector<std::pair<std::string, std::string>>& options) {
+        texel::ModelOptions o;
+        for (const auto& [name, value] : options) {
+          if (name.find_first_of("=\n") != std::string::npos ||
+              value.find('\n') != std::string::npos)
+            Throw(TEXEL_ERROR_INVALID_ARGUMENT,
+                  "compile option " + name + "=" + value + ": names and values are one line");
+          o.settings += name + "=" + value + "\n";
+        }
         return Compile(ctx, source, o);
       },
-      py::arg("context"), py::arg("source"), py::arg("backends") = "", py::arg("partition") = "",
-      py::arg("storage") = "", py::arg("texture_fp16") = false, py::arg("precision") = "",
-      py::arg("input_shapes") = "");
+      py::arg("context"), py::arg("source"), py::arg("options"));
+  m.def("compile_options", [] {
+    py::list out;
+#ifndef TEXEL_PYTHON_RUNTIME_ONLY
+    for (size_t i = 0; i < texel_compile_option_count(); ++i) {
+      texel_compile_option_info_t info;
+      texel::Check(texel_compile_option_get_info(i, &info));
+      out.append(py::make_tuple(info.name, info.values, info.help, info.repeatable != 0));
+    }
+#endif
+    return out;
+  });
   m.def("load", &Load, py::arg("context"), py::arg("source"));
 
   py::class_<Session>(m, "Session")

@@ -62,13 +62,30 @@ def test_options_reach_the_compiler(mlp, rng):
     ({"precision": "fp8"}, "precision 'fp8'"),
     ({"storage": "disk"}, "storage 'disk'"),
     ({"partition": "random"}, "partition 'random'"),
-    ({"input_shapes": {"x": [-1, 64]}}, "input_shapes x=-1x64"),
+    ({"input_shapes": {"x": [-1, 64]}}, "x=-1x64"),
+    ({"precison": "fp16"}, "unknown option 'precison'"),
+    ({"disable_pass": ["no-such-pass"]}, "disable-pass 'no-such-pass'"),
     ({"input_shapes": {"q": [3, 64]}}, "'q', which is not a graph input"),
     ({"input_shapes": {"x": [3]}}, "rank 2"),
 ])
 def test_bad_options_raise_invalid_argument(mlp, options, message):
     with pytest.raises(texel.InvalidArgumentError, match=message):
         texel.compile(mlp.path, DEVICE, **options)
+
+
+def test_options_come_from_texels_table():
+    names = [name for name, _, _, _ in texel.compile_options()]
+    assert {"precision", "storage", "backends", "partition", "input_shape", "disable_pass",
+            "texture_precision", "deny", "freeze"} <= set(names)
+    assert all(help for _, _, help, _ in texel.compile_options())
+
+
+def test_repeatable_options_take_lists(mlp, rng):
+    model = texel.compile(mlp.path, DEVICE, input_shapes={"x": [2, 64]},
+                          disable_pass=["fuse", "simplify"], texture_precision="fp16")
+    x = rng.standard_normal((2, 64)).astype(np.float32)
+    y, _ = texel.InferenceSession(model).run(None, {"x": x})
+    np.testing.assert_allclose(y, mlp.reference(x)[0], rtol=1e-5, atol=1e-5)
 
 
 def test_free_dimensions_default_to_one(mlp):

@@ -12,7 +12,8 @@
 from . import _errors, _texel
 from ._errors import (BuildError, DeviceError, Error, InternalError, InvalidArgumentError,
                       InvalidModelError, IoError, NotFoundError, UnsupportedError)
-from ._model import Device, Model, TensorInfo, compile, devices, is_artifact, load
+from ._model import (Device, Model, TensorInfo, compile, compile_options, devices, is_artifact,
+                     load)
 from ._session import InferenceSession, NodeArg
 
 _texel.set_error_classes(_errors.BY_STATUS)
@@ -24,5 +25,6 @@ has_compiler = _texel.has_compiler
 __all__ = [
     "BuildError", "Device", "DeviceError", "Error", "InferenceSession", "InternalError",
     "InvalidArgumentError", "InvalidModelError", "IoError", "Model", "NodeArg", "NotFoundError",
-    "TensorInfo", "UnsupportedError", "compile", "devices", "has_compiler", "is_artifact", "load",
+    "TensorInfo", "UnsupportedError", "compile", "compile_options", "devices", "has_compiler",
+    "is_artifact", "load",
 ]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence, Union
 
 from . import _texel
-from ._errors import InvalidArgumentError
+from ._errors import InvalidArgumentError, UnsupportedError
 
 ARTIFACT_MAGIC = b"TEXELART"
 
@@ -84,35 +84,52 @@ def _source(source: Source):
         f"expected a path or bytes, got {type(source).__name__}")
 
 
-def _shapes(input_shapes: Optional[Mapping[str, Sequence[int]]]) -> str:
-    if not input_shapes:
-        return ""
-    items = []
-    for name, dims in input_shapes.items():
-        if ";" in name or "=" in name:
+def compile_options() -> list[tuple]:
+    """The compile options there are, as texel's option table declares them (the CLI's flags
+    with '_' for '-'): (name, values, help, repeatable) each. Empty without the compiler."""
+    return list(_texel.compile_options())
+
+
+def _settings(input_shapes: Optional[Mapping[str, Sequence[int]]],
+              options: Mapping[str, object]) -> list[tuple[str, str]]:
+    """Keyword arguments as (name, value) pairs of the option table: a list or tuple gives a
+    repeatable option several values (a comma list for backends), True a flag's value."""
+    known = {name: repeatable for name, _, _, repeatable in _texel.compile_options()}
+    pairs = []
+    for name, dims in (input_shapes or {}).items():
+        pairs.append(("input_shape", f"{name}=" + "x".join(str(int(d)) for d in dims)))
+    for name, value in options.items():
+        if value is None:
+            continue
+        if name not in known:
             raise InvalidArgumentError(
-                f"input_shapes: the name {name!r} contains ';' or '='")
-        items.append(f"{name}=" + "x".join(str(int(d)) for d in dims))
-    return ";".join(items)
+                f"compile() got an unknown option {name!r} (options: input_shapes, "
+                f"{', '.join(sorted(known))})")
+        if isinstance(value, (list, tuple)):
+            if known[name]:
+                pairs += [(name, str(v)) for v in value]
+            else:
+                pairs.append((name, ",".join(str(v) for v in value)))
+        else:
+            pairs.append((name, str(value)))
+    return pairs
 
 
-def compile(source: Source, device: Optional[str] = None, *, precision: Optional[str] = None,
-            storage: Optional[str] = None, backends: Union[str, Sequence[str], None] = None,
-            partition: Optional[str] = None, texture_fp16: bool = False,
-            input_shapes: Optional[Mapping[str, Sequence[int]]] = None) -> Model:
+def compile(source: Source, device: Optional[str] = None, *,
+            input_shapes: Optional[Mapping[str, Sequence[int]]] = None, **options) -> Model:
     """Compiles an ONNX model or an MLIR linalg fragment (a path, or the bytes of one) for a
     device ("gpu", "cpu", "P:D", a name substring; None: env TEXEL_DEVICE, else the first GPU,
-    else the first CPU). Options are those of ``texel compile``: precision fp32|fp16|tf32|tf32x3,
-    storage buffer|texture|auto, backends (e.g. "clblast,native"), partition
-    estimate|measure|first, input_shapes {name: dims} fixing inputs' shapes (free dimensions are
-    1 otherwise)."""
-    if isinstance(backends, (list, tuple)):
-        backends = ",".join(backends)
+    else the first CPU). input_shapes {name: dims} fixes inputs' shapes (free dimensions are 1
+    otherwise); the other keyword arguments are texel's compile options, the CLI's flags with
+    '_' for '-' (compile_options() lists them): precision="fp16", storage="texture",
+    backends=["clblast", "native"], partition="first", texture_precision="fp16",
+    disable_pass=["attention"], deny=[...], freeze=["name=file.npy"]."""
     ctx = _context(device)
-    impl = _texel.compile(ctx, _source(source), backends=backends or "",
-                          partition=partition or "", storage=storage or "",
-                          texture_fp16=texture_fp16, precision=precision or "",
-                          input_shapes=_shapes(input_shapes))
+    if not _texel.has_compiler:
+        raise UnsupportedError(
+            "this texel package was built over libtexel_runtime.so, without the compiler: load "
+            "a .texel artifact (texel.load) made by a full texel")
+    impl = _texel.compile(ctx, _source(source), _settings(input_shapes, options))
     return Model(impl, ctx.device)
 
 

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 
+#include "api/compile_options.h"
 #include "api/measure.h"
 #include "backends/lower.h"
 #include "core/error.h"
@@ -46,26 +47,6 @@ CompiledModel ImportAndCompile(const std::function<std::unique_ptr<ir::Graph>()>
 }
 
 }  // namespace
-
-std::string DescribeOptions(const CompileOptions& o) {
-  std::string s;
-  auto add = [&s](const std::string& flag) { s += (s.empty() ? "" : " ") + flag; };
-  for (const auto& [name, shape] : o.import.input_shapes) {
-    add(fmt::format("--input-shape {}={}", name, fmt::join(shape, "x")));
-  }
-  for (const auto& [name, t] : o.import.frozen_inputs) {
-    (void)t;
-    add("--freeze " + name);
-  }
-  if (!o.backends.empty()) add(fmt::format("--backends {}", fmt::join(o.backends, ",")));
-  for (const std::string& d : o.deny) add("--deny " + d);
-  add(std::string("--partition ") + passes::PolicyName(o.partition));
-  add(std::string("--storage ") + passes::StoragePolicyName(o.storage));
-  if (o.half_texels) add("--texture-precision fp16");
-  add(std::string("--precision ") + ComputeModeName(o.precision));
-  for (const std::string& p : o.disabled_passes) add("--disable-pass " + p);
-  return s;
-}
 
 std::unique_ptr<ir::Graph> ImportModelFile(const std::string& path,
                                            const onnx_frontend::ImportOptions& options) {

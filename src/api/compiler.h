@@ -72,8 +72,4 @@ CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl:
 runtime::Artifact CompileForDevice(const std::string& model_path, const cl::DeviceInfo& facts,
                                    const CompileOptions& options);
 
-// The options as the CLI's flags ("--partition estimate --storage buffer --precision fp16"), for
-// PlanInfo::options.
-std::string DescribeOptions(const CompileOptions& options);
-
 }  // namespace texel

@@ -2,40 +2,33 @@
 // runtime library loads artifacts instead).
 #include <sstream>
 
-#include "api/assignments.h"
+#include "api/compile_options.h"
 #include "api/compiler.h"
 #include "capi/handles.h"
 
 namespace texel::capi {
 namespace {
 
+// The struct's fields and settings, applied through the option table (api/compile_options.h).
 CompileOptions ToOptions(const texel_compile_options_t* o) {
   CompileOptions opts;
   opts.keep_graph = false;  // a model is its executable
   if (!o) return opts;
   if (o->struct_size < sizeof(*o))
     Fail(ErrorCode::kInvalidArgument, "options were not set up by texel_compile_options_init");
-  if (o->backends) {
-    std::stringstream list(o->backends);
-    for (std::string name; std::getline(list, name, ',');)
-      if (!name.empty()) opts.backends.push_back(name);
-  }
-  if (o->partition && !passes::ParsePolicy(o->partition, &opts.partition))
-    Fail(ErrorCode::kInvalidArgument, "partition '{}' is not estimate, measure or first",
-         o->partition);
-  if (o->storage && !passes::ParseStoragePolicy(o->storage, &opts.storage))
-    Fail(ErrorCode::kInvalidArgument, "storage '{}' is not buffer, texture or auto", o->storage);
-  opts.half_texels = o->texture_fp16 != 0;
-  if (o->precision && !ParseComputeMode(o->precision, &opts.precision))
-    Fail(ErrorCode::kInvalidArgument, "precision '{}' is not fp32, fp16, tf32 or tf32x3",
-         o->precision);
+  const std::pair<const char*, const char*> fields[] = {{"backends", o->backends},
+                                                        {"partition", o->partition},
+                                                        {"storage", o->storage},
+                                                        {"precision", o->precision}};
+  for (const auto& [name, value] : fields)
+    if (value) ApplyCompileOption(opts, name, value);
+  if (o->texture_fp16) ApplyCompileOption(opts, "texture_precision", "fp16");
   if (o->input_shapes) {
-    std::vector<std::string> items;
     std::stringstream list(o->input_shapes);
     for (std::string item; std::getline(list, item, ';');)
-      if (!item.empty()) items.push_back(item);
-    opts.import.input_shapes = ParseInputShapes(items, "input_shapes");
+      if (!item.empty()) ApplyCompileOption(opts, "input_shape", item);
   }
+  if (o->settings) ApplyCompileSettings(opts, o->settings);
   return opts;
 }
 
@@ -51,6 +44,21 @@ extern "C" {
 
 void texel_compile_options_init(texel_compile_options_t* options) {
   texel::capi::ResetStruct(options);
+}
+
+size_t texel_compile_option_count(void) { return texel::CompileOptionTable().size(); }
+
+texel_status_t texel_compile_option_get_info(size_t index, texel_compile_option_info_t* out_info) {
+  return Guard(__func__, [&] {
+    Require(out_info, "out_info");
+    const auto& table = texel::CompileOptionTable();
+    if (index >= table.size()) Fail(ErrorCode::kNotFound, "option {} of {}", index, table.size());
+    const texel::CompileOptionSpec& spec = table[index];
+    out_info->name = spec.name.c_str();
+    out_info->values = spec.values.c_str();
+    out_info->help = spec.help.c_str();
+    out_info->repeatable = spec.repeatable ? 1 : 0;
+  });
 }
 
 texel_status_t texel_model_compile_file(texel_context_t context, const char* path,

@@ -28,6 +28,7 @@ for f in texel_model_load_file texel_model_load_memory texel_model_save texel_se
   grep -qx "$f" <<<"$exported" || { echo "FAIL: $runtime lacks $f" >&2; fail=1; }
 done
 for f in texel_model_compile_file texel_model_compile_memory texel_compile_options_init \
+         texel_compile_option_count texel_compile_option_get_info \
          texel_gemm; do
   if grep -qx "$f" <<<"$exported"; then
     echo "FAIL: $runtime exports the compiler's $f" >&2

@@ -187,6 +187,37 @@ TEST_F(CApiErrorsTest, BadFragments) {
   opts.precision = "fp8";
   EXPECT_FAILS(texel_model_compile_file(ctx, DataPath("matmul_add.mlir").c_str(), &opts, &bad),
                TEXEL_ERROR_INVALID_ARGUMENT, "precision 'fp8'");
+  texel_compile_options_init(&opts);
+  opts.settings = "precison=fp16";
+  EXPECT_FAILS(texel_model_compile_file(ctx, DataPath("matmul_add.mlir").c_str(), &opts, &bad),
+               TEXEL_ERROR_INVALID_ARGUMENT, "no compile option 'precison'");
+  opts.settings = "disable_pass=fuse\nno equals sign";
+  EXPECT_FAILS(texel_model_compile_file(ctx, DataPath("matmul_add.mlir").c_str(), &opts, &bad),
+               TEXEL_ERROR_INVALID_ARGUMENT, "'no equals sign': expected NAME=VALUE");
+}
+
+TEST_F(CApiErrorsTest, CompileOptionsListedAndSet) {
+  // The option table: every CLI flag's option is listed and settable by name.
+  std::vector<std::string> names;
+  for (size_t i = 0; i < texel_compile_option_count(); ++i) {
+    texel_compile_option_info_t info;
+    ASSERT_EQ(texel_compile_option_get_info(i, &info), TEXEL_OK);
+    EXPECT_GT(std::strlen(info.help), 0u) << info.name;
+    names.push_back(info.name);
+  }
+  for (const char* want : {"input_shape", "freeze", "backends", "deny", "partition", "storage",
+                           "texture_precision", "precision", "disable_pass"})
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  texel_compile_option_info_t info;
+  EXPECT_FAILS(texel_compile_option_get_info(names.size(), &info), TEXEL_ERROR_NOT_FOUND, "option");
+  texel_compile_options_t opts;
+  texel_compile_options_init(&opts);
+  opts.settings = "disable_pass=fuse\ndisable-pass=simplify\n\nbackends=native";
+  texel_model_t model = nullptr;
+  ASSERT_EQ(texel_model_compile_file(ctx, DataPath("matmul_add.mlir").c_str(), &opts, &model),
+            TEXEL_OK)
+      << texel_last_error();
+  texel_model_release(model);
 }
 
 TEST_F(CApiErrorsTest, BadArtifacts) {

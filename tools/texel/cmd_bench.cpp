@@ -103,7 +103,8 @@ struct Variant {
 
 Variant CompileVariant(const BenchArgs& a, const ModelSession& ms, const std::string& flags) {
   CompilerFlags f = a.model.compile;
-  f.backends.clear(), f.deny.clear(), f.partition = "estimate", f.measure = false;
+  for (const char* name : {"backends", "deny", "partition"}) f.values.erase(name);
+  f.measure = false;
   CLI::App parser("--vs");
   AddCompilerFlags(&parser, &f);
   try {

@@ -8,6 +8,7 @@
 #include <random>
 #include <string_view>
 
+#include "api/compile_options.h"
 #include "core/error.h"
 #include "core/npy.h"
 #include "ir/op.h"
@@ -43,53 +44,35 @@ HostTensor RandomTensor(DType dtype, const Shape& shape, std::mt19937_64& rng) {
 
 }  // namespace
 
+bool CompilerFlags::empty() const {
+  return !measure && std::all_of(values.begin(), values.end(),
+                                 [](const auto& kv) { return kv.second.empty(); });
+}
+
 void AddCompilerFlags(CLI::App* cmd, CompilerFlags* f) {
-  cmd->add_option("--input-shape", f->shapes, "NAME=DIMS, e.g. input=1x3x224x224 (repeatable)");
-  cmd->add_option("--freeze", f->freeze, "NAME=FILE.npy: bind an input at compile time");
-  cmd->add_option("--backends", f->backends,
-                  "allowed backends in order of preference, e.g. clblast,native (default: native)")
-      ->delimiter(',');
-  cmd->add_option("--deny", f->deny, "BACKEND:Op: keep Op away from BACKEND (repeatable)");
-  cmd->add_option("--partition", f->partition,
-                  "how to choose a node's backend: estimate (least estimated time), measure "
-                  "(least measured time, cached), first (first in --backends that takes it)")
-      ->check(CLI::IsMember({"estimate", "measure", "first"}));
+  for (const CompileOptionSpec& spec : CompileOptionTable()) {
+    CLI::Option* o = cmd->add_option(spec.flag(), f->values[spec.name],
+                                     spec.help + (spec.repeatable ? " (repeatable)" : ""));
+    // One value per occurrence; repeatable options collect every occurrence's.
+    o->allow_extra_args(false);
+    if (!spec.repeatable) o->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::Throw);
+    if (spec.choices.empty())
+      o->type_name(spec.values);
+    else
+      o->check(CLI::IsMember(spec.choices));
+  }
   cmd->add_flag("--measure", f->measure, "same as --partition measure");
-  cmd->add_option("--storage", f->storage,
-                  "where activations live: buffer (default), texture (2D images wherever a "
-                  "texture kernel computes them), auto (texture on mobile GPUs)")
-      ->check(CLI::IsMember({"buffer", "texture", "auto"}));
-  cmd->add_option("--texture-precision", f->texture_precision,
-                  "channel type of images: fp32 (default) or fp16")
-      ->check(CLI::IsMember({"fp32", "fp16"}));
-  std::vector<std::string> modes;
-  for (const auto& m : kComputeModeNames) modes.push_back(m.name);
-  cmd->add_option("--precision", f->precision,
-                  "fp32 (default); fp16: f16 storage, fp32 arithmetic in every kernel (a rule "
-                  "keeps softmax inputs, exp and large sums in fp32); tf32, tf32x3: fp32 until "
-                  "models have matrix-engine kernels (docs/precision.md)")
-      ->check(CLI::IsMember(modes));
-  std::vector<std::string> names;
-  for (const passes::Pass& p : passes::Pipeline()) names.push_back(p.name);
-  cmd->add_option("--disable-pass", f->disabled_passes,
-                  "skip a pass of the pipeline (repeatable; e.g. attention, normalize)")
-      ->check(CLI::IsMember(names));
 }
 
 CompileOptions ToCompileOptions(const CompilerFlags& f) {
   CompileOptions opts;
-  opts.import.input_shapes = ParseInputShapes(f.shapes, "--input-shape");
-  opts.import.frozen_inputs = ReadNpyAssignments(f.freeze, "--freeze");
-  opts.backends = f.backends;
-  opts.deny = f.deny;
-  passes::ParsePolicy(f.measure ? "measure" : f.partition, &opts.partition);
-  passes::ParseStoragePolicy(f.storage, &opts.storage);
-  opts.half_texels = f.texture_precision == "fp16";
-  ParseComputeMode(f.precision, &opts.precision);
-  // The precision pass finds whether the device has a matrix engine for the mode.
+  for (const auto& [name, values] : f.values)
+    for (const std::string& v : values) ApplyCompileOption(opts, name, v);
+  if (f.measure) ApplyCompileOption(opts, "partition", "measure");
   // What the passes find about the options that the user should hear once: the precision pass
   // whether the device has a matrix engine for the mode; fp16 values stay out of images.
-  opts.after_pass = [mode = f.precision, texture = f.storage != "buffer"](
+  opts.after_pass = [mode = std::string(ComputeModeName(opts.precision)),
+                     texture = opts.storage != passes::StoragePolicy::kBuffer](
                         const passes::Pass& p, const passes::Stats& st, const ir::Graph&) {
     std::string_view pass = p.name;
     if (pass == "precision" && st.count("no-matrix-engine"))
@@ -102,7 +85,6 @@ CompileOptions ToCompileOptions(const CompilerFlags& f) {
                    "texel: note: --precision fp16: values stored as f16 stay in buffers (images "
                    "hold f32 values only; --texture-precision fp16 gives them f16 channels)\n");
   };
-  opts.disabled_passes = f.disabled_passes;
   return opts;
 }
 
@@ -146,7 +128,7 @@ ModelSession OpenModelSession(const ModelArgs& a) {
   std::map<std::string, HostTensor> given = ReadNpyAssignments(a.inputs, "--input");
   std::string how;
   if (IsArtifactFile(a.model)) {
-    if (a.compile != CompilerFlags{})
+    if (!a.compile.empty())
       Fail(ErrorCode::kInvalidArgument,
            "{}: an artifact is compiled already; compiler flags (--precision, --storage, ...) "
            "apply to ONNX models",

@@ -15,17 +15,16 @@
 
 namespace texel::cli {
 
-// The compile options every compiling command (run, bench, compile, partition) takes.
+// The compile options every compiling command (run, bench, compile, partition) takes: one flag
+// per option of the table (api/compile_options.h), and --measure.
 struct CompilerFlags {
-  std::vector<std::string> shapes, freeze, backends, deny, disabled_passes;
+  std::map<std::string, std::vector<std::string>> values;  // option name -> values as given
   bool measure = false;
-  std::string partition = "estimate";
-  std::string storage = "buffer", texture_precision = "fp32", precision = "fp32";
-  bool operator==(const CompilerFlags&) const = default;
+  bool empty() const;  // no compiler flag given
 };
 
-// Adds --input-shape, --freeze, --backends, --deny, --partition, --measure, --storage,
-// --texture-precision, --precision and --disable-pass.
+// Adds a flag per compile option (--input-shape, --freeze, --backends, --deny, --partition,
+// --storage, --texture-precision, --precision, --disable-pass) and --measure.
 void AddCompilerFlags(CLI::App* cmd, CompilerFlags* f);
 CompileOptions ToCompileOptions(const CompilerFlags& f);
 
