@@ -74,7 +74,7 @@ double NativeBackend::Estimate(const ir::Node& node, const cl::DeviceInfo& devic
   bool gathers = false;
   for (const auto& k : codegen::GenerateKernel(node, "probe", TargetOf(device))) {
     flops += k.flops;
-    gathers |= k.source.find("_load_b(") != std::string::npos;
+    gathers |= k.gathers_b;
   }
   double efficiency = (device.type == "GPU" ? 0.7 : 0.15) / (gathers ? 1.3 : 1.0);
   return RooflineSeconds(flops, efficiency, device);

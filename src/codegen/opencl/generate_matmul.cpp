@@ -410,6 +410,7 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
                  static_cast<size_t>(s.batch * splits)};
   spec.local = {lx, ly, 1};
   spec.flops = 2.0 * static_cast<double>(outputs * s.k);
+  spec.gathers_b = !g.load_b.empty();
   if (!split) return {spec};
 
   spec.scratch_bytes = {splits * outputs * ElemBytes(t)};

@@ -29,6 +29,9 @@ struct KernelSpec {
   std::vector<size_t> global;
   std::vector<size_t> local;  // empty: the driver chooses
   double flops = 0;           // useful arithmetic, for profiles
+  // B is read one element at a time through a gather (a transposed B, an im2col window): about
+  // a third slower than vector loads, which backends' estimates count (NativeBackend::Estimate).
+  bool gathers_b = false;
   // A library routine instead of a kernel (runtime/library_call.h): name, source and sizes are
   // unused; args are the routine's buffers.
   std::string call;
