@@ -6,22 +6,33 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "codegen/opencl/kernel_spec.h"
+#include "core/error.h"
 #include "ir/graph.h"
 #include "runtime/cl/device.h"
 
 namespace texel::backends {
 
+// Whether a backend can run a node, and when it cannot, why (an Error(kUnsupported) in the
+// backend's words: which op, which dtype), so that no one generates again to explain.
+struct Support {
+  bool ok = false;
+  std::optional<Error> refusal;  // set when !ok
+  static Support Yes() { return {true, std::nullopt}; }
+  static Support No(Error why) { return {false, std::move(why)}; }
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
-  // Whether the backend can run node on device.
-  virtual bool Supports(const ir::Node& node, const cl::DeviceInfo& device) const = 0;
+  // Whether the backend can run node on device; never throws for "no".
+  virtual Support Supports(const ir::Node& node, const cl::DeviceInfo& device) const = 0;
   // Estimated device time in seconds (used to choose between backends).
   virtual double Estimate(const ir::Node& node, const cl::DeviceInfo& device) const = 0;
   // Whether the backend computes an elementwise chain fused after an anchor in the anchor's

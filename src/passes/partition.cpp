@@ -4,6 +4,7 @@
 // Estimated or measured, a backend other than native must win by more than a kernel launch
 // (5 us) to pay for the boundary with the native kernels around it: a lone tiny layer stays
 // native. PassContext::deny rules ("clblast:Conv") keep an op away from a backend.
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -61,9 +62,15 @@ Stats Partition(ir::Graph& g, const PassContext& ctx) {
     ir::Node& n = *node;
     n.backend.clear();
     std::vector<const backends::Backend*> able;
-    for (const backends::Backend* b : allowed)
-      if (!deny.count({std::string(b->name()), n.op}) && b->Supports(n, *ctx.device))
+    std::optional<Error> first_refusal;  // the first allowed backend's reason
+    for (const backends::Backend* b : allowed) {
+      if (deny.count({std::string(b->name()), n.op})) continue;
+      backends::Support support = b->Supports(n, *ctx.device);
+      if (support.ok)
         able.push_back(b);
+      else if (b == allowed.front())
+        first_refusal = std::move(support.refusal);
+    }
     if (!able.empty()) n.backend = std::string(able.front()->name());
     if (able.size() > 1 && ctx.policy != PartitionPolicy::kFirst) {
       bool measured = ctx.policy == PartitionPolicy::kMeasure;
@@ -77,12 +84,10 @@ Stats Partition(ir::Graph& g, const PassContext& ctx) {
       ++stats[measured ? "nodes-measured" : "nodes-estimated"];
     }
     if (n.backend.empty()) {
-      // Say why in the native backend's own words (which op, which dtype).
-      try {
-        allowed.front()->Lower({&n}, "probe", *ctx.device);
-      } catch (Error& e) {
-        e.AddContext(fmt::format("node '{}' ({})", n.name, OpName(n.op)));
-        throw;
+      // Say why in the first allowed backend's own words (which op, which dtype).
+      if (first_refusal) {
+        first_refusal->AddContext(fmt::format("node '{}' ({})", n.name, OpName(n.op)));
+        throw *first_refusal;
       }
       Fail(ErrorCode::kUnsupported, "node '{}' ({}): no backend supports it", n.name, OpName(n.op));
     }

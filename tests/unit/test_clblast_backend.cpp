@@ -225,6 +225,33 @@ TEST(ClblastBackendTest, EstimatedPartition) {
   EXPECT_GT(native->Estimate(mm, cpu), 5e-6);
 }
 
+// Support is answered with a reason, never an exception: CLBlast refuses a Relu in its words,
+// and a partition that allows only CLBlast fails with that reason and the node.
+TEST(ClblastBackendTest, RefusalsCarryTheirReason) {
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value* x = g->AddInput("x", {DType::kFloat32, {4, 8}});
+  g->AddOutput(g->AddNode(ir::OpKind::kRelu, {x}, {}, "r")->outputs[0]);
+  const ir::Node& relu = *g->nodes().front();
+  const cl::DeviceInfo& device = SharedContext()->info();
+  backends::Support no = backends::FindBackend("clblast")->Supports(relu, device);
+  EXPECT_FALSE(no.ok);
+  ASSERT_TRUE(no.refusal.has_value());
+  EXPECT_EQ(no.refusal->code(), ErrorCode::kUnsupported);
+  EXPECT_NE(std::string(no.refusal->what()).find("not this Relu"), std::string::npos);
+  backends::Support yes = backends::FindBackend("native")->Supports(relu, device);
+  EXPECT_TRUE(yes.ok);
+  EXPECT_FALSE(yes.refusal.has_value());
+  CompileOptions opts;
+  opts.backends = {"clblast"};
+  try {
+    CompileGraph(std::move(g), SharedContext(), opts);
+    ADD_FAILURE() << "compiled a Relu on CLBlast alone";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("node 'r' (Relu)"), std::string::npos) << e.what();
+  }
+}
+
 // A CLBlast error status fails the run with the routine, the status and its meaning, and the
 // step and node it belongs to. (A plan whose call claims more rows than its buffers hold.)
 TEST(ClblastBackendTest, ErrorStatusNamesTheStep) {

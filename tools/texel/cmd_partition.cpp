@@ -67,7 +67,7 @@ int RunPartition(const PartitionArgs& a) {
     for (const auto& bn : opts.backends) {
       const backends::Backend* b = backends::FindBackend(bn);
       std::string cell = "-";
-      if (b && b->Supports(n, dev)) {
+      if (b && b->Supports(n, dev).ok) {
         double s = opts.partition == passes::PartitionPolicy::kMeasure ? MeasureNode(n, *b, ctx)
                                                                        : b->Estimate(n, dev);
         cell = fmt::format("{:.1f}", s * 1e6);

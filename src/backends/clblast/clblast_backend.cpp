@@ -108,8 +108,15 @@ std::vector<codegen::KernelSpec> LowerConv(const ir::Node& n, const ConvGemm& c,
 
 }  // namespace
 
-bool ClblastBackend::Supports(const ir::Node& node, const cl::DeviceInfo&) const {
-  return (GemmOf(node) || ConvGemmOf(node)) && Available();
+Support ClblastBackend::Supports(const ir::Node& node, const cl::DeviceInfo&) const {
+  if (!GemmOf(node) && !ConvGemmOf(node))
+    return Support::No(Error(ErrorCode::kUnsupported,
+                             fmt::format("clblast runs GEMM-shaped MatMul, Gemm and Conv nodes, "
+                                         "not this {}",
+                                         OpName(node.op))));
+  if (!Available())
+    return Support::No(Error(ErrorCode::kUnsupported, "clblast: libclblast could not be loaded"));
+  return Support::Yes();
 }
 
 double ClblastBackend::Estimate(const ir::Node& node, const cl::DeviceInfo& device) const {

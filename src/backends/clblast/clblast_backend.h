@@ -14,7 +14,7 @@ namespace texel::backends {
 class ClblastBackend : public Backend {
  public:
   std::string_view name() const override { return "clblast"; }
-  bool Supports(const ir::Node& node, const cl::DeviceInfo& device) const override;
+  Support Supports(const ir::Node& node, const cl::DeviceInfo& device) const override;
   double Estimate(const ir::Node& node, const cl::DeviceInfo& device) const override;
   std::vector<codegen::KernelSpec> Lower(const std::vector<const ir::Node*>& nodes,
                                          const std::string& name_prefix,

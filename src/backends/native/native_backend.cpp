@@ -56,12 +56,12 @@ codegen::Target NativeBackend::TargetOf(const cl::DeviceInfo& device) {
   return t;
 }
 
-bool NativeBackend::Supports(const ir::Node& node, const cl::DeviceInfo& device) const {
+Support NativeBackend::Supports(const ir::Node& node, const cl::DeviceInfo& device) const {
   try {
     codegen::GenerateKernel(node, "probe", TargetOf(device));
-    return true;
+    return Support::Yes();
   } catch (const Error& e) {
-    if (e.code() == ErrorCode::kUnsupported) return false;
+    if (e.code() == ErrorCode::kUnsupported) return Support::No(e);
     throw;
   }
 }

@@ -9,7 +9,7 @@ namespace texel::backends {
 class NativeBackend : public Backend {
  public:
   std::string_view name() const override { return "native"; }
-  bool Supports(const ir::Node& node, const cl::DeviceInfo& device) const override;
+  Support Supports(const ir::Node& node, const cl::DeviceInfo& device) const override;
   double Estimate(const ir::Node& node, const cl::DeviceInfo& device) const override;
   bool FusesEpilogues() const override { return true; }
   std::vector<codegen::KernelSpec> Lower(const std::vector<const ir::Node*>& nodes,
