@@ -32,7 +32,11 @@ py::dict& ErrorClasses() {
 constexpr const char* kNumpyNames[] = {"float32", "float16", "float64", "int8",  "uint8",  "int16",
                                        "uint16",  "int32",   "uint32",  "int64", "uint64", "bool"};
 
-py::module_ Numpy() { return py::module_::import("numpy"); }
+// numpy, imported once (runs look up its ndarray, dtype and empty); never freed, as ErrorClasses.
+py::module_& Numpy() {
+  static py::module_* numpy = new py::module_(py::module_::import("numpy"));
+  return *numpy;
+}
 py::object NumpyDtype(texel_dtype_t d) { return Numpy().attr("dtype")(kNumpyNames[d]); }
 
 // As Python prints a tuple: (1, 3, 224, 224), (5,), ().
@@ -58,6 +62,15 @@ std::vector<TensorInfo> Infos(const std::vector<texel_tensor_info_t>& list) {
   return out;
 }
 
+// A model from bytes or a path (both taken while the GIL is held), made with it released.
+template <class Make>
+texel::Model FromSource(const py::object& source, Make make) {
+  bool bytes = py::isinstance<py::bytes>(source);
+  std::string text = source.cast<std::string>();
+  py::gil_scoped_release unlocked;
+  return make(text, bytes);
+}
+
 texel::Model Compile(const texel::Context& ctx, const py::object& source,
                      const texel::ModelOptions& options) {
 #ifdef TEXEL_PYTHON_RUNTIME_ONLY
@@ -66,26 +79,17 @@ texel::Model Compile(const texel::Context& ctx, const py::object& source,
         "this texel package was built over libtexel_runtime.so, without the compiler: load a "
         ".texel artifact (texel.load) made by a full texel");
 #else
-  if (py::isinstance<py::bytes>(source)) {
-    std::string bytes = source.cast<std::string>();
-    py::gil_scoped_release unlocked;
-    return texel::Model::FromMemory(ctx, bytes, options);
-  }
-  std::string path = source.cast<std::string>();
-  py::gil_scoped_release unlocked;
-  return texel::Model::FromFile(ctx, path, options);
+  return FromSource(source, [&](const std::string& s, bool bytes) {
+    return bytes ? texel::Model::FromMemory(ctx, s, options)
+                 : texel::Model::FromFile(ctx, s, options);
+  });
 #endif
 }
 
 texel::Model Load(const texel::Context& ctx, const py::object& source) {
-  if (py::isinstance<py::bytes>(source)) {
-    std::string bytes = source.cast<std::string>();
-    py::gil_scoped_release unlocked;
-    return texel::Model::LoadMemory(ctx, bytes);
-  }
-  std::string path = source.cast<std::string>();
-  py::gil_scoped_release unlocked;
-  return texel::Model::Load(ctx, path);
+  return FromSource(source, [&](const std::string& s, bool bytes) {
+    return bytes ? texel::Model::LoadMemory(ctx, s) : texel::Model::Load(ctx, s);
+  });
 }
 
 // One texel session and the lock that keeps it to one thread at a time (texel.h: a session is

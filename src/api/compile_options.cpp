@@ -30,9 +30,34 @@ std::vector<std::string> PassNames() {
   return out;
 }
 
+using Opts = CompileOptions;
+using Values = std::vector<std::string>;
+
+// "--flag item" for each item of a list option.
+Values EachAs(const char* flag, const std::vector<std::string>& items) {
+  Values out;
+  for (const std::string& item : items) out.push_back(fmt::format("{} {}", flag, item));
+  return out;
+}
+
+// An option that takes one of choices; current(o) names the value o holds.
+CompileOptionSpec OneOf(std::string name, std::string help, std::vector<std::string> choices,
+                        void (*apply)(Opts&, const std::string&),
+                        std::string (*current)(const Opts&)) {
+  CompileOptionSpec spec{std::move(name),
+                         fmt::format("{}", fmt::join(choices, "|")),
+                         std::move(help),
+                         false,
+                         std::move(choices),
+                         apply,
+                         {}};
+  spec.describe = [flag = spec.flag(), current](const Opts& o) {
+    return Values{flag + " " + current(o)};
+  };
+  return spec;
+}
+
 std::vector<CompileOptionSpec> MakeTable() {
-  using Opts = CompileOptions;
-  using Values = std::vector<std::string>;
   std::vector<CompileOptionSpec> t;
   t.push_back({"input_shape",
                "NAME=DIMS",
@@ -99,31 +124,21 @@ std::vector<CompileOptionSpec> MakeTable() {
                true,
                {},
                [](Opts& o, const std::string& v) { o.deny.push_back(v); },
-               [](const Opts& o) {
-                 Values out;
-                 for (const std::string& d : o.deny) out.push_back("--deny " + d);
-                 return out;
-               }});
-  t.push_back({"partition",
-               "estimate|measure|first",
-               "how to choose a node's backend: estimate (least estimated time), measure (least "
-               "measured time, cached), first (first in --backends that takes it)",
-               false,
-               {"estimate", "measure", "first"},
-               [](Opts& o, const std::string& v) { passes::ParsePolicy(v, &o.partition); },
-               [](const Opts& o) {
-                 return Values{std::string("--partition ") + passes::PolicyName(o.partition)};
-               }});
-  t.push_back({"storage",
-               "buffer|texture|auto",
-               "where activations live: buffer (default), texture (2D images wherever a texture "
-               "kernel computes them), auto (texture on mobile GPUs)",
-               false,
-               {"buffer", "texture", "auto"},
-               [](Opts& o, const std::string& v) { passes::ParseStoragePolicy(v, &o.storage); },
-               [](const Opts& o) {
-                 return Values{std::string("--storage ") + passes::StoragePolicyName(o.storage)};
-               }});
+               [](const Opts& o) { return EachAs("--deny", o.deny); }});
+  t.push_back(OneOf(
+      "partition",
+      "how to choose a node's backend: estimate (least estimated time), measure (least measured "
+      "time, cached), first (first in --backends that takes it)",
+      {"estimate", "measure", "first"},
+      [](Opts& o, const std::string& v) { passes::ParsePolicy(v, &o.partition); },
+      [](const Opts& o) -> std::string { return passes::PolicyName(o.partition); }));
+  t.push_back(OneOf(
+      "storage",
+      "where activations live: buffer (default), texture (2D images wherever a texture kernel "
+      "computes them), auto (texture on mobile GPUs)",
+      {"buffer", "texture", "auto"},
+      [](Opts& o, const std::string& v) { passes::ParseStoragePolicy(v, &o.storage); },
+      [](const Opts& o) -> std::string { return passes::StoragePolicyName(o.storage); }));
   t.push_back({"texture_precision",
                "fp32|fp16",
                "channel type of images: fp32 (default) or fp16",
@@ -133,24 +148,17 @@ std::vector<CompileOptionSpec> MakeTable() {
                [](const Opts& o) {
                  return o.half_texels ? Values{"--texture-precision fp16"} : Values{};
                }});
-  t.push_back({"precision", "fp32|fp16|tf32|tf32x3",
-               "fp32 (default); fp16: f16 storage, fp32 arithmetic in every kernel (a rule keeps "
-               "softmax inputs, exp and large sums in fp32); tf32, tf32x3: matrix products on "
-               "the tensor cores where the device has them (docs/precision.md)",
-               false, ComputeModes(),
-               [](Opts& o, const std::string& v) { ParseComputeMode(v, &o.precision); },
-               [](const Opts& o) {
-                 return Values{std::string("--precision ") + ComputeModeName(o.precision)};
-               }});
+  t.push_back(OneOf(
+      "precision",
+      "fp32 (default); fp16: f16 storage, fp32 arithmetic in every kernel (a rule keeps softmax "
+      "inputs, exp and large sums in fp32); tf32, tf32x3: matrix products on the tensor cores "
+      "where the device has them (docs/precision.md)",
+      ComputeModes(), [](Opts& o, const std::string& v) { ParseComputeMode(v, &o.precision); },
+      [](const Opts& o) -> std::string { return ComputeModeName(o.precision); }));
   t.push_back({"disable_pass", "PASS", "skip a pass of the pipeline (e.g. attention, normalize)",
                true, PassNames(),
                [](Opts& o, const std::string& v) { o.disabled_passes.push_back(v); },
-               [](const Opts& o) {
-                 Values out;
-                 for (const std::string& p : o.disabled_passes)
-                   out.push_back("--disable-pass " + p);
-                 return out;
-               }});
+               [](const Opts& o) { return EachAs("--disable-pass", o.disabled_passes); }});
   return t;
 }
 

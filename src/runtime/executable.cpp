@@ -93,14 +93,13 @@ Artifact Executable::ToArtifact(bool with_binary) const {
   }
   if (with_binary && program_) {
     ProgramBinary b = ProgramBinary::KeyFor(ctx_->info());
-    std::vector<std::vector<size_t>> local_sizes;
-    for (const auto& step : plan_.steps) local_sizes.push_back(step.local);
-    const std::string& platform = ctx_->info().platform_name;
-    if (platform.find("Portable Computing Language") != std::string::npos) {
-      // PoCL makes a program's binary once, when first asked (the program cache asked at
-      // build time), so a fresh build of the source gives the one with the launched kernels.
-      b.bytes = cl::Program(*ctx_, plan_.source, plan_.build_options, nullptr)
-                    .Binary(platform, local_sizes);
+    if (ctx_->info().platform_name.find("Portable Computing Language") != std::string::npos) {
+      // PoCL compiles kernels for their work-group sizes at their first launch and makes a
+      // program's binary once, when first asked (the program cache asked at build time): a
+      // fresh build of the source, asked with the plan's work-group sizes, carries them.
+      std::vector<std::vector<size_t>> local_sizes;
+      for (const auto& step : plan_.steps) local_sizes.push_back(step.local);
+      b.bytes = cl::Program(*ctx_, plan_.source, plan_.build_options, nullptr).Binary(local_sizes);
     } else {
       b.bytes = program_->Binary();
     }

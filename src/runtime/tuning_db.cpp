@@ -83,6 +83,16 @@ double Distance(const std::string& a, const std::string& b) {
   return d;
 }
 
+// Adds e, or replaces the entry of its key.
+void Upsert(std::vector<TuningEntry>& entries, TuningEntry e) {
+  auto it = std::find_if(entries.begin(), entries.end(),
+                         [&](const TuningEntry& x) { return x.key == e.key; });
+  if (it != entries.end())
+    *it = std::move(e);
+  else
+    entries.push_back(std::move(e));
+}
+
 bool SameFamily(const TuningKey& a, const TuningKey& b) {
   return a.device == b.device && a.driver == b.driver && a.platform == b.platform &&
          a.family == b.family && a.family_version == b.family_version;
@@ -118,13 +128,7 @@ TuningDb TuningDb::Load(const std::string& path, const Check& check) {
     try {
       TuningEntry e = ParseLine(line);
       if (!check || check(e, &why)) {
-        // A key given twice (an edited file): the later line holds.
-        auto it = std::find_if(db.entries_.begin(), db.entries_.end(),
-                               [&](const TuningEntry& x) { return x.key == e.key; });
-        if (it != db.entries_.end())
-          *it = std::move(e);
-        else
-          db.entries_.push_back(std::move(e));
+        Upsert(db.entries_, std::move(e));  // a key on two lines (an edited file): the later
         continue;
       }
     } catch (const json::exception& e) {
@@ -166,14 +170,7 @@ void TuningDb::Store(const std::string& path, const std::vector<TuningEntry>& en
   }
   try {
     TuningDb db = Load(path);  // as it is now, under the lock
-    for (const TuningEntry& e : entries) {
-      auto it = std::find_if(db.entries_.begin(), db.entries_.end(),
-                             [&](const TuningEntry& x) { return x.key == e.key; });
-      if (it != db.entries_.end())
-        *it = e;
-      else
-        db.entries_.push_back(e);
-    }
+    for (const TuningEntry& e : entries) Upsert(db.entries_, e);
     std::string text;
     for (const TuningEntry& e : db.entries_) text += EntryLine(e) + "\n";
     WriteFileAtomically(path, text);

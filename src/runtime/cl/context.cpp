@@ -493,14 +493,13 @@ Program::Program(const Context& ctx, const std::string& source, const std::strin
   }
 }
 
-std::vector<uint8_t> Program::Binary(const std::string& platform_name,
-                                     const std::vector<std::vector<size_t>>& local_sizes) const {
-  if (platform_name.find("Portable Computing Language") == std::string::npos || local_sizes.empty())
-    return ProgramBinary(program_);
+std::vector<uint8_t> Program::Binary(
+    const std::vector<std::vector<size_t>>& pocl_local_sizes) const {
+  if (pocl_local_sizes.empty()) return ProgramBinary(program_);
   // PoCL's names for the specialised kernels in its cache: "X-Y-Z", then "-goffs0" for a zero
   // global offset and "-smallgrid" for grids that fit 32 bits (texel's launches are both).
   std::set<std::string> names;
-  for (const auto& l : local_sizes) {
+  for (const auto& l : pocl_local_sizes) {
     if (l.empty()) continue;  // the driver's choice: covered by the generic kernel
     names.insert(fmt::format("{}-{}-{}-goffs0-smallgrid", l[0], l.size() > 1 ? l[1] : 1,
                              l.size() > 2 ? l[2] : 1));

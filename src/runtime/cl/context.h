@@ -147,14 +147,11 @@ class Program {
   cl_program get() const { return program_; }
   bool from_cache() const { return from_cache_; }
   bool from_binary() const { return from_binary_; }  // the binary given to the constructor
-  // The device's binary of the program; empty when the driver cannot provide one. local_sizes:
-  // the work-group sizes the kernels are launched with. PoCL compiles a kernel for its
-  // work-group size at its first launch, and its binaries hold only the generic kernels unless
-  // POCL_BINARY_SPECIALIZE_WG names those sizes; on PoCL (platform_name) the variable is set
-  // for this call, so that a loaded binary runs without compiling again. PoCL makes the binary
-  // once, at the first call: call this on a program no one asked before.
-  std::vector<uint8_t> Binary(const std::string& platform_name = "",
-                              const std::vector<std::vector<size_t>>& local_sizes = {}) const;
+  // The device's binary of the program; empty when the driver cannot provide one.
+  // pocl_local_sizes (PoCL only): the work-group sizes the kernels are launched with, named in
+  // POCL_BINARY_SPECIALIZE_WG for this call so that the binary holds the kernels PoCL compiled
+  // for them (without, only generic ones). PoCL makes the binary once, at the first call.
+  std::vector<uint8_t> Binary(const std::vector<std::vector<size_t>>& pocl_local_sizes = {}) const;
 
  private:
   cl_program program_ = nullptr;
