@@ -54,6 +54,8 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
     }
     return b;
   };
+  std::unordered_map<int, const ir::Value*> value_of;
+  for (const auto& v : g.values()) value_of[v->id] = v.get();
   for (const ir::Value* v : g.inputs())
     plan.inputs.push_back({v->name, v->type.dtype, v->type.shape, buffer(v)});
   int index = 0;
@@ -82,7 +84,9 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
       nodes = groups[n.group];
     }
     std::vector<const ir::Value*> reads = ir::ExternalInputs(nodes);  // read from memory
-    for (const ir::Value* v : reads) buffer(v);
+    // Constants get their buffer when a kernel binds them as they are (not packed anew).
+    for (const ir::Value* v : reads)
+      if (!v->constant) buffer(v);
     for (const ir::Value* v : n.outputs) buffer(v);
     if (n.outputs[0]->type.bytes() == 0) continue;  // nothing to compute
     const ir::Node& first = *nodes[0];
@@ -143,7 +147,18 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
       }
       step.call = k.call;
       step.call_args = k.call_args;
-      for (int id : k.args) step.buffers.push_back(id < 0 ? scratch.at(-1 - id) : buffer_of.at(id));
+      for (size_t a = 0; a < k.args.size(); ++a) {
+        int id = k.args[a];
+        auto packed = std::find_if(k.packed.begin(), k.packed.end(),
+                                   [&](const auto& p) { return p.arg == a; });
+        if (packed != k.packed.end()) {
+          ConstTensorPtr data = packed->pack();
+          step.buffers.push_back(static_cast<int>(plan.buffers.size()));
+          plan.buffers.push_back({static_cast<int64_t>(data->bytes.size()), data});
+        } else {
+          step.buffers.push_back(id < 0 ? scratch.at(-1 - id) : buffer(value_of.at(id)));
+        }
+      }
       step.global = k.global;
       step.local = k.local;
       TEXEL_CHECK(k.first_op < nodes.size(), "kernel '{}' starts past its group", k.name);

@@ -7,6 +7,7 @@
 // the direct GEMM kernel on GPUs (M = 1 row, K = the window) and kernels/depthwise.cl on CPUs.
 #include <fmt/format.h>
 
+#include "codegen/opencl/conv_blocked.h"
 #include "codegen/opencl/elementwise_chain.h"
 #include "codegen/opencl/generator.h"
 #include "codegen/opencl/matmul.h"
@@ -105,6 +106,8 @@ GemmOperands ConvGemm(const ir::Node& n, const Target& target) {
 std::vector<KernelSpec> GenerateConv(const ir::Node& n, const std::string& kernel_name,
                                      const Target& target, const Chain& epilogue) {
   if (!target.gpu && IsDepthwise(n)) return GenerateDepthwise(n, kernel_name, epilogue);
+  if (auto blocked = ConvBlockedTunable(n, target))
+    return {GenerateConvBlocked(n, kernel_name, Choose(*blocked, target), epilogue)};
   GemmOperands g = ConvGemm(n, target);
   return GenerateGemm(g, kernel_name, target, ChooseMatMulParams(g.shape, target), epilogue);
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "codegen/opencl/kernel_spec.h"
+#include "codegen/opencl/tuning.h"
 #include "ir/graph.h"
 
 namespace texel::codegen {
@@ -40,6 +41,9 @@ struct Target {
   // (DefineArrival): known to hold on NVIDIA (a PTX fence) and on CPUs; elsewhere a second
   // kernel combines the parts.
   bool group_handoff = false;
+  // Tuned parameters (tuning.h): tunable families take their point from here; nullptr: the
+  // heuristic's.
+  const TuningSource* tuning = nullptr;
 };
 
 // The kernels of one node or group, run in order (most are one kernel; GEMMs split along K are

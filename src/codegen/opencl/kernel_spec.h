@@ -4,9 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/tensor.h"
 
 namespace texel::codegen {
 
@@ -32,6 +35,15 @@ struct KernelSpec {
   // B is read one element at a time through a gather (a transposed B, an im2col window): about
   // a third slower than vector loads, which backends' estimates count (NativeBackend::Estimate).
   bool gathers_b = false;
+  // Arguments bound to a constant the generator lays out anew (a CPU convolution's filters,
+  // packed by output-channel blocks): arg index and the packing, run once when lowered (not
+  // when a backend only asks for support or cost); the value's own contents are not uploaded
+  // unless another kernel reads them.
+  struct PackedArg {
+    size_t arg = 0;
+    std::function<ConstTensorPtr()> pack;
+  };
+  std::vector<PackedArg> packed;
   // A library routine instead of a kernel (runtime/library_call.h): name, source and sizes are
   // unused; args are the routine's buffers.
   std::string call;

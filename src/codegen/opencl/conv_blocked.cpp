@@ -1,0 +1,112 @@
+#include "codegen/opencl/conv_blocked.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "codegen/opencl/elementwise_chain.h"
+#include "codegen/opencl/window.h"
+
+namespace texel::codegen {
+namespace {
+
+constexpr int kVersion = 1;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The row block of 6 to 14 pixels (the whole row when shorter) that leaves the fewest unused
+// pixels in the last block; the longer on ties (fewer broadcasts per filter load).
+int64_t HeuristicRw(int64_t ow) {
+  if (ow <= 6) return ow;
+  int64_t best = 14;
+  for (int64_t rw = 14; rw >= 6; --rw)
+    if (CeilDiv(ow, rw) * rw < CeilDiv(ow, best) * best) best = rw;
+  return best;
+}
+
+bool IsDepthwise(const ir::Node& n) {
+  int64_t groups = n.attrs.Int("group", 1);
+  return groups > 1 && n.inputs[0]->type.shape[1] == groups &&
+         n.outputs[0]->type.shape[1] == groups;
+}
+
+// The filters [COUT, ICG, k...] as [G][OCB][ICG][k...][VOC], zero beyond each group's channels.
+ConstTensorPtr PackFilters(const HostTensor& w, int64_t groups, int64_t voc) {
+  int64_t cout = w.shape[0], ocg = cout / groups, ocb = CeilDiv(ocg, voc);
+  int64_t inner = w.size() / cout;  // ICG x taps
+  auto packed = std::make_shared<HostTensor>(DType::kFloat32, Shape{groups * ocb * inner * voc});
+  float* dst = packed->data<float>();
+  const float* src = w.data<float>();
+  std::fill(dst, dst + packed->size(), 0.0f);
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t oc = 0; oc < ocg; ++oc) {
+      int64_t b = oc / voc, v = oc % voc;
+      float* block = dst + (g * ocb + b) * inner * voc;
+      const float* row = src + (g * ocg + oc) * inner;
+      for (int64_t i = 0; i < inner; ++i) block[i * voc + v] = row[i];
+    }
+  return packed;
+}
+
+}  // namespace
+
+std::optional<Tunable> ConvBlockedTunable(const ir::Node& n, const Target& t) {
+  if (t.gpu || n.op != ir::OpKind::kConv || IsDepthwise(n) || !n.inputs[1]->constant) return {};
+  for (const ir::Value* v : n.inputs)
+    if (v->type.dtype != DType::kFloat32) return {};
+  if (n.outputs[0]->type.dtype != DType::kFloat32) return {};
+  const Shape& x = n.inputs[0]->type.shape;
+  const Shape& wt = n.inputs[1]->type.shape;
+  Window3 w = ToWindow3(n, Shape(wt.begin() + 2, wt.end()));
+  int64_t groups = n.attrs.Int("group", 1);
+  Tunable tn;
+  tn.family = "conv_blocked";
+  tn.version = kVersion;
+  tn.signature = fmt::format(
+      "n={},ic={},oc={},g={},id={},ih={},iw={},od={},oh={},ow={},kd={},kh={},kw={},sd={},sh={},"
+      "sw={},dtype=f32",
+      x[0], x[1], wt[0], groups, w.in[0], w.in[1], w.in[2], w.out[0], w.out[1], w.out[2], w.k[0],
+      w.k[1], w.k[2], w.s[0], w.s[1], w.s[2]);
+  int64_t ocg = wt[0] / groups, ow = w.out[2];
+  int64_t voc0 = ocg > 8 ? 16 : 8;
+  tn.candidates.push_back({{"rw", HeuristicRw(ow)}, {"voc", voc0}});
+  for (int64_t voc : {8, 16})
+    for (int64_t rw : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 20, 24, 28}) {
+      // At most 16 accumulator registers of 16 floats; no block longer than the row needs.
+      if (rw * voc > 256 || rw > ow) continue;
+      TunePoint p{{"rw", rw}, {"voc", voc}};
+      if (p != tn.candidates[0]) tn.candidates.push_back(p);
+    }
+  return tn;
+}
+
+KernelSpec GenerateConvBlocked(const ir::Node& n, const std::string& kernel_name,
+                               const TunePoint& p, const Chain& epilogue) {
+  const Shape& x = n.inputs[0]->type.shape;
+  const Shape& wt = n.inputs[1]->type.shape;
+  const Shape& y = n.outputs[0]->type.shape;
+  Window3 w = ToWindow3(n, Shape(wt.begin() + 2, wt.end()));
+  int64_t groups = n.attrs.Int("group", 1);
+  int64_t voc = p.at("voc"), rw = p.at("rw");
+  int64_t ocg = y[1] / groups, ocb = CeilDiv(ocg, voc);
+  KernelSource src(kernel_name, "conv_blocked");
+  DefineStorage(src, DType::kFloat32);
+  for (const auto& [key, value] : WindowDefines(w)) src.Define(key, value);
+  src.Define("C", x[1]).Define("COUT", y[1]).Define("G", groups).Define("ICG", x[1] / groups);
+  src.Define("OCG", ocg).Define("OCB", ocb).Define("VOC", voc).Define("RW", rw);
+  src.Define("TV", fmt::format("float{}", voc));
+  src.Define("VLOAD(p)", fmt::format("vload{}(0, (p))", voc));
+  src.Define("ELEM(v, e)", "(((T*)&(v))[e])");
+  KernelSpec spec = FinishConvKernel(n, src, kernel_name, epilogue);
+  ConstTensorPtr filters = n.inputs[1]->constant;
+  spec.packed.push_back({1, [filters, groups, voc] { return PackFilters(*filters, groups, voc); }});
+  spec.local = {1, 1, 1};
+  spec.global = {static_cast<size_t>(CeilDiv(w.out[2], rw)),
+                 static_cast<size_t>(w.out[0] * w.out[1]),
+                 static_cast<size_t>(x[0] * groups * ocb)};
+  spec.flops = 2.0 * static_cast<double>(NumElements(y) * NumElements(wt) / y[1]);
+  return spec;
+}
+
+}  // namespace texel::codegen
