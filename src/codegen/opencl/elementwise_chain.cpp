@@ -215,10 +215,12 @@ void ApplyChain(KernelSource& src, const std::string& kernel_name, const ir::Val
     spec.args.push_back(ext[k]->id);
   }
   std::string fn = kernel_name + "_" + prefix + "chain";
+  std::vector<const ir::Value*> operands = ext;
+  operands.push_back(result);
   src.Prelude(fmt::format("{} {}({} v, long i{}) {{ {} {} return {}; }}\n",
                           ValueTypeName(result->type.dtype), fn,
                           ValueTypeName(anchor_out->type.dtype), params,
-                          CoordsCode(result->type.shape), c.code, c.result));
+                          CoordsCode(result->type.shape, WideIndex(operands)), c.code, c.result));
   src.Define(macro + "(v, i)", fmt::format("{}(v, i{})", fn, args));
   src.Define(macro + "_PARAMS", params);
   // The kernel now writes the chain's result instead of the anchor's.
@@ -233,6 +235,8 @@ ChainFunction ChainAsFunction(const std::string& name, const ir::Value* seed,
     TEXEL_CHECK(n->outputs[0]->type.dtype == DType::kFloat32, "a chain function computes f32");
   for (const ir::Value* in : ir::ExternalInputs(ops))
     if (in != seed) (by_lane(in) ? f.lane_operands : f.buffer_operands).push_back(in);
+  std::vector<const ir::Value*> operands = ir::ExternalInputs(ops);
+  operands.push_back(ops.back()->outputs[0]);
   auto index_in = [](const auto& list, const ir::Value* v) {
     return std::find(list.begin(), list.end(), v) - list.begin();
   };
@@ -252,7 +256,8 @@ ChainFunction ChainAsFunction(const std::string& name, const ir::Value* seed,
         return k < static_cast<long>(f.lane_operands.size()) ? fmt::format("l{}", k) : "";
       });
   f.code = fmt::format("float {}(float v, long i{}) {{ {} {} return {}; }}\n", name, params,
-                       CoordsCode(ops.back()->outputs[0]->type.shape), c.code, c.result);
+                       CoordsCode(ops.back()->outputs[0]->type.shape, WideIndex(operands)), c.code,
+                       c.result);
   return f;
 }
 

@@ -12,6 +12,7 @@
 #include "codegen/opencl/generator.h"
 #include "codegen/opencl/matmul.h"
 #include "codegen/opencl/window.h"
+#include "codegen/opencl/window_rows.h"
 
 namespace texel::codegen {
 namespace {
@@ -105,6 +106,8 @@ GemmOperands ConvGemm(const ir::Node& n, const Target& target) {
 
 std::vector<KernelSpec> GenerateConv(const ir::Node& n, const std::string& kernel_name,
                                      const Target& target, const Chain& epilogue) {
+  if (auto rows = WindowRowsTunable(n, target))
+    return {GenerateWindowRows(n, kernel_name, Choose(*rows, target), epilogue)};
   if (!target.gpu && IsDepthwise(n)) return GenerateDepthwise(n, kernel_name, epilogue);
   if (auto blocked = ConvBlockedTunable(n, target))
     return {GenerateConvBlocked(n, kernel_name, Choose(*blocked, target), epilogue)};

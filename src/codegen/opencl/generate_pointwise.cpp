@@ -173,11 +173,11 @@ std::string MovementBody(const ir::Node& n) {
   Fail(ErrorCode::kInternal, "no movement kernel for {}", OpName(n.op));
 }
 
-// The pointwise template over `params` and `body`, writing `out`.
+// The pointwise template over `params` and `body`, writing `out` (`wide`: 64-bit coordinates).
 // With `epilogue` (ops consuming `seed`, the value BODY leaves in v), the kernel applies them
 // (ApplyEpilogue: EPILOGUE(v, i), its operands after PARAMS) and writes their result.
 KernelSpec PointwiseKernel(const std::string& kernel_name, const std::string& params,
-                           const std::string& body, const ir::Value* out, bool movement,
+                           const std::string& body, const ir::Value* out, bool movement, bool wide,
                            KernelSpec spec, const std::vector<const ir::Node*>& epilogue = {},
                            const ir::Value* seed = nullptr) {
   KernelSource src(kernel_name, "pointwise");
@@ -188,7 +188,7 @@ KernelSpec PointwiseKernel(const std::string& kernel_name, const std::string& pa
       .Define("T_OUT", ValueType(out->type.dtype, movement))
       .Define("STORE(i, v)", store_half ? "vstore_half_rte(v, i, out)" : "out[i] = v")
       .Define("N", fmt::format("{}L", count))
-      .Define("COORDS", CoordsCode(out->type.shape))
+      .Define("COORDS", CoordsCode(out->type.shape, wide))
       .Define("BODY", body);
   spec.name = kernel_name;
   spec.source = src.Render();
@@ -230,7 +230,10 @@ KernelSpec GenerateElementwise(const std::vector<const ir::Node*>& ops,
   }
   double flops = static_cast<double>(NumElements(out->type.shape) * ops.size());
   spec.flops = flops;
-  return PointwiseKernel(kernel_name, params, body, out, false, std::move(spec));
+  std::vector<const ir::Value*> operands = ext;
+  operands.push_back(out);
+  return PointwiseKernel(kernel_name, params, body, out, false, WideIndex(operands),
+                         std::move(spec));
 }
 
 KernelSpec GeneratePointwise(const ir::Node& n, const std::string& kernel_name,
@@ -265,8 +268,10 @@ KernelSpec GeneratePointwise(const ir::Node& n, const std::string& kernel_name,
     body += " v = EPILOGUE(v, i);";
     spec.flops = static_cast<double>(NumElements(out->type.shape) * epilogue.size());
   }
-  return PointwiseKernel(kernel_name, params, body, out, epilogue.empty(), std::move(spec),
-                         epilogue, n.outputs[0]);
+  std::vector<const ir::Value*> operands(n.inputs.begin(), n.inputs.end());
+  operands.push_back(out);
+  return PointwiseKernel(kernel_name, params, body, out, epilogue.empty(), WideIndex(operands),
+                         std::move(spec), epilogue, n.outputs[0]);
 }
 
 }  // namespace texel::codegen

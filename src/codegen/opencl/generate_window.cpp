@@ -4,6 +4,7 @@
 #include "codegen/opencl/elementwise_chain.h"
 #include "codegen/opencl/generator.h"
 #include "codegen/opencl/window.h"
+#include "codegen/opencl/window_rows.h"
 #include "core/error.h"
 
 namespace texel::codegen {
@@ -101,7 +102,10 @@ KernelSpec GenerateConvTranspose(const ir::Node& n, const std::string& kernel_na
   return spec;
 }
 
-KernelSpec GeneratePool(const ir::Node& n, const std::string& kernel_name, const Chain& epilogue) {
+KernelSpec GeneratePool(const ir::Node& n, const std::string& kernel_name, const Target& target,
+                        const Chain& epilogue) {
+  if (auto rows = WindowRowsTunable(n, target))
+    return GenerateWindowRows(n, kernel_name, Choose(*rows, target), epilogue);
   // MaxPool also runs on integers (ONNX allows int8 / uint8); averaging needs floats.
   DType t = n.inputs[0]->type.dtype;
   bool is_float = IsFloat(t);

@@ -8,12 +8,21 @@
 
 namespace texel::codegen {
 
-std::string CoordsCode(const Shape& shape) {
+bool WideIndex(const std::vector<const ir::Value*>& values) {
+  for (const ir::Value* v : values)
+    if (NumElements(v->type.shape) >= (int64_t{1} << 31)) return true;
+  return false;
+}
+
+std::string CoordsCode(const Shape& shape, bool wide) {
   if (shape.empty()) return "";
-  std::string s = "long t = i;";
+  // 32-bit coordinates where every offset fits: PoCL vectorises their divisions across
+  // work-items, not 64-bit ones (a Concat ran 2.5x faster).
+  const char* type = wide ? "long" : "int";
+  std::string s = fmt::format("{} t = i;", type);
   for (size_t d = shape.size(); d-- > 1;)
-    s += fmt::format(" const long c{} = t % {}; t /= {};", d, shape[d], shape[d]);
-  s += " const long c0 = t;";
+    s += fmt::format(" const {} c{} = t % {}; t /= {};", type, d, shape[d], shape[d]);
+  s += fmt::format(" const {} c0 = t;", type);
   return s;
 }
 
@@ -90,7 +99,7 @@ std::vector<KernelSpec> GenerateGroup(const Chain& nodes, const std::string& ker
       if (node.op == ir::OpKind::kConvTranspose)
         return {GenerateConvTranspose(node, kernel_name, epilogue)};
       return GenerateConv(node, kernel_name, target, epilogue);
-    case ir::OpClass::kPool: return {GeneratePool(node, kernel_name, epilogue)};
+    case ir::OpClass::kPool: return {GeneratePool(node, kernel_name, target, epilogue)};
     case ir::OpClass::kReduce: return {GenerateReduce(node, kernel_name, target, epilogue)};
     case ir::OpClass::kMatMul: {
       // A product, its epilogue, then a LayerNorm reading it (fuse's third rule): the product

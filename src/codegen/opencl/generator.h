@@ -68,7 +68,7 @@ std::vector<KernelSpec> GenerateConv(const ir::Node& node, const std::string& ke
                                      const Target& target, const Chain& epilogue = {});
 KernelSpec GenerateConvTranspose(const ir::Node& node, const std::string& kernel_name,
                                  const Chain& epilogue = {});
-KernelSpec GeneratePool(const ir::Node& node, const std::string& kernel_name,
+KernelSpec GeneratePool(const ir::Node& node, const std::string& kernel_name, const Target& target,
                         const Chain& epilogue = {});
 std::vector<KernelSpec> GenerateMatMul(const ir::Node& node, const std::string& kernel_name,
                                        const Target& target, const Chain& epilogue = {});
@@ -130,7 +130,10 @@ std::string RoiAlignBody(const ir::Node& node);
 std::string ScatterBody(const ir::Node& node);
 
 // Helpers shared by generators.
-std::string CoordsCode(const Shape& shape);  // "long t = i; const long c1 = t % 5; ..."
+// "int t = i; const int c1 = t % 5; ...": coordinates of flat index i; long where `wide`.
+std::string CoordsCode(const Shape& shape, bool wide);
+// Whether any of `values` has 2^31 elements or more (offsets into it need 64 bits).
+bool WideIndex(const std::vector<const ir::Value*>& values);
 // sum_d c_d * strides[d] over non-zero strides ("0" when none).
 std::string OffsetExpr(const std::vector<int64_t>& strides);
 size_t RoundUp(size_t x, size_t m);

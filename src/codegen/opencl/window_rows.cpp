@@ -1,0 +1,99 @@
+#include "codegen/opencl/window_rows.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "codegen/opencl/elementwise_chain.h"
+#include "codegen/opencl/window.h"
+
+namespace texel::codegen {
+namespace {
+
+constexpr int kVersion = 1;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+bool IsDepthwiseConv(const ir::Node& n) {
+  int64_t groups = n.attrs.Int("group", 1);
+  return n.op == ir::OpKind::kConv && groups > 1 && n.inputs[0]->type.shape[1] == groups &&
+         n.outputs[0]->type.shape[1] == groups;
+}
+
+Window3 WindowOf(const ir::Node& n) {
+  if (n.op == ir::OpKind::kConv) {
+    const Shape& wt = n.inputs[1]->type.shape;
+    return ToWindow3(n, Shape(wt.begin() + 2, wt.end()));
+  }
+  return ToWindow3(n, n.attrs.Ints("kernel"));
+}
+
+}  // namespace
+
+std::optional<Tunable> WindowRowsTunable(const ir::Node& n, const Target& t) {
+  if (t.gpu || (!IsDepthwiseConv(n) && n.op != ir::OpKind::kMaxPool)) return {};
+  for (const ir::Value* v : n.inputs)
+    if (v->type.dtype != DType::kFloat32) return {};
+  if (n.outputs.size() != 1 || n.outputs[0]->type.dtype != DType::kFloat32) return {};
+  const Shape& x = n.inputs[0]->type.shape;
+  Window3 w = WindowOf(n);
+  Tunable tn;
+  tn.family = "window_rows";
+  tn.version = kVersion;
+  tn.signature = fmt::format(
+      "op={},n={},c={},id={},ih={},iw={},od={},oh={},ow={},kd={},kh={},kw={},sd={},sh={},sw={},"
+      "dtype=f32",
+      n.op == ir::OpKind::kConv ? "dwconv" : "maxpool", x[0], x[1], w.in[0], w.in[1], w.in[2],
+      w.out[0], w.out[1], w.out[2], w.k[0], w.k[1], w.k[2], w.s[0], w.s[1], w.s[2]);
+  int64_t rows = w.out[0] * w.out[1], planes = x[0] * x[1];
+  int64_t ow = w.out[2];
+  int64_t vw0 = ow >= 12 ? 16 : ow > 4 ? 8 : 4;
+  int64_t rh0 = std::clamp<int64_t>(rows * planes / 64, 1, rows);
+  tn.candidates.push_back({{"rh", rh0}, {"vw", vw0}});
+  for (int64_t vw : {4, 8, 16})
+    for (int64_t rh = 1; rh <= rows; rh *= 2) {
+      TunePoint p{{"rh", rh}, {"vw", vw}};
+      if (p != tn.candidates[0]) tn.candidates.push_back(p);
+    }
+  return tn;
+}
+
+KernelSpec GenerateWindowRows(const ir::Node& n, const std::string& kernel_name, const TunePoint& p,
+                              const Chain& epilogue) {
+  const Shape& x = n.inputs[0]->type.shape;
+  const Shape& y = n.outputs[0]->type.shape;
+  Window3 w = WindowOf(n);
+  int64_t vw = p.at("vw"), rh = p.at("rh");
+  bool conv = n.op == ir::OpKind::kConv;
+  KernelSource src(kernel_name, "window_rows");
+  DefineStorage(src, DType::kFloat32);
+  for (const auto& [key, value] : WindowDefines(w)) src.Define(key, value);
+  src.Define("C", x[1]).Define("VW", vw).Define("RH", rh);
+  src.Define("SPAN", vw * w.s[2] + (w.k[2] - 1) * w.d[2]);
+  src.Define("TV", fmt::format("float{}", vw));
+  src.Define("VLOAD(p)", fmt::format("vload{}(0, (p))", vw));
+  src.Define("ELEM(v, e)", "(((T*)&(v))[e])");
+  src.Define("INIT", conv ? "0" : "-INFINITY").Define("PAD", conv ? "0" : "-INFINITY");
+  int64_t taps = w.k[0] * w.k[1] * w.k[2];
+  src.Define(
+      "ACC(acc, v, c, tap)",
+      conv ? fmt::format("mad(v, (TV)(LOAD(w, (c) * {} + (tap))), acc)", taps) : "fmax(acc, v)");
+  src.Define("WEIGHT_PARAM", conv ? ", __global const T_STORE* restrict w" : "");
+  KernelSpec spec;
+  if (conv) {
+    spec = FinishConvKernel(n, src, kernel_name, epilogue);
+  } else {
+    src.Define("BIAS_PARAM", "").Define("BIAS(c)", "0");
+    spec.name = kernel_name;
+    spec.args = {n.inputs[0]->id, n.outputs[0]->id};
+    ApplyEpilogue(src, kernel_name, n.outputs[0], epilogue, spec);
+    spec.source = src.Render();
+  }
+  spec.local = {1, 1};
+  spec.global = {static_cast<size_t>(CeilDiv(w.out[0] * w.out[1], rh)),
+                 static_cast<size_t>(x[0] * x[1])};
+  spec.flops = (conv ? 2.0 : 1.0) * static_cast<double>(NumElements(y) * taps);
+  return spec;
+}
+
+}  // namespace texel::codegen
