@@ -4,7 +4,8 @@
 // gathers its elements from x while loading B (GemmOperands::load_b), so tiling, vector widths,
 // the bias and the fused epilogue all come from the GEMM path. A 1x1 convolution without
 // stride or padding is a plain GEMM on x. Depthwise convolutions (one filter per channel) take
-// the direct GEMM kernel on GPUs (M = 1 row, K = the window) and kernels/depthwise.cl on CPUs.
+// the direct GEMM kernel on GPUs (M = 1 row, K = the window). On CPUs, f32 convolutions take
+// the register-blocked families instead: conv_blocked.h, and window_rows.h for depthwise ones.
 #include <fmt/format.h>
 
 #include "codegen/opencl/conv_blocked.h"
@@ -32,32 +33,6 @@ constexpr const char* kIm2ColLoad =
                      : 0;
   }
   return v;)";
-
-// One filter per channel.
-bool IsDepthwise(const ir::Node& n) {
-  int64_t groups = n.attrs.Int("group");
-  return groups > 1 && n.inputs[0]->type.shape[1] == groups &&
-         n.outputs[0]->type.shape[1] == groups;
-}
-
-std::vector<KernelSpec> GenerateDepthwise(const ir::Node& n, const std::string& kernel_name,
-                                          const Chain& epilogue) {
-  DType t = RequireOneFloatType(n);
-  const Shape& x = n.inputs[0]->type.shape;
-  const Shape& wt = n.inputs[1]->type.shape;
-  Window3 win = ToWindow3(n, Shape(wt.begin() + 2, wt.end()));
-  KernelSource src(kernel_name, "depthwise");
-  DefineStorage(src, t);
-  for (const auto& [key, value] : WindowDefines(win)) src.Define(key, value);
-  src.Define("C", x[1]);
-  KernelSpec spec = FinishConvKernel(n, src, kernel_name, epilogue);
-  spec.local = {16, 1, 1};
-  spec.global = {RoundUp(static_cast<size_t>(win.out[2]), 16),
-                 static_cast<size_t>(win.out[0] * win.out[1]), static_cast<size_t>(x[0] * x[1])};
-  spec.flops = 2.0 * static_cast<double>(NumElements(n.outputs[0]->type.shape) * win.k[0] *
-                                         win.k[1] * win.k[2]);
-  return {spec};
-}
 
 bool IsPlainGemm(const Window3& w) {
   for (int i = 0; i < 3; ++i)
@@ -108,7 +83,6 @@ std::vector<KernelSpec> GenerateConv(const ir::Node& n, const std::string& kerne
                                      const Target& target, const Chain& epilogue) {
   if (auto rows = WindowRowsTunable(n, target))
     return {GenerateWindowRows(n, kernel_name, Choose(*rows, target), epilogue)};
-  if (!target.gpu && IsDepthwise(n)) return GenerateDepthwise(n, kernel_name, epilogue);
   if (auto blocked = ConvBlockedTunable(n, target))
     return {GenerateConvBlocked(n, kernel_name, Choose(*blocked, target), epilogue)};
   GemmOperands g = ConvGemm(n, target);
