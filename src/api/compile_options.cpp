@@ -155,6 +155,21 @@ std::vector<CompileOptionSpec> MakeTable() {
       "where the device has them (docs/precision.md)",
       ComputeModes(), [](Opts& o, const std::string& v) { ParseComputeMode(v, &o.precision); },
       [](const Opts& o) -> std::string { return ComputeModeName(o.precision); }));
+  t.push_back(OneOf(
+      "tuning",
+      "kernel parameters from the tuning database (on, the default) or the heuristics' (off; "
+      "--no-tuning), to compare",
+      {"on", "off"}, [](Opts& o, const std::string& v) { o.tuning = v == "on"; },
+      [](const Opts& o) -> std::string { return o.tuning ? "on" : "off"; }));
+  t.push_back({"db",
+               "FILE",
+               "the tuning database to read (default: the device's, in the cache directory)",
+               false,
+               {},
+               [](Opts& o, const std::string& v) { o.tuning_db = v; },
+               [](const Opts& o) {
+                 return o.tuning_db.empty() ? Values{} : Values{"--db " + o.tuning_db};
+               }});
   t.push_back({"disable_pass", "PASS", "skip a pass of the pipeline (e.g. attention, normalize)",
                true, PassNames(),
                [](Opts& o, const std::string& v) { o.disabled_passes.push_back(v); },

@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 
 #include "api/compile_options.h"
 #include "api/measure.h"
+#include "api/tuning_source.h"
 #include "backends/lower.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -77,10 +79,10 @@ std::unique_ptr<ir::Graph> ImportAndOptimize(const std::string& model_path,
 
 namespace {
 
-// The passes and the lowering for a device: ctx's, or one described by its facts alone (ctx
-// null: measuring then fails).
-runtime::Plan PlanFor(ir::Graph& graph, const cl::DeviceInfo& dev, std::shared_ptr<cl::Context> ctx,
-                      const CompileOptions& options, const std::string& model_sha256) {
+// The passes for a device: ctx's, or one described by its facts alone (ctx null: measuring
+// then fails).
+void RunPassesFor(ir::Graph& graph, const cl::DeviceInfo& dev, std::shared_ptr<cl::Context> ctx,
+                  const CompileOptions& options) {
   if (!ctx && options.partition == passes::PartitionPolicy::kMeasure)
     Fail(ErrorCode::kInvalidArgument,
          "--partition measure times kernels on the device; compiling for device facts cannot");
@@ -103,7 +105,20 @@ runtime::Plan PlanFor(ir::Graph& graph, const cl::DeviceInfo& dev, std::shared_p
       return MeasureNode(n, b, ctx);
     };
   passes::RunPipeline(graph, pc, options.after_pass);
-  runtime::Plan plan = backends::LowerToPlan(graph, dev);
+}
+
+// The passes and the lowering for a device (as RunPassesFor).
+runtime::Plan PlanFor(ir::Graph& graph, const cl::DeviceInfo& dev, std::shared_ptr<cl::Context> ctx,
+                      const CompileOptions& options, const std::string& model_sha256) {
+  RunPassesFor(graph, dev, ctx, options);
+  std::optional<DbTuningSource> tuning;
+  if (options.tuning) {
+    std::string db =
+        options.tuning_db.empty() ? runtime::TuningDb::DefaultPath(dev) : options.tuning_db;
+    if (!db.empty()) tuning.emplace(db, dev);
+  }
+  runtime::Plan plan = backends::LowerToPlan(graph, dev, tuning ? &*tuning : nullptr);
+  if (options.on_tuning) options.on_tuning(tuning ? tuning->Report() : TuningReport{});
   plan.memory = runtime::PlanMemory(plan, runtime::ArenaAlignment(dev));
   plan.info = {
       kVersion, DescribeOptions(options), model_sha256,         dev.name,          dev.vendor,
@@ -118,6 +133,14 @@ std::string FileSha256(const std::string& path) {
 }
 
 }  // namespace
+
+std::unique_ptr<ir::Graph> ImportAndOptimizeFor(const std::string& model_path,
+                                                std::shared_ptr<cl::Context> ctx,
+                                                const CompileOptions& options) {
+  auto graph = ImportModelFile(model_path, options.import);
+  RunPassesFor(*graph, ctx->info(), ctx, options);
+  return graph;
+}
 
 CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl::Context> ctx,
                            const CompileOptions& options, const std::string& model_sha256) {

@@ -16,6 +16,8 @@
 
 namespace texel {
 
+struct TuningReport;  // api/tuning_source.h
+
 struct CompileOptions {
   onnx_frontend::ImportOptions import;
   std::vector<std::string> backends;  // allowed, in order of preference; empty: native only
@@ -26,6 +28,13 @@ struct CompileOptions {
   bool half_texels = false;                    // --texture-precision fp16: images with f16 channels
   ComputeMode precision = ComputeMode::kFp32;  // --precision (passes/precision.cpp)
   std::vector<std::string> disabled_passes;    // --disable-pass: passes skipped by name
+  // Tuned kernel parameters (docs/tuning.md): from tuning_db, or the device's database in the
+  // cache directory when empty; tuning false: the heuristics' (--no-tuning).
+  bool tuning = true;
+  std::string tuning_db;
+  // Called once the kernels are generated: which way each tunable kernel was decided, and the
+  // database's notices (damaged or foreign lines, impossible parameters).
+  std::function<void(const TuningReport&)> on_tuning;
   // Called after each pass (for --print-ir-after / --stats).
   std::function<void(const passes::Pass&, const passes::Stats&, const ir::Graph&)> after_pass;
   // False: CompiledModel::graph is null, and the graph goes before the constants are uploaded,
@@ -51,6 +60,11 @@ std::unique_ptr<ir::Graph> ImportModelBytes(const std::string& bytes, const std:
 // Frontend and device-independent passes only (no device needed): for --print-ir.
 std::unique_ptr<ir::Graph> ImportAndOptimize(const std::string& model_path,
                                              const CompileOptions& options);
+
+// Import and every pass for ctx's device, without lowering: the graph the tuner walks.
+std::unique_ptr<ir::Graph> ImportAndOptimizeFor(const std::string& model_path,
+                                                std::shared_ptr<cl::Context> ctx,
+                                                const CompileOptions& options);
 
 // The whole pipeline for ctx's device. The program binary cache is the default one.
 CompiledModel Compile(const std::string& model_path, std::shared_ptr<cl::Context> ctx,

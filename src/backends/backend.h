@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "codegen/opencl/kernel_spec.h"
+#include "codegen/opencl/tuning.h"
 #include "core/error.h"
 #include "ir/graph.h"
 #include "runtime/cl/device.h"
@@ -40,10 +41,12 @@ class Backend {
   virtual bool FusesEpilogues() const { return false; }
   // The kernels that compute `nodes`: one node, or a fusion group (an anchor or elementwise node
   // and the elementwise chain consuming its result). Kernel names start with name_prefix and
-  // are unique.
+  // are unique. Tunable kernels take their parameters from tuning where it names them
+  // (codegen/opencl/tuning.h; nullptr: the heuristic's).
   virtual std::vector<codegen::KernelSpec> Lower(const std::vector<const ir::Node*>& nodes,
                                                  const std::string& name_prefix,
-                                                 const cl::DeviceInfo& device) const = 0;
+                                                 const cl::DeviceInfo& device,
+                                                 const codegen::TuningSource* tuning) const = 0;
 };
 
 // Roofline estimates (Backend::Estimate): a kernel launch plus flops at a fraction

@@ -41,7 +41,8 @@ runtime::BufferDesc DescOf(const ir::Value* v) {
 
 }  // namespace
 
-runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
+runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device,
+                          const codegen::TuningSource* tuning) {
   runtime::Plan plan;
   if (device.fp64) plan.source = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
   std::vector<int> buffer_of;  // value id -> buffer index
@@ -106,7 +107,7 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device) {
       c = c == '+' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     std::vector<codegen::KernelSpec> kernels;
     try {
-      kernels = be->Lower(nodes, fmt::format("k{}_{}", index++, op), device);
+      kernels = be->Lower(nodes, fmt::format("k{}_{}", index++, op), device, tuning);
     } catch (Error& e) {
       e.AddContext(fmt::format("node '{}' ({})", first.name, ops));
       throw;

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "api/compiler.h"
+#include "api/tuning_source.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "ir/printer.h"
@@ -80,6 +81,16 @@ int RunCompile(const CompileArgs& a) {
         std::printf("  %-24s %lld\n", k.c_str(), static_cast<long long>(v));
     }
     if (a.print_after == p.name) std::fputs(ir::PrintGraph(g).c_str(), stdout);
+  };
+  opts.on_tuning = [&, notes = opts.on_tuning](const TuningReport& r) {
+    if (notes) notes(r);
+    if (!a.stats) return;
+    std::printf("%-21s %s\n", "tuning",
+                r.db_path.empty() ? "off: every kernel's parameters from the heuristics"
+                                  : ("kernel signatures decided from " + r.db_path).c_str());
+    for (const auto& [k, v] : std::vector<std::pair<const char*, int>>{
+             {"exact", r.exact}, {"nearest", r.nearest}, {"heuristic", r.heuristic}})
+      std::printf("  %-24s %d\n", k, v);
   };
   if (!a.facts.empty()) return CompileForFacts(a, opts);
   cl::DeviceInfo dev = cl::SelectDevice(a.device);

@@ -22,6 +22,7 @@ Runner AddCompileCommand(CLI::App& app);
 Runner AddBenchCommand(CLI::App& app);
 Runner AddPartitionCommand(CLI::App& app);
 Runner AddInspectCommand(CLI::App& app);
+Runner AddTuneCommand(CLI::App& app);
 
 // Shared option parsing: "name=value" pairs (SplitAssignment, ParseInputShapes:
 // api/assignments.h).

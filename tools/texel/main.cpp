@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   add(texel::cli::AddBenchCommand);
   add(texel::cli::AddPartitionCommand);
   add(texel::cli::AddInspectCommand);
+  add(texel::cli::AddTuneCommand);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "api/compile_options.h"
+#include "api/tuning_source.h"
 #include "core/error.h"
 #include "core/npy.h"
 #include "ir/op.h"
@@ -45,8 +46,9 @@ HostTensor RandomTensor(DType dtype, const Shape& shape, std::mt19937_64& rng) {
 }  // namespace
 
 bool CompilerFlags::empty() const {
-  return !measure && std::all_of(values.begin(), values.end(),
-                                 [](const auto& kv) { return kv.second.empty(); });
+  return !measure && !no_tuning && std::all_of(values.begin(), values.end(), [](const auto& kv) {
+    return kv.second.empty();
+  });
 }
 
 void AddCompilerFlags(CLI::App* cmd, CompilerFlags* f) {
@@ -62,6 +64,7 @@ void AddCompilerFlags(CLI::App* cmd, CompilerFlags* f) {
       o->check(CLI::IsMember(spec.choices));
   }
   cmd->add_flag("--measure", f->measure, "same as --partition measure");
+  cmd->add_flag("--no-tuning", f->no_tuning, "same as --tuning off");
 }
 
 CompileOptions ToCompileOptions(const CompilerFlags& f) {
@@ -69,6 +72,11 @@ CompileOptions ToCompileOptions(const CompilerFlags& f) {
   for (const auto& [name, values] : f.values)
     for (const std::string& v : values) ApplyCompileOption(opts, name, v);
   if (f.measure) ApplyCompileOption(opts, "partition", "measure");
+  if (f.no_tuning) ApplyCompileOption(opts, "tuning", "off");
+  // A damaged or foreign tuning database is read around, never trusted: say so.
+  opts.on_tuning = [](const TuningReport& r) {
+    for (const std::string& n : r.notices) std::fprintf(stderr, "texel: note: %s\n", n.c_str());
+  };
   // What the passes find about the options that the user should hear once: the precision pass
   // whether the device has a matrix engine for the mode; fp16 values stay out of images.
   opts.after_pass = [mode = std::string(ComputeModeName(opts.precision)),

@@ -20,11 +20,13 @@ namespace texel::cli {
 struct CompilerFlags {
   std::map<std::string, std::vector<std::string>> values;  // option name -> values as given
   bool measure = false;
+  bool no_tuning = false;
   bool empty() const;  // no compiler flag given
 };
 
 // Adds a flag per compile option (--input-shape, --freeze, --backends, --deny, --partition,
-// --storage, --texture-precision, --precision, --disable-pass) and --measure.
+// --storage, --texture-precision, --precision, --tuning, --db, --disable-pass), --measure and
+// --no-tuning.
 void AddCompilerFlags(CLI::App* cmd, CompilerFlags* f);
 CompileOptions ToCompileOptions(const CompilerFlags& f);
 

@@ -137,7 +137,8 @@ double ClblastBackend::Estimate(const ir::Node& node, const cl::DeviceInfo& devi
 
 std::vector<codegen::KernelSpec> ClblastBackend::Lower(const std::vector<const ir::Node*>& nodes,
                                                        const std::string& name_prefix,
-                                                       const cl::DeviceInfo&) const {
+                                                       const cl::DeviceInfo&,
+                                                       const codegen::TuningSource*) const {
   TEXEL_CHECK(nodes.size() == 1, "the clblast backend fuses no epilogues");
   const ir::Node& n = *nodes[0];
   if (std::optional<ConvGemm> c = ConvGemmOf(n)) return LowerConv(n, *c, name_prefix);

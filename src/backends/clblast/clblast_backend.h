@@ -18,7 +18,8 @@ class ClblastBackend : public Backend {
   double Estimate(const ir::Node& node, const cl::DeviceInfo& device) const override;
   std::vector<codegen::KernelSpec> Lower(const std::vector<const ir::Node*>& nodes,
                                          const std::string& name_prefix,
-                                         const cl::DeviceInfo& device) const override;
+                                         const cl::DeviceInfo& device,
+                                         const codegen::TuningSource* tuning) const override;
 };
 
 }  // namespace texel::backends

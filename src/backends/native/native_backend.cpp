@@ -82,8 +82,11 @@ double NativeBackend::Estimate(const ir::Node& node, const cl::DeviceInfo& devic
 
 std::vector<codegen::KernelSpec> NativeBackend::Lower(const std::vector<const ir::Node*>& nodes,
                                                       const std::string& name_prefix,
-                                                      const cl::DeviceInfo& device) const {
-  return codegen::GenerateGroup(nodes, name_prefix, TargetOf(device));
+                                                      const cl::DeviceInfo& device,
+                                                      const codegen::TuningSource* tuning) const {
+  codegen::Target target = TargetOf(device);
+  target.tuning = tuning;
+  return codegen::GenerateGroup(nodes, name_prefix, target);
 }
 
 }  // namespace texel::backends

@@ -14,7 +14,8 @@ class NativeBackend : public Backend {
   bool FusesEpilogues() const override { return true; }
   std::vector<codegen::KernelSpec> Lower(const std::vector<const ir::Node*>& nodes,
                                          const std::string& name_prefix,
-                                         const cl::DeviceInfo& device) const override;
+                                         const cl::DeviceInfo& device,
+                                         const codegen::TuningSource* tuning) const override;
   // The device's facts; TEXEL_TARGET=gpu:CU makes them a GPU's with CU compute units.
   static codegen::Target TargetOf(const cl::DeviceInfo& device);
 };

@@ -236,7 +236,7 @@ ChainFunction ChainAsFunction(const std::string& name, const ir::Value* seed,
   for (const ir::Value* in : ir::ExternalInputs(ops))
     if (in != seed) (by_lane(in) ? f.lane_operands : f.buffer_operands).push_back(in);
   std::vector<const ir::Value*> operands = ir::ExternalInputs(ops);
-  operands.push_back(ops.back()->outputs[0]);
+  if (!ops.empty()) operands.push_back(ops.back()->outputs[0]);
   auto index_in = [](const auto& list, const ir::Value* v) {
     return std::find(list.begin(), list.end(), v) - list.begin();
   };

@@ -15,6 +15,11 @@
 namespace texel::codegen {
 
 struct Target;
+}  // namespace texel::codegen
+namespace texel::ir {
+struct Node;
+}  // namespace texel::ir
+namespace texel::codegen {
 
 using TunePoint = std::map<std::string, int64_t>;  // a family's parameters by name
 
@@ -33,6 +38,10 @@ class TuningSource {
   // The point to use for t (nullopt: the heuristic's). Choose ignores one not in t.candidates.
   virtual std::optional<TunePoint> Pick(const Tunable& t) const = 0;
 };
+
+// The tunable kernel of node n on target (the family its generator takes there), or nullopt
+// when its kernel has no declared space. Its own node only: a fused epilogue does not change it.
+std::optional<Tunable> TunableOf(const ir::Node& n, const Target& target);
 
 // The point t runs with on target: target.tuning's pick when it is a candidate, else the
 // heuristic's.

@@ -1,0 +1,329 @@
+#include "api/tune.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+
+#include "backends/lower.h"
+#include "backends/native/native_backend.h"
+#include "codegen/opencl/tuning.h"
+#include "core/error.h"
+#include "runtime/session.h"
+#include "runtime/tuning_db.h"
+
+namespace texel {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using codegen::TunePoint;
+
+double Since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Names the points of a bench graph's kernels in the order they are generated (one Pick per
+// tunable node, in node order), checking that each is asked for its own kernel.
+class PointsInOrder : public codegen::TuningSource {
+ public:
+  explicit PointsInOrder(std::vector<std::pair<const codegen::Tunable*, TunePoint>> points)
+      : points_(std::move(points)) {}
+  std::optional<TunePoint> Pick(const codegen::Tunable& t) const override {
+    TEXEL_CHECK(next_ < points_.size() && points_[next_].first->signature == t.signature,
+                "tuning: kernel {} generated out of order", t.signature);
+    return points_[next_++].second;
+  }
+  bool done() const { return next_ == points_.size(); }
+
+ private:
+  std::vector<std::pair<const codegen::Tunable*, TunePoint>> points_;
+  mutable size_t next_ = 0;
+};
+
+// One kernel to try: the node, its space and a point.
+struct Trial {
+  const ir::Node* node;
+  const codegen::Tunable* tunable;
+  TunePoint point;
+};
+
+struct Measured {
+  double us = 0;
+  HostTensor out;
+};
+
+// The trials' kernels as one program (one build for all of them) run back to back, each node
+// alone on seeded random inputs (its constants kept: packed filters need them): per trial the
+// median over `runs` runs of its profiled time, and its output.
+std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx,
+                                const std::vector<Trial>& trials, int runs, uint64_t seed) {
+  static cl::ProgramCache cache = cl::ProgramCache::Default();
+  ir::Graph g;
+  std::map<const ir::Value*, ir::Value*> copies;  // an original input -> the bench graph's
+  std::vector<std::pair<const codegen::Tunable*, TunePoint>> points;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const ir::Node& n = *trials[i].node;
+    std::vector<ir::Value*> in;
+    for (const ir::Value* v : n.inputs) {
+      ir::Value*& c = copies[v];
+      if (!c) {
+        std::string name = fmt::format("in{}", copies.size());
+        c = v->constant ? g.AddConstant(name, v->constant) : g.AddInput(name, v->type);
+      }
+      in.push_back(c);
+    }
+    ir::Node* m = g.AddNode(n.op, in, n.attrs, fmt::format("trial{}", i));
+    m->backend = "native";
+    g.AddOutput(m->outputs[0]);
+    points.emplace_back(trials[i].tunable, trials[i].point);
+  }
+  PointsInOrder source(points);
+  runtime::Executable exe(ctx, backends::LowerToPlan(g, ctx->info(), &source), &cache);
+  TEXEL_CHECK(source.done(), "tuning: a trial's kernel took no point");
+  runtime::Session session(exe);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (const ir::Value* v : g.inputs()) {
+    HostTensor t(v->type.dtype, v->type.shape);
+    for (int64_t i = 0; i < t.size(); ++i) t.SetDouble(i, u(rng));
+    session.SetInput(v->name, t);
+  }
+  session.Execute();  // warm-up
+  std::vector<std::vector<double>> times(trials.size());
+  for (int r = 0; r < runs; ++r) {
+    std::vector<runtime::StepTiming> steps;
+    session.Execute(&steps);
+    for (const auto& st : steps) {
+      size_t i = std::stoul(st.step->node.substr(5));  // "trialI"
+      if (times[i].size() < static_cast<size_t>(r + 1)) times[i].push_back(0);
+      times[i].back() += st.ms;
+    }
+  }
+  std::vector<Measured> out;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    std::sort(times[i].begin(), times[i].end());
+    out.push_back(
+        {times[i].empty() ? 0 : times[i][times[i].size() / 2] * 1e3, session.GetOutput(i)});
+  }
+  return out;
+}
+
+// RunTrials, and where the program fails to build or run, each trial alone, so that only the
+// failing ones are lost (nullopt, with the reason in *why).
+std::vector<std::optional<Measured>> RunEach(const std::shared_ptr<cl::Context>& ctx,
+                                             const std::vector<Trial>& trials, int runs,
+                                             uint64_t seed, std::vector<std::string>* why) {
+  why->assign(trials.size(), "");
+  try {
+    std::vector<Measured> all = RunTrials(ctx, trials, runs, seed);
+    return {all.begin(), all.end()};
+  } catch (const Error& e) {
+    if (trials.size() == 1) {
+      (*why)[0] = e.what();
+      return {std::nullopt};
+    }
+  }
+  std::vector<std::optional<Measured>> out;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    std::vector<std::string> w;
+    out.push_back(RunEach(ctx, {trials[i]}, runs, seed, &w)[0]);
+    (*why)[i] = w[0];
+  }
+  return out;
+}
+
+// Why got differs from the heuristic's ref beyond reordered sums, or "".
+std::string Differs(const HostTensor& ref, const HostTensor& got) {
+  if (ref.shape != got.shape || ref.dtype != got.dtype) return "a different shape or type";
+  double err = 0, norm = 0;
+  for (int64_t i = 0; i < ref.size(); ++i) {
+    double a = ref.GetDouble(i), b = got.GetDouble(i);
+    if (std::isnan(a) != std::isnan(b)) return fmt::format("NaN at element {}", i);
+    if (std::isnan(a)) continue;
+    err += (a - b) * (a - b);
+    norm += a * a;
+  }
+  double rel = std::sqrt(err / std::max(norm, 1e-30));
+  return rel > 1e-4 ? fmt::format("relative L2 error {:.2g} against the heuristic's", rel) : "";
+}
+
+// Points that differ in exactly one parameter.
+bool Neighbours(const TunePoint& a, const TunePoint& b) {
+  int differ = 0;
+  for (const auto& [k, v] : a) differ += b.count(k) == 0 || b.at(k) != v;
+  return differ == 1;
+}
+
+}  // namespace
+
+TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Context>& ctx,
+                     const TuneOptions& options,
+                     const std::function<void(const TuneProgress&)>& progress,
+                     const std::function<void(const std::string&)>& log) {
+  auto t0 = Clock::now();
+  const cl::DeviceInfo& dev = ctx->info();
+  TuneResult result;
+  result.db = options.db.empty() ? runtime::TuningDb::DefaultPath(dev) : options.db;
+  if (result.db.empty())
+    Fail(ErrorCode::kInvalidArgument,
+         "no tuning database: caching is off (TEXEL_CACHE_DIR) and no --db FILE was given");
+  CompileOptions copts = options.compile;
+  copts.tuning = false;
+  std::unique_ptr<ir::Graph> graph = ImportAndOptimizeFor(model_path, ctx, copts);
+  codegen::Target target = backends::NativeBackend::TargetOf(dev);
+  struct Work {
+    const ir::Node* node;
+    codegen::Tunable tunable;
+    TunedKernel k;
+    HostTensor ref;
+    bool ok = false;
+  };
+  std::vector<Work> work;
+  std::set<std::string> seen;
+  for (const auto& node : graph->nodes()) {
+    if (!node->backend.empty() && node->backend != "native") continue;
+    std::optional<codegen::Tunable> t;
+    try {
+      t = codegen::TunableOf(*node, target);
+    } catch (const Error&) {
+      continue;  // a node the generators refuse is the compile's to report
+    }
+    if (!t || !seen.insert(t->family + "/" + t->signature).second) continue;
+    Work w{node.get(), *t, {}, {}};
+    w.k.family = t->family;
+    w.k.signature = t->signature;
+    w.k.heuristic = w.k.best = codegen::PointString(t->candidates[0]);
+    w.k.candidates = static_cast<int>(t->candidates.size());
+    work.push_back(std::move(w));
+  }
+  auto say = [&](const std::string& line) {
+    if (log) log(line);
+  };
+  auto left = [&] { return options.budget_seconds - Since(t0); };
+  auto report = [&](size_t i) {
+    if (progress)
+      progress(
+          {static_cast<int>(i), static_cast<int>(work.size()), &work[i].k, std::max(0.0, left())});
+  };
+  // Every kernel's heuristic point first, a few kernels per build: the reference outputs, and
+  // the times that share out the rest of the budget.
+  constexpr size_t kPerBuild = 8;
+  for (size_t i = 0; i < work.size() && left() > 0; i += kPerBuild) {
+    std::vector<Trial> trials;
+    for (size_t j = i; j < std::min(work.size(), i + kPerBuild); ++j)
+      trials.push_back({work[j].node, &work[j].tunable, work[j].tunable.candidates[0]});
+    std::vector<std::string> why;
+    auto measured = RunEach(ctx, trials, options.runs, options.seed, &why);
+    for (size_t j = 0; j < trials.size(); ++j) {
+      Work& w = work[i + j];
+      w.k.tried = 1;
+      if (!measured[j]) {
+        say(fmt::format("{} {}: the heuristic's kernel failed, not tuned: {}", w.k.family,
+                        w.k.signature, why[j]));
+        continue;
+      }
+      w.ok = true;
+      w.k.heuristic_us = w.k.tuned_us = measured[j]->us;
+      w.ref = std::move(measured[j]->out);
+      report(i + j);
+    }
+  }
+  // The slowest kernels first, each with a share of what is left in proportion to its time.
+  std::vector<size_t> order;
+  double total_us = 0;
+  for (size_t i = 0; i < work.size(); ++i)
+    if (work[i].ok) order.push_back(i), total_us += work[i].k.heuristic_us;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return work[a].k.heuristic_us > work[b].k.heuristic_us;
+  });
+  std::mt19937_64 rng(options.seed);
+  double share_left = total_us;
+  for (size_t i : order) {
+    Work& w = work[i];
+    const codegen::Tunable& t = w.tunable;
+    double slice = left() * w.k.heuristic_us / std::max(share_left, 1e-9);
+    share_left -= w.k.heuristic_us;
+    auto end = Clock::now() +
+               std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(slice));
+    auto half = Clock::now() + (end - Clock::now()) / 2;
+    // Every candidate when few, else random ones for half the slice and then the best one's
+    // neighbours.
+    std::vector<size_t> rest(t.candidates.size() - 1);
+    for (size_t c = 0; c < rest.size(); ++c) rest[c] = c + 1;
+    bool small = rest.size() <= 24;
+    if (!small) std::shuffle(rest.begin(), rest.end(), rng);
+    std::vector<bool> tried(t.candidates.size(), false);
+    tried[0] = true;
+    TunePoint best = t.candidates[0];
+    auto next = [&]() -> std::optional<size_t> {
+      if (!small && Clock::now() >= half)
+        for (size_t c = 1; c < t.candidates.size(); ++c)
+          if (!tried[c] && Neighbours(t.candidates[c], best)) return c;
+      for (size_t c : rest)
+        if (!tried[c]) return c;
+      return std::nullopt;
+    };
+    // Each build runs the heuristic's kernel beside its candidates, which are judged by their
+    // time relative to it in the same runs: a busy machine slows both alike.
+    double best_ratio = 1;
+    while (Clock::now() < end && left() > 0) {
+      std::vector<Trial> trials = {{w.node, &t, t.candidates[0]}};
+      for (size_t n = 1; n < kPerBuild; ++n) {
+        std::optional<size_t> c = next();
+        if (!c) break;
+        tried[*c] = true;
+        trials.push_back({w.node, &t, t.candidates[*c]});
+      }
+      if (trials.size() == 1) break;
+      std::vector<std::string> why;
+      auto measured = RunEach(ctx, trials, options.runs, options.seed, &why);
+      if (!measured[0]) break;  // the heuristic's kernel ran before: the device is failing
+      for (size_t j = 1; j < trials.size(); ++j) {
+        ++w.k.tried;
+        std::string p = codegen::PointString(trials[j].point);
+        if (measured[j]) why[j] = Differs(w.ref, measured[j]->out);
+        if (!why[j].empty()) {
+          ++w.k.discarded;
+          say(fmt::format("{} {} {}: discarded: {}", t.family, t.signature, p, why[j]));
+          continue;
+        }
+        double ratio = measured[j]->us / std::max(measured[0]->us, 1e-9);
+        if (ratio < best_ratio) {
+          best_ratio = ratio;
+          best = trials[j].point;
+          w.k.best = p;
+          w.k.heuristic_us = measured[0]->us;
+          w.k.tuned_us = measured[j]->us;
+        }
+      }
+      report(i);
+    }
+    if (best_ratio > 0.98) {  // within noise: keep the heuristic's
+      best = t.candidates[0];
+      w.k.best = w.k.heuristic;
+      w.k.tuned_us = w.k.heuristic_us;
+    }
+    if (w.k.tried == 1) continue;  // nothing compared: no entry
+    runtime::TuningEntry entry;
+    entry.key = runtime::TuningKey::For(dev, t.family, t.version, t.signature);
+    entry.params = std::map<std::string, int64_t>(best.begin(), best.end());
+    entry.heuristic_us = w.k.heuristic_us;
+    entry.tuned_us = w.k.tuned_us;
+    runtime::TuningDb::Store(result.db, {entry});  // as it goes: an interrupted tune keeps it
+  }
+  for (Work& w : work) {
+    if (w.ok)
+      result.kernels.push_back(w.k);
+    else
+      ++result.skipped;
+  }
+  result.seconds = Since(t0);
+  return result;
+}
+
+}  // namespace texel

@@ -1,0 +1,60 @@
+// The tuner (`texel tune`, issue 17, docs/tuning.md): for each distinct tunable kernel of a
+// model (family and signature, codegen/opencl/tuning.h), measures candidate points of its
+// declared space on the device, the heuristic's first, and records the fastest in the tuning
+// database. Candidates are built several to a program (one build, the dominant cost on a CPU
+// device) and run alone, back to back, on seeded random inputs (the node's constants as they
+// are), timed by profiling events (median of several runs after a warm-up). One that fails to
+// build or run, or whose outputs differ from the heuristic kernel's, is discarded with a line in
+// the log. Search: every candidate where the space is small, else random candidates and then
+// the neighbours of the best (points differing in one parameter). The budget (seconds, import
+// and passes included) is honoured: after the heuristics' times, the slowest kernels go first,
+// each with a share of what is left in proportion to its time. A kernel whose best is within 2%
+// of the heuristic's keeps the heuristic's point. Thread safety: one tune per context at a time.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/compiler.h"
+#include "runtime/cl/context.h"
+
+namespace texel {
+
+struct TuneOptions {
+  double budget_seconds = 120;
+  std::string db;  // the database written; "" the device's (runtime::TuningDb::DefaultPath)
+  int runs = 7;    // timed runs per candidate, after a warm-up
+  uint64_t seed = 0;
+  CompileOptions compile;  // how the model is imported and optimised (its tuning is ignored)
+};
+
+struct TunedKernel {
+  std::string family, signature;
+  std::string heuristic, best;  // points (PointString)
+  double heuristic_us = 0, tuned_us = 0;
+  int candidates = 0, tried = 0, discarded = 0;
+};
+
+struct TuneProgress {
+  int index = 0, count = 0;  // kernel index (0-based) of count
+  const TunedKernel* kernel = nullptr;
+  double seconds_left = 0;
+};
+
+struct TuneResult {
+  std::string db;
+  std::vector<TunedKernel> kernels;  // in model order; those whose heuristic was measured
+  int skipped = 0;                   // kernels the budget did not reach, or that failed
+  double seconds = 0;
+};
+
+// Tunes model_path's kernels on ctx's device into the database. progress is called after each
+// build of candidates; log receives one line per discarded candidate. Throws Error as Compile does.
+TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Context>& ctx,
+                     const TuneOptions& options,
+                     const std::function<void(const TuneProgress&)>& progress = {},
+                     const std::function<void(const std::string&)>& log = {});
+
+}  // namespace texel

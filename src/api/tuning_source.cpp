@@ -1,0 +1,51 @@
+#include "api/tuning_source.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace texel {
+
+DbTuningSource::DbTuningSource(const std::string& path, const cl::DeviceInfo& device)
+    : path_(path), device_(device), db_(runtime::TuningDb::Load(path)) {
+  notices_ = db_.notices();
+}
+
+std::optional<codegen::TunePoint> DbTuningSource::Pick(const codegen::Tunable& t) const {
+  runtime::TuningKey key = runtime::TuningKey::For(device_, t.family, t.version, t.signature);
+  auto valid = [&](const runtime::TuningEntry* e) {
+    if (e == nullptr) return false;
+    codegen::TunePoint p(e->params.begin(), e->params.end());
+    if (std::find(t.candidates.begin(), t.candidates.end(), p) != t.candidates.end()) return true;
+    std::string note =
+        fmt::format("{}: {} entry for '{}' has parameters outside its space for '{}' ({}): ignored",
+                    path_, t.family, e->key.signature, t.signature, codegen::PointString(p));
+    if (std::find(notices_.begin(), notices_.end(), note) == notices_.end())
+      notices_.push_back(note);
+    return false;
+  };
+  Path path = Path::kHeuristic;
+  std::optional<codegen::TunePoint> point;
+  const runtime::TuningEntry* e = db_.Find(key);
+  if (valid(e)) {
+    path = Path::kExact;
+  } else if (e = db_.FindNearest(key); valid(e)) {
+    path = Path::kNearest;
+  } else {
+    e = nullptr;
+  }
+  if (e) point = codegen::TunePoint(e->params.begin(), e->params.end());
+  decided_[t.family + "/" + t.signature] = path;
+  return point;
+}
+
+TuningReport DbTuningSource::Report() const {
+  TuningReport r;
+  r.db_path = path_;
+  for (const auto& [key, path] : decided_)
+    ++(path == Path::kExact ? r.exact : path == Path::kNearest ? r.nearest : r.heuristic);
+  r.notices = notices_;
+  return r;
+}
+
+}  // namespace texel

@@ -1,0 +1,84 @@
+// texel tune: measures candidate kernel parameters for a model's tunable kernels on a device
+// and records the fastest in the tuning database (api/tune.h, docs/tuning.md). A progress line
+// on stderr (kernel i of n, best so far, time left), discarded candidates in the log (stderr),
+// and a summary table on stdout: signature, heuristic us, tuned us, speedup.
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+
+#include "api/tune.h"
+#include "core/error.h"
+#include "model_session.h"
+
+namespace texel::cli {
+namespace {
+
+struct TuneArgs {
+  std::string model, device;
+  double budget = 120;
+  int runs = 7;
+  CompilerFlags compile;
+};
+
+int RunTune(const TuneArgs& a) {
+  if (!(a.budget > 0)) Fail(ErrorCode::kInvalidArgument, "--budget must be positive seconds");
+  if (a.runs < 1) Fail(ErrorCode::kInvalidArgument, "--runs must be at least 1");
+  if (IsArtifactFile(a.model))
+    Fail(ErrorCode::kInvalidArgument,
+         "{}: an artifact is compiled already; tune the model it was made from", a.model);
+  cl::DeviceInfo dev = cl::SelectDevice(a.device);
+  auto ctx = std::make_shared<cl::Context>(dev);
+  TuneOptions o;
+  o.budget_seconds = a.budget;
+  o.runs = a.runs;
+  o.compile = ToCompileOptions(a.compile);
+  o.db = o.compile.tuning_db;  // --db names the database written
+  std::printf("device   %s\n", dev.Label().c_str());
+  bool tty = isatty(fileno(stderr));
+  TuneResult r = TuneModel(
+      a.model, ctx, o,
+      [&](const TuneProgress& p) {
+        std::fprintf(
+            stderr,
+            "%skernel %d/%d %-12s tried %d/%d best %.1f us (heuristic %.1f us), %.0f s left%s",
+            tty ? "\r" : "", p.index + 1, p.count, p.kernel->family.c_str(), p.kernel->tried,
+            p.kernel->candidates, p.kernel->tuned_us, p.kernel->heuristic_us, p.seconds_left,
+            tty ? "\033[K" : "\n");
+      },
+      [&](const std::string& line) {
+        std::fprintf(stderr, "%stexel: tune: %s\n", tty ? "\r\033[K" : "", line.c_str());
+      });
+  if (tty) std::fprintf(stderr, "\n");
+  std::printf("%-12s %-64s %10s %10s %8s %s\n", "family", "signature", "heur. us", "tuned us",
+              "speedup", "point");
+  for (const TunedKernel& k : r.kernels) {
+    std::string sig = k.signature.size() > 64 ? k.signature.substr(0, 61) + "..." : k.signature;
+    std::printf("%-12s %-64s %10.1f %10.1f %7.2fx %s\n", k.family.c_str(), sig.c_str(),
+                k.heuristic_us, k.tuned_us, k.heuristic_us / k.tuned_us, k.best.c_str());
+  }
+  double h = 0, t = 0;
+  for (const TunedKernel& k : r.kernels) h += k.heuristic_us, t += k.tuned_us;
+  std::printf(
+      "tuned    %zu kernels (%d not reached within the budget) in %.1f s: %.1f -> %.1f us "
+      "summed over distinct kernels (%.2fx)\n",
+      r.kernels.size(), r.skipped, r.seconds, h, t, t > 0 ? h / t : 1.0);
+  std::printf("database %s\n", r.db.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Runner AddTuneCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "tune", "Measure kernel variants of a model on a device and record the fastest");
+  auto a = std::make_shared<TuneArgs>();
+  cmd->add_option("model", a->model, "ONNX model or linalg fragment (.mlir)")->required();
+  cmd->add_option("--budget", a->budget, "seconds to spend, import included (default 120)");
+  cmd->add_option("--runs", a->runs, "timed runs per candidate (default 7)");
+  cmd->add_option("--device,-d", a->device, "gpu, cpu, P:D or a name substring (env TEXEL_DEVICE)");
+  AddCompilerFlags(cmd, &a->compile);
+  return [a] { return RunTune(*a); };
+}
+
+}  // namespace texel::cli
