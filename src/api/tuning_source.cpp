@@ -17,13 +17,18 @@ std::optional<codegen::TunePoint> DbTuningSource::Pick(const codegen::Tunable& t
     if (e == nullptr) return false;
     codegen::TunePoint p(e->params.begin(), e->params.end());
     if (std::find(t.candidates.begin(), t.candidates.end(), p) != t.candidates.end()) return true;
-    std::string note =
+    Notice(
         fmt::format("{}: {} entry for '{}' has parameters outside its space for '{}' ({}): ignored",
-                    path_, t.family, e->key.signature, t.signature, codegen::PointString(p));
-    if (std::find(notices_.begin(), notices_.end(), note) == notices_.end())
-      notices_.push_back(note);
+                    path_, t.family, e->key.signature, t.signature, codegen::PointString(p)));
     return false;
   };
+  for (const runtime::TuningEntry& other : db_.entries()) {
+    const runtime::TuningKey& k = other.key;
+    if (k.family == key.family && k.signature == key.signature && k.device == key.device &&
+        k.family_version != key.family_version)
+      Notice(fmt::format("{}: {} entry for '{}' is of version {}, this texel's is {}: ignored",
+                         path_, t.family, t.signature, k.family_version, t.version));
+  }
   Path path = Path::kHeuristic;
   std::optional<codegen::TunePoint> point;
   const runtime::TuningEntry* e = db_.Find(key);
@@ -37,6 +42,11 @@ std::optional<codegen::TunePoint> DbTuningSource::Pick(const codegen::Tunable& t
   if (e) point = codegen::TunePoint(e->params.begin(), e->params.end());
   decided_[t.family + "/" + t.signature] = path;
   return point;
+}
+
+void DbTuningSource::Notice(std::string note) const {
+  if (std::find(notices_.begin(), notices_.end(), note) == notices_.end())
+    notices_.push_back(std::move(note));
 }
 
 TuningReport DbTuningSource::Report() const {

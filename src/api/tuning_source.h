@@ -1,7 +1,8 @@
 // Where a compile takes tuned kernel parameters from (issue 17, docs/tuning.md): the tuning
 // database of the device (runtime/tuning_db.h). A kernel's signature is looked up exactly, then
 // the nearest shape of its family on the device, then the heuristic's point is used; a point
-// that is not valid for the kernel's shape is ignored with a notice. Counts per path are kept
+// that is not valid for the kernel's shape, or an entry of another version of the kernel's
+// family, is ignored with a notice. Counts per path are kept
 // for `texel compile --stats`. Thread safety: one compile at a time.
 #pragma once
 
@@ -32,6 +33,7 @@ class DbTuningSource : public codegen::TuningSource {
 
  private:
   enum class Path { kExact, kNearest, kHeuristic };
+  void Notice(std::string note) const;  // once per text
   std::string path_;
   cl::DeviceInfo device_;
   runtime::TuningDb db_;

@@ -2,6 +2,7 @@
 // Conv, and ConvTranspose (1-D, 2-D, 3-D), built as IR graphs, compiled with CompileGraph for
 // the PoCL CPU device, run in a Session and compared with plain C++ references (double
 // accumulation, written independently of the kernels' index arithmetic) on random inputs.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +15,9 @@
 #include <vector>
 
 #include "api/compiler.h"
+#include "backends/lower.h"
+#include "backends/native/native_backend.h"
+#include "codegen/opencl/tuning.h"
 #include "core/error.h"
 #include "ir/graph.h"
 #include "kernel_test_util.h"
@@ -236,6 +240,87 @@ TEST(WindowKernelTest, ConvTranspose) {
               "1-D ConvTranspose, negative end pad");
   ExpectClose(out[2], RefConvTranspose(x3, w3, nullptr, s3, p3, {1, 1, 1}, op3, 1),
               "3-D ConvTranspose");
+}
+
+// --- Tunable families: every candidate point computes the reference --------------------------
+
+// Names the points in order, one per tunable kernel generated (the graph's nodes in order).
+class PointsInOrder : public codegen::TuningSource {
+ public:
+  explicit PointsInOrder(std::vector<codegen::TunePoint> points) : points_(std::move(points)) {}
+  std::optional<codegen::TunePoint> Pick(const codegen::Tunable&) const override {
+    return points_.at(next_++);
+  }
+
+ private:
+  std::vector<codegen::TunePoint> points_;
+  mutable size_t next_ = 0;
+};
+
+// Node (op, attrs) over input x and constants `consts` once per candidate of its family on this
+// device (every `every`-th, and the heuristic's), as one program, each output checked against
+// want. Returns the number of candidates run (none where the node has no family there and
+// `required` is false: max pooling on GPUs).
+size_t CheckCandidates(ir::OpKind op, const ir::Attrs& attrs, const HostTensor& x,
+                       const std::vector<HostTensor>& consts, const HostTensor& want,
+                       const std::string& what, size_t every, bool required = true) {
+  auto ctx = SharedContext();
+  ir::Graph g;
+  std::vector<ir::Value*> in = {g.AddInput("x", F32Type(x.shape))};
+  for (size_t i = 0; i < consts.size(); ++i)
+    in.push_back(Const(g, "c" + std::to_string(i), consts[i]));
+  ir::Node* probe = g.AddNode(op, in, attrs, "probe");
+  std::optional<codegen::Tunable> t =
+      codegen::TunableOf(*probe, backends::NativeBackend::TargetOf(ctx->info()));
+  EXPECT_TRUE(t.has_value() || !required) << what;
+  if (!t) return 0;
+  std::vector<codegen::TunePoint> points;
+  for (size_t i = 0; i < t->candidates.size(); i += every) points.push_back(t->candidates[i]);
+  g.AddOutput(probe->outputs[0]);
+  for (size_t i = 1; i < points.size(); ++i)
+    g.AddOutput(g.AddNode(op, in, attrs, "c" + std::to_string(i))->outputs[0]);
+  PointsInOrder source(points);
+  runtime::Executable exe(ctx, backends::LowerToPlan(g, ctx->info(), &source), nullptr);
+  runtime::Session session(exe);
+  std::vector<HostTensor> out = session.Run({{"x", x}});
+  for (size_t i = 0; i < points.size(); ++i)
+    ExpectClose(out[i], want,
+                fmt::format("{} {} {}", what, t->family, codegen::PointString(points[i])));
+  return points.size();
+}
+
+TEST(WindowKernelTest, EveryTunedPointComputesTheReference) {
+  // Output channels that fill no whole vector, padding on every side, a row longer than most
+  // blocks: each point's edges differ.
+  HostTensor x = RandomF32({2, 6, 9, 19}, 501), w = RandomF32({20, 6, 3, 3}, 502),
+             b = RandomF32({20}, 503);
+  ir::Attrs conv = ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+  size_t n = CheckCandidates(ir::OpKind::kConv, conv, x, {w, b},
+                             RefConv(x, w, &b, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1), "conv", 2);
+  // Strided, dilated, grouped.
+  HostTensor wg = RandomF32({12, 3, 3, 3}, 504);
+  ir::Attrs strided = ConvAttrs({2, 2}, {2, 1, 0, 2}, {2, 1}, 2);
+  n += CheckCandidates(ir::OpKind::kConv, strided, x, {wg},
+                       RefConv(x, wg, nullptr, {2, 2}, {2, 1, 0, 2}, {2, 1}, 2), "grouped conv", 3);
+  // Depthwise, stride 2; max pooling, stride 1 and 2.
+  HostTensor wd = RandomF32({6, 1, 3, 3}, 505);
+  ir::Attrs dw = ConvAttrs({2, 2}, {1, 1, 1, 1}, {1, 1}, 6);
+  n += CheckCandidates(ir::OpKind::kConv, dw, x, {wd},
+                       RefConv(x, wd, nullptr, {2, 2}, {1, 1, 1, 1}, {1, 1}, 6), "depthwise", 1);
+  for (int64_t st : {1, 2}) {
+    ir::Attrs pool = PoolAttrs({3, 3}, {st, st}, {1, 1, 1, 1}, {1, 1});
+    n += CheckCandidates(ir::OpKind::kMaxPool, pool, x, {},
+                         RefPool(x, true, {3, 3}, {st, st}, {1, 1, 1, 1}, {1, 1}, false), "maxpool",
+                         2, false);
+  }
+  // A product whose sides fill no whole tile.
+  HostTensor a = RandomF32({13, 37}, 506), bm = RandomF32({37, 45}, 507);
+  Shape ys;
+  std::vector<double> ref = RefMatMulValues(a, bm, &ys);
+  HostTensor want(DType::kFloat32, ys);
+  for (size_t i = 0; i < ref.size(); ++i) want.data<float>()[i] = static_cast<float>(ref[i]);
+  n += CheckCandidates(ir::OpKind::kMatMul, {}, a, {bm}, want, "matmul", 9);
+  EXPECT_GT(n, 20u);
 }
 
 }  // namespace

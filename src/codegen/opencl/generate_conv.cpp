@@ -79,6 +79,12 @@ GemmOperands ConvGemm(const ir::Node& n, const Target& target) {
 
 }  // namespace
 
+std::optional<Tunable> ConvTunable(const ir::Node& n, const Target& target) {
+  if (auto rows = WindowRowsTunable(n, target)) return rows;
+  if (auto blocked = ConvBlockedTunable(n, target)) return blocked;
+  return MatMulTunable(ConvGemm(n, target).shape, target);
+}
+
 std::vector<KernelSpec> GenerateConv(const ir::Node& n, const std::string& kernel_name,
                                      const Target& target, const Chain& epilogue) {
   if (auto rows = WindowRowsTunable(n, target))
@@ -86,7 +92,7 @@ std::vector<KernelSpec> GenerateConv(const ir::Node& n, const std::string& kerne
   if (auto blocked = ConvBlockedTunable(n, target))
     return {GenerateConvBlocked(n, kernel_name, Choose(*blocked, target), epilogue)};
   GemmOperands g = ConvGemm(n, target);
-  return GenerateGemm(g, kernel_name, target, ChooseMatMulParams(g.shape, target), epilogue);
+  return GenerateGemm(g, kernel_name, target, TunedMatMulParams(g.shape, target), epilogue);
 }
 
 }  // namespace texel::codegen

@@ -334,6 +334,88 @@ MatMulParams ChooseMatMulParams(const GemmShape& s, const Target& t) {
   return found ? best : ChooseDirect(s, t);
 }
 
+namespace {
+
+constexpr int kMatMulVersion = 1;
+
+TunePoint PointOf(const MatMulParams& p) {
+  return {{"kind", p.kind == MatMulParams::Kind::kDirect},
+          {"tm", p.tile_m},
+          {"tn", p.tile_n},
+          {"tk", p.tile_k},
+          {"wm", p.wi_m},
+          {"wn", p.wi_n},
+          {"va", p.vec_a},
+          {"vb", p.vec_b},
+          {"split", p.split_k},
+          {"panel", p.panel_k}};
+}
+
+}  // namespace
+
+MatMulParams MatMulParamsOf(const TunePoint& pt) {
+  MatMulParams p;
+  auto get = [&](const char* k) { return static_cast<int>(pt.at(k)); };
+  p.kind = get("kind") ? MatMulParams::Kind::kDirect : MatMulParams::Kind::kTiled;
+  p.tile_m = get("tm"), p.tile_n = get("tn"), p.tile_k = get("tk");
+  p.wi_m = get("wm"), p.wi_n = get("wn"), p.vec_a = get("va"), p.vec_b = get("vb");
+  p.split_k = get("split"), p.panel_k = get("panel");
+  return p;
+}
+
+Tunable MatMulTunable(const GemmShape& s, const Target& t) {
+  Tunable tn;
+  tn.family = "matmul";
+  tn.version = kMatMulVersion;
+  tn.signature = fmt::format("b={},m={},n={},k={},dtype={},gather={},ta={},tb={},mode={}", s.batch,
+                             s.m, s.n, s.k, DTypeName(s.dtype), int{s.gather_b}, int{s.trans_a},
+                             int{s.trans_b}, ComputeModeName(s.mode));
+  MatMulParams h = ChooseMatMulParams(s, t);
+  tn.candidates.push_back(PointOf(h));
+  auto add = [&](const MatMulParams& p) {
+    if (CheckMatMulParams(p, s, t)) return;
+    TunePoint pt = PointOf(p);
+    if (std::find(tn.candidates.begin(), tn.candidates.end(), pt) == tn.candidates.end())
+      tn.candidates.push_back(pt);
+  };
+  if (t.gpu) {
+    MatMulParams base;
+    base.vec_a = s.trans_a ? 1 : VecWidth(MaxVec(s.dtype, true), {s.k});
+    base.vec_b = s.gather_b ? MaxVec(s.dtype, true) : VecWidth(MaxVec(s.dtype, true), {s.n});
+    for (const TileChoice& c : kGpuTiles)
+      for (int split : {1, 2, 4, 8}) {
+        if (split > 1 && s.k / split < 64) continue;
+        MatMulParams p = base;
+        p.tile_m = c.tm, p.tile_n = c.tn, p.tile_k = c.tk, p.wi_m = c.wm, p.wi_n = c.wn;
+        p.split_k = split;
+        add(p);
+      }
+    if (s.m <= 32) add(ChooseDirect(s, t));
+    return tn;
+  }
+  // CPU: the direct kernel's row blocks, column vectors per group and panels of B.
+  for (int wm : {2, 4, 6, 8})
+    for (int lanes : {1, 2, 4, 8})
+      for (int groups_m : {1, 2, 4, 8})
+        for (int panel : {0, 64, 128}) {
+          MatMulParams p = h;
+          p.kind = MatMulParams::Kind::kDirect;
+          p.split_k = 1;
+          p.wi_m = static_cast<int>(std::min<int64_t>(wm, s.m));
+          p.tile_m = p.wi_m * groups_m;
+          p.tile_n = lanes * p.wi_n;
+          p.panel_k = p.tile_m > p.wi_m ? panel : 0;
+          if (p.tile_m > 2 * s.m) continue;
+          add(p);
+        }
+  return tn;
+}
+
+MatMulParams TunedMatMulParams(const GemmShape& s, const Target& t) {
+  if (t.tuning == nullptr) return ChooseMatMulParams(s, t);
+  return MatMulParamsOf(Choose(MatMulTunable(s, t), t));
+}
+
 std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& kernel_name,
                                      const Target& target, const MatMulParams& p,
                                      const Chain& epilogue) {
@@ -475,7 +557,7 @@ KernelSpec GenerateMatMulPartials(const ir::Node& n, const std::string& kernel_n
   std::optional<WarpGemmParams> warp = ChooseModelWarpGemm(g, target);
   std::vector<KernelSpec> specs =
       warp ? GenerateModelWarpGemm(g, kernel_name, target, *warp)
-           : GenerateGemm(g, kernel_name, target, ChooseMatMulParams(g.shape, target));
+           : GenerateGemm(g, kernel_name, target, TunedMatMulParams(g.shape, target));
   TEXEL_CHECK(specs.size() == 1 && specs[0].scratch_bytes.size() == 1, "partial product kernels");
   *slices = specs[0].scratch_bytes[0] /
             (NumElements(n.outputs[0]->type.shape) * ElemBytes(n.outputs[0]->type.dtype));
@@ -488,7 +570,14 @@ std::vector<KernelSpec> GenerateMatMul(const ir::Node& n, const std::string& ker
   GemmOperands g = OperandsOf(n);
   if (auto warp = ChooseModelWarpGemm(g, target))
     return GenerateModelWarpGemm(g, kernel_name, target, *warp, epilogue);
-  return GenerateGemm(g, kernel_name, target, ChooseMatMulParams(g.shape, target), epilogue);
+  return GenerateGemm(g, kernel_name, target, TunedMatMulParams(g.shape, target), epilogue);
+}
+
+std::optional<Tunable> MatMulNodeTunable(const ir::Node& n, const Target& t) {
+  RequireOneFloatType(n);
+  GemmOperands g = OperandsOf(n);
+  if (ChooseModelWarpGemm(g, t)) return std::nullopt;
+  return MatMulTunable(g.shape, t);
 }
 
 }  // namespace texel::codegen

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "codegen/opencl/generator.h"
+#include "codegen/opencl/tuning.h"
 #include "core/dtype.h"
 #include "core/precision.h"
 
@@ -71,6 +72,18 @@ int SplitsToFill(int64_t groups, int64_t k, int tile_k, int64_t min_range, const
 
 // The heuristic choice for shape s on target t (see docs/decisions.md).
 MatMulParams ChooseMatMulParams(const GemmShape& s, const Target& t);
+
+// The tunable family "matmul" (tuning.h): the space of MatMulParams that can run s on t, as
+// points {kind, tm, tn, tk, wm, wn, va, vb, split, panel}, the heuristic's first. A GPU's
+// candidates: the tiled kernel's tiles (kGpuTiles) with K split 1 to 8 ways, and the direct
+// kernel for few rows; a CPU's: the direct kernel's row blocks, column vectors per group and
+// panel depths.
+Tunable MatMulTunable(const GemmShape& s, const Target& t);
+MatMulParams MatMulParamsOf(const TunePoint& p);
+// ChooseMatMulParams, or t.tuning's point (Choose, tuning.h).
+MatMulParams TunedMatMulParams(const GemmShape& s, const Target& t);
+// The family of MatMul node n on t, or nullopt where a matrix-engine kernel computes it.
+std::optional<Tunable> MatMulNodeTunable(const ir::Node& n, const Target& t);
 
 // Why p cannot run s on t (tiles that do not divide, vector widths that do not divide K or N,
 // too much local memory, too many work-items), or nullopt when it can.

@@ -4,15 +4,18 @@
 
 #include "codegen/opencl/conv_blocked.h"
 #include "codegen/opencl/generator.h"
+#include "codegen/opencl/matmul.h"
 #include "codegen/opencl/window_rows.h"
 
 namespace texel::codegen {
 
 std::optional<Tunable> TunableOf(const ir::Node& n, const Target& target) {
-  // The order the generators try them in (generate_conv.cpp, generate_window.cpp).
-  if (auto t = WindowRowsTunable(n, target)) return t;
-  if (auto t = ConvBlockedTunable(n, target)) return t;
-  return std::nullopt;
+  switch (n.op) {
+    case ir::OpKind::kConv: return ConvTunable(n, target);
+    case ir::OpKind::kMaxPool: return WindowRowsTunable(n, target);
+    case ir::OpKind::kMatMul: return MatMulNodeTunable(n, target);
+    default: return std::nullopt;
+  }
 }
 
 const TunePoint& Choose(const Tunable& t, const Target& target) {

@@ -1,0 +1,79 @@
+#!/bin/bash
+# The tuner and the tuning database end to end (docs/tuning.md), on tiny models with a
+# few-second budget: tune writes entries that the next compile finds by exact signature; a shape
+# near a tuned one takes its neighbour's point; truncated lines, another format or family
+# version, and impossible parameters are skipped with notices and the heuristic is used; two
+# tunes into one database keep both models' entries; --no-tuning turns the database off; a
+# tuned compile computes what the heuristic one does.
+# Usage: tune_roundtrip.sh TEXEL DATA_DIR
+set -euo pipefail
+texel=$1
+data=$2
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+export TEXEL_CACHE_DIR=$d/cache  # never the user's database
+fail() {
+  echo "FAIL: $*"
+  exit 1
+}
+count() {  # count PATH FILE: the number after "  PATH" in compile --stats output
+  awk -v k="$1" '$1 == k { print $2 }' "$2"
+}
+
+echo "== a tiny tune of a convolution and of a matrix product into one database"
+for m in tiny_conv tiny_matmul; do
+  "$texel" tune "$data/$m.onnx" --budget 8 --db "$d/db.jsonl" >"$d/tune_$m" 2>"$d/err" ||
+    fail "tune $m: $(cat "$d/err")"
+  cat "$d/tune_$m"
+  grep -q "^database $d/db.jsonl" "$d/tune_$m" || fail "tune $m names no database"
+done
+grep -q '"family":"conv_blocked"' "$d/db.jsonl" || fail "no conv_blocked entry: $(cat "$d/db.jsonl")"
+grep -q '"family":"matmul"' "$d/db.jsonl" || fail "no matmul entry (the second tune lost the first's?)"
+
+echo "== the next compile finds them exactly"
+"$texel" compile "$data/tiny_conv.onnx" --db "$d/db.jsonl" --stats >"$d/out" 2>"$d/err"
+[[ $(count exact "$d/out") -ge 1 && $(count heuristic "$d/out") -eq 0 ]] ||
+  fail "expected exact hits: $(grep -A3 '^tuning' "$d/out")"
+
+echo "== a nearby shape takes the nearest entry"
+sed 's/ih=8,iw=8/ih=9,iw=9/' "$d/db.jsonl" >"$d/near.jsonl"
+"$texel" compile "$data/tiny_conv.onnx" --db "$d/near.jsonl" --stats >"$d/out" 2>"$d/err"
+[[ $(count nearest "$d/out") -ge 1 ]] || fail "expected a nearest hit: $(grep -A3 '^tuning' "$d/out")"
+
+echo "== damaged, foreign and impossible entries are skipped with notices"
+conv=$(grep '"family":"conv_blocked"' "$d/db.jsonl" | head -n 1)
+{
+  echo "${conv:0:50}"                               # truncated
+  echo "${conv//\"v\":1/\"v\":99}"                  # another format version
+  echo "${conv//\"family_version\":1/\"family_version\":7}"  # another family version
+  echo "$conv" | sed -E 's/"voc":[0-9]+/"voc":7/'    # no such vector width
+} >"$d/bad.jsonl"
+"$texel" compile "$data/tiny_conv.onnx" --db "$d/bad.jsonl" --stats >"$d/out" 2>"$d/err" ||
+  fail "a bad database must not fail the compile: $(cat "$d/err")"
+cat "$d/err"
+[[ $(count exact "$d/out") -eq 0 && $(count nearest "$d/out") -eq 0 ]] ||
+  fail "a bad entry was used: $(grep -A3 '^tuning' "$d/out")"
+for want in "bad.jsonl:1" "bad.jsonl:2" "of version 7" "outside its space"; do
+  grep -q "texel: note: .*$want" "$d/err" || fail "no notice with '$want'"
+done
+
+echo "== --no-tuning reads no database"
+"$texel" compile "$data/tiny_conv.onnx" --db "$d/db.jsonl" --no-tuning --stats >"$d/out"
+grep -q "^tuning *off" "$d/out" || fail "--no-tuning: $(grep -A3 '^tuning' "$d/out")"
+
+echo "== tuned and heuristic compiles compute the same"
+for m in tiny_conv tiny_matmul; do
+  "$texel" run "$data/$m.onnx" --db "$d/db.jsonl" --seed 3 --output-dir "$d/tuned_$m" >/dev/null
+  "$texel" run "$data/$m.onnx" --no-tuning --seed 3 --output-dir "$d/heur_$m" >/dev/null
+  for f in "$d/heur_$m"/*.npy; do
+    python3 "$(dirname "$0")/../../scripts/compare_npy.py" "$f" "$d/tuned_$m/$(basename "$f")" \
+      --rel-l2 1e-5 || fail "$m: $(basename "$f") differs"
+  done
+done
+
+echo "== bad arguments"
+if "$texel" tune "$data/tiny_conv.onnx" --budget 0 --db "$d/x.jsonl" 2>"$d/err"; then
+  fail "--budget 0 accepted"
+fi
+grep -q "budget must be positive" "$d/err" || fail "--budget 0: $(cat "$d/err")"
+echo PASS
