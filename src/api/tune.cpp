@@ -303,7 +303,7 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
       }
       report(i);
     }
-    if (best_ratio > 0.98) {  // within noise: keep the heuristic's
+    if (best_ratio > 0.95) {  // within noise and context: keep the heuristic's
       best = t.candidates[0];
       w.k.best = w.k.heuristic;
       w.k.tuned_us = w.k.heuristic_us;

@@ -8,7 +8,7 @@
 // the log. Search: every candidate where the space is small, else random candidates and then
 // the neighbours of the best (points differing in one parameter). The budget (seconds, import
 // and passes included) is honoured: after the heuristics' times, the slowest kernels go first,
-// each with a share of what is left in proportion to its time. A kernel whose best is within 2%
+// each with a share of what is left in proportion to its time. A kernel whose best is within 5%
 // of the heuristic's keeps the heuristic's point. Thread safety: one tune per context at a time.
 #pragma once
 

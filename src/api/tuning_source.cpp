@@ -13,15 +13,17 @@ DbTuningSource::DbTuningSource(const std::string& path, const cl::DeviceInfo& de
 
 std::optional<codegen::TunePoint> DbTuningSource::Pick(const codegen::Tunable& t) const {
   runtime::TuningKey key = runtime::TuningKey::For(device_, t.family, t.version, t.signature);
-  auto valid = [&](const runtime::TuningEntry* e) {
-    if (e == nullptr) return false;
-    codegen::TunePoint p(e->params.begin(), e->params.end());
-    if (std::find(t.candidates.begin(), t.candidates.end(), p) != t.candidates.end()) return true;
-    Notice(
-        fmt::format("{}: {} entry for '{}' has parameters outside its space for '{}' ({}): ignored",
-                    path_, t.family, e->key.signature, t.signature, codegen::PointString(p)));
-    return false;
+  // An entry's point is used only where it is in t's space; an exact entry outside it is
+  // damage (said), a nearest one is another shape's choice (the next nearest is tried).
+  auto fits = [&](const runtime::TuningEntry& e) {
+    codegen::TunePoint p(e.params.begin(), e.params.end());
+    return std::find(t.candidates.begin(), t.candidates.end(), p) != t.candidates.end();
   };
+  const runtime::TuningEntry* exact = db_.Find(key);
+  if (exact && !fits(*exact))
+    Notice(fmt::format("{}: {} entry for '{}' has parameters outside its space ({}): ignored",
+                       path_, t.family, t.signature,
+                       codegen::PointString({exact->params.begin(), exact->params.end()})));
   for (const runtime::TuningEntry& other : db_.entries()) {
     const runtime::TuningKey& k = other.key;
     if (k.family == key.family && k.signature == key.signature && k.device == key.device &&
@@ -30,15 +32,13 @@ std::optional<codegen::TunePoint> DbTuningSource::Pick(const codegen::Tunable& t
                          path_, t.family, t.signature, k.family_version, t.version));
   }
   Path path = Path::kHeuristic;
-  std::optional<codegen::TunePoint> point;
-  const runtime::TuningEntry* e = db_.Find(key);
-  if (valid(e)) {
-    path = Path::kExact;
-  } else if (e = db_.FindNearest(key); valid(e)) {
+  const runtime::TuningEntry* e = nullptr;
+  if (exact && fits(*exact)) {
+    e = exact, path = Path::kExact;
+  } else if ((e = db_.FindNearest(key, fits))) {
     path = Path::kNearest;
-  } else {
-    e = nullptr;
   }
+  std::optional<codegen::TunePoint> point;
   if (e) point = codegen::TunePoint(e->params.begin(), e->params.end());
   decided_[t.family + "/" + t.signature] = path;
   return point;

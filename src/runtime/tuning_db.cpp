@@ -147,11 +147,12 @@ const TuningEntry* TuningDb::Find(const TuningKey& key) const {
   return nullptr;
 }
 
-const TuningEntry* TuningDb::FindNearest(const TuningKey& key) const {
+const TuningEntry* TuningDb::FindNearest(
+    const TuningKey& key, const std::function<bool(const TuningEntry&)>& accept) const {
   const TuningEntry* best = nullptr;
   double best_distance = INFINITY;
   for (const TuningEntry& e : entries_) {
-    if (!SameFamily(e.key, key)) continue;
+    if (!SameFamily(e.key, key) || (accept && !accept(e))) continue;
     double d = Distance(e.key.signature, key.signature);
     if (d < best_distance) best = &e, best_distance = d;
   }

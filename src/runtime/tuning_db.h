@@ -49,9 +49,11 @@ class TuningDb {
 
   // The entry of exactly this key; nullptr when none.
   const TuningEntry* Find(const TuningKey& key) const;
-  // Of the same device, family and version, the entry whose signature is nearest: non-integer
-  // items equal, integer items closest by the sum of |log2(a/b)|; nullptr when none qualifies.
-  const TuningEntry* FindNearest(const TuningKey& key) const;
+  // Of the same device, family and version, the entry whose signature is nearest among those
+  // `accept` takes (all when empty): non-integer items equal, integer items closest by the sum
+  // of |log2(a/b)|; nullptr when none qualifies.
+  const TuningEntry* FindNearest(const TuningKey& key,
+                                 const std::function<bool(const TuningEntry&)>& accept = {}) const;
 
   // Adds entries to the database at path (creating it and its directory), replacing entries of
   // the same key: under an exclusive lock on path + ".lock", reads the file as it is now (its
