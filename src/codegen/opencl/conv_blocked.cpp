@@ -7,11 +7,12 @@
 
 #include "codegen/opencl/elementwise_chain.h"
 #include "codegen/opencl/window.h"
+#include "codegen/opencl/window_rows.h"
 
 namespace texel::codegen {
 namespace {
 
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -29,24 +30,6 @@ bool IsDepthwise(const ir::Node& n) {
   int64_t groups = n.attrs.Int("group", 1);
   return groups > 1 && n.inputs[0]->type.shape[1] == groups &&
          n.outputs[0]->type.shape[1] == groups;
-}
-
-// The filters [COUT, ICG, k...] as [G][OCB][ICG][k...][VOC], zero beyond each group's channels.
-ConstTensorPtr PackFilters(const HostTensor& w, int64_t groups, int64_t voc) {
-  int64_t cout = w.shape[0], ocg = cout / groups, ocb = CeilDiv(ocg, voc);
-  int64_t inner = w.size() / cout;  // ICG x taps
-  auto packed = std::make_shared<HostTensor>(DType::kFloat32, Shape{groups * ocb * inner * voc});
-  float* dst = packed->data<float>();
-  const float* src = w.data<float>();
-  std::fill(dst, dst + packed->size(), 0.0f);
-  for (int64_t g = 0; g < groups; ++g)
-    for (int64_t oc = 0; oc < ocg; ++oc) {
-      int64_t b = oc / voc, v = oc % voc;
-      float* block = dst + (g * ocb + b) * inner * voc;
-      const float* row = src + (g * ocg + oc) * inner;
-      for (int64_t i = 0; i < inner; ++i) block[i * voc + v] = row[i];
-    }
-  return packed;
 }
 
 }  // namespace
@@ -70,19 +53,24 @@ std::optional<Tunable> ConvBlockedTunable(const ir::Node& n, const Target& t) {
       w.k[1], w.k[2], w.s[0], w.s[1], w.s[2]);
   int64_t ocg = wt[0] / groups, ow = w.out[2];
   int64_t voc0 = ocg > 8 ? 16 : 8;
-  tn.candidates.push_back({{"rw", HeuristicRw(ow)}, {"voc", voc0}});
+  tn.candidates.push_back({{"along", 0}, {"rw", HeuristicRw(ow)}, {"voc", voc0}});
+  auto add = [&](TunePoint p) {
+    if (p != tn.candidates[0]) tn.candidates.push_back(std::move(p));
+  };
+  // Along the channels: voc channels in a vector x rw pixels.
   for (int64_t voc : {8, 16})
-    for (int64_t rw : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 20, 24, 28}) {
-      // At most 16 accumulator registers of 16 floats; no block longer than the row needs.
-      if (rw * voc > 256 || rw > ow) continue;
-      TunePoint p{{"rw", rw}, {"voc", voc}};
-      if (p != tn.candidates[0]) tn.candidates.push_back(p);
-    }
+    for (int64_t rw : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 20, 24, 28})
+      if (rw * voc <= 256 && rw <= ow) add({{"along", 0}, {"rw", rw}, {"voc", voc}});
+  // Along the row: vw pixels in a vector x wm channels (window_rows.cl).
+  for (int64_t vw : {8, 16})
+    for (int64_t wm : {2, 4, 6, 8, 12, 16})
+      if (wm * vw <= 256 && wm <= 2 * ocg) add({{"along", 1}, {"vw", vw}, {"wm", wm}});
   return tn;
 }
 
 KernelSpec GenerateConvBlocked(const ir::Node& n, const std::string& kernel_name,
                                const TunePoint& p, const Chain& epilogue) {
+  if (p.at("along") == 1) return GenerateConvRows(n, kernel_name, p.at("vw"), p.at("wm"), epilogue);
   const Shape& x = n.inputs[0]->type.shape;
   const Shape& wt = n.inputs[1]->type.shape;
   const Shape& y = n.outputs[0]->type.shape;
@@ -100,7 +88,8 @@ KernelSpec GenerateConvBlocked(const ir::Node& n, const std::string& kernel_name
   src.Define("ELEM(v, e)", "(((T*)&(v))[e])");
   KernelSpec spec = FinishConvKernel(n, src, kernel_name, epilogue);
   ConstTensorPtr filters = n.inputs[1]->constant;
-  spec.packed.push_back({1, [filters, groups, voc] { return PackFilters(*filters, groups, voc); }});
+  spec.packed.push_back(
+      {1, [filters, groups, voc] { return PackFiltersByOutput(*filters, groups, voc); }});
   spec.local = {1, 1, 1};
   spec.global = {static_cast<size_t>(CeilDiv(w.out[2], rw)),
                  static_cast<size_t>(w.out[0] * w.out[1]),

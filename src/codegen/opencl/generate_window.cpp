@@ -64,6 +64,23 @@ KernelSpec FinishConvKernel(const ir::Node& n, KernelSource& src, const std::str
   return spec;
 }
 
+ConstTensorPtr PackFiltersByOutput(const HostTensor& w, int64_t groups, int64_t voc) {
+  int64_t cout = w.shape[0], ocg = cout / groups, ocb = (ocg + voc - 1) / voc;
+  int64_t inner = w.size() / cout;  // ICG x taps
+  auto packed = std::make_shared<HostTensor>(DType::kFloat32, Shape{groups * ocb * inner * voc});
+  float* dst = packed->data<float>();
+  const float* src = w.data<float>();
+  std::fill(dst, dst + packed->size(), 0.0f);
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t oc = 0; oc < ocg; ++oc) {
+      int64_t b = oc / voc, v = oc % voc;
+      float* block = dst + (g * ocb + b) * inner * voc;
+      const float* row = src + (g * ocg + oc) * inner;
+      for (int64_t i = 0; i < inner; ++i) block[i * voc + v] = row[i];
+    }
+  return packed;
+}
+
 std::vector<std::pair<std::string, std::string>> WindowDefines(const Window3& w) {
   static const char* const kAxis[3] = {"D", "H", "W"};
   std::vector<std::pair<std::string, std::string>> defs;

@@ -30,4 +30,9 @@ KernelSpec FinishConvKernel(const ir::Node& n, KernelSource& src, const std::str
 // KD, KH, KW, SD, SH, SW (strides), PD, PH, PW (begin pads), DD, DH, DW (dilations).
 std::vector<std::pair<std::string, std::string>> WindowDefines(const Window3& w);
 
+// Filters [COUT, ICG, k...] laid out as [G][OCB][ICG][k...][VOC] (OCB = ceil(OCG / VOC)): the
+// VOC output channels of a block next to each other for every input channel and tap, zero
+// beyond each group's channels. f32.
+ConstTensorPtr PackFiltersByOutput(const HostTensor& w, int64_t groups, int64_t voc);
+
 }  // namespace texel::codegen

@@ -6,6 +6,7 @@
 
 #include "codegen/opencl/elementwise_chain.h"
 #include "codegen/opencl/window.h"
+#include "core/error.h"
 
 namespace texel::codegen {
 namespace {
@@ -58,30 +59,43 @@ std::optional<Tunable> WindowRowsTunable(const ir::Node& n, const Target& t) {
   return tn;
 }
 
-KernelSpec GenerateWindowRows(const ir::Node& n, const std::string& kernel_name, const TunePoint& p,
-                              const Chain& epilogue) {
+namespace {
+
+// The window_rows kernel of n: vw outputs per vector, wm output channels and rh rows per
+// work-item.
+KernelSpec RowsKernel(const ir::Node& n, const std::string& kernel_name, int64_t vw, int64_t wm,
+                      int64_t rh, const Chain& epilogue) {
   const Shape& x = n.inputs[0]->type.shape;
   const Shape& y = n.outputs[0]->type.shape;
   Window3 w = WindowOf(n);
-  int64_t vw = p.at("vw"), rh = p.at("rh");
   bool conv = n.op == ir::OpKind::kConv;
+  // Pooling: one group per channel, one channel in and out.
+  int64_t groups = conv ? n.attrs.Int("group", 1) : x[1];
+  int64_t icg = x[1] / groups, ocg = y[1] / groups, ocb = CeilDiv(ocg, wm);
   KernelSource src(kernel_name, "window_rows");
   DefineStorage(src, DType::kFloat32);
   for (const auto& [key, value] : WindowDefines(w)) src.Define(key, value);
-  src.Define("C", x[1]).Define("VW", vw).Define("RH", rh);
+  src.Define("C", x[1]).Define("COUT", y[1]).Define("G", groups).Define("ICG", icg);
+  src.Define("OCG", ocg).Define("OCB", ocb).Define("WM", wm);
+  src.Define("VW", vw).Define("RH", rh);
   src.Define("SPAN", vw * w.s[2] + (w.k[2] - 1) * w.d[2]);
   src.Define("TV", fmt::format("float{}", vw));
   src.Define("VLOAD(p)", fmt::format("vload{}(0, (p))", vw));
   src.Define("ELEM(v, e)", "(((T*)&(v))[e])");
   src.Define("INIT", conv ? "0" : "-INFINITY").Define("PAD", conv ? "0" : "-INFINITY");
-  int64_t taps = w.k[0] * w.k[1] * w.k[2];
-  src.Define(
-      "ACC(acc, v, c, tap)",
-      conv ? fmt::format("mad(v, (TV)(LOAD(w, (c) * {} + (tap))), acc)", taps) : "fmax(acc, v)");
+  src.Define("ACC(acc, v, wt)", conv ? "mad(v, (TV)(wt), acc)" : "fmax(acc, v)");
+  src.Define("WEIGHT(i)", conv ? "LOAD(w, i)" : "0");
   src.Define("WEIGHT_PARAM", conv ? ", __global const T_STORE* restrict w" : "");
   KernelSpec spec;
   if (conv) {
     spec = FinishConvKernel(n, src, kernel_name, epilogue);
+    // One filter per channel is already in the packed order.
+    if (icg > 1 || ocg > 1) {
+      ConstTensorPtr filters = n.inputs[1]->constant;
+      TEXEL_CHECK(filters != nullptr, "conv rows need constant filters");
+      spec.packed.push_back(
+          {1, [filters, groups, wm] { return PackFiltersByOutput(*filters, groups, wm); }});
+    }
   } else {
     src.Define("BIAS_PARAM", "").Define("BIAS(c)", "0");
     spec.name = kernel_name;
@@ -91,9 +105,23 @@ KernelSpec GenerateWindowRows(const ir::Node& n, const std::string& kernel_name,
   }
   spec.local = {1, 1};
   spec.global = {static_cast<size_t>(CeilDiv(w.out[0] * w.out[1], rh)),
-                 static_cast<size_t>(x[0] * x[1])};
-  spec.flops = (conv ? 2.0 : 1.0) * static_cast<double>(NumElements(y) * taps);
+                 static_cast<size_t>(x[0] * groups * ocb)};
+  int64_t taps = w.k[0] * w.k[1] * w.k[2];
+  spec.flops =
+      (conv ? 2.0 * static_cast<double>(icg) : 1.0) * static_cast<double>(NumElements(y) * taps);
   return spec;
+}
+
+}  // namespace
+
+KernelSpec GenerateWindowRows(const ir::Node& n, const std::string& kernel_name, const TunePoint& p,
+                              const Chain& epilogue) {
+  return RowsKernel(n, kernel_name, p.at("vw"), 1, p.at("rh"), epilogue);
+}
+
+KernelSpec GenerateConvRows(const ir::Node& n, const std::string& kernel_name, int64_t vw,
+                            int64_t wm, const Chain& epilogue) {
+  return RowsKernel(n, kernel_name, vw, wm, 1, epilogue);
 }
 
 }  // namespace texel::codegen

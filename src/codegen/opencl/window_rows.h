@@ -1,7 +1,8 @@
 // The CPU family "window_rows" (kernels/window_rows.cl): depthwise convolution and max pooling
-// vectorised along the output row. Its points are {vw: outputs per vector (4, 8 or 16), rh:
-// output rows per work-item}; the heuristic takes the widest vector the row fills and as many
-// rows per work-item as leave at least 64 work-items (docs/tuning.md). Thread safety: pure.
+// vectorised along the output row (the kernel also serves conv_blocked's variant along the row).
+// Its points are {vw: outputs per vector (4, 8 or 16), rh: output rows per work-item}; the
+// heuristic takes the widest vector the row fills and as many rows per work-item as leave at least
+// 64 work-items (docs/tuning.md). Thread safety: pure.
 #pragma once
 
 #include <optional>
@@ -19,5 +20,11 @@ std::optional<Tunable> WindowRowsTunable(const ir::Node& n, const Target& t);
 // The kernel for n at point p (a candidate of WindowRowsTunable).
 KernelSpec GenerateWindowRows(const ir::Node& n, const std::string& kernel_name, const TunePoint& p,
                               const Chain& epilogue);
+
+// The same kernel for a (dense or grouped) Conv n with constant filters, packed by blocks of wm
+// output channels: wm output channels x vw pixels per work-item, one row (conv_blocked.h's
+// variant along the row).
+KernelSpec GenerateConvRows(const ir::Node& n, const std::string& kernel_name, int64_t vw,
+                            int64_t wm, const Chain& epilogue);
 
 }  // namespace texel::codegen
