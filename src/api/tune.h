@@ -2,14 +2,14 @@
 // model (family and signature, codegen/opencl/tuning.h), measures candidate points of its
 // declared space on the device, the heuristic's first, and records the fastest in the tuning
 // database. Candidates are built several to a program (one build, the dominant cost on a CPU
-// device) and run alone, back to back, on seeded random inputs (the node's constants as they
-// are), timed by profiling events (median of several runs after a warm-up). One that fails to
-// build or run, or whose outputs differ from the heuristic kernel's, is discarded with a line in
-// the log. Search: every candidate where the space is small, else random candidates and then
-// the neighbours of the best (points differing in one parameter). The budget (seconds, import
-// and passes included) is honoured: after the heuristics' times, the slowest kernels go first,
-// each with a share of what is left in proportion to its time. A kernel whose best is within 5%
-// of the heuristic's keeps the heuristic's point. Thread safety: one tune per context at a time.
+// device) and run alone, back to back, each on seeded random inputs of its own (the node's
+// constants as they are), timed by profiling events (median of several runs after a warm-up). One
+// that fails to build or run, or whose outputs differ from the heuristic kernel's, is discarded
+// with a line in the log. Search: every candidate where the space is small, else random candidates
+// and then the neighbours of the best (points differing in one parameter). The budget (seconds,
+// import and passes included) is honoured: after the heuristics' times, the slowest kernels go
+// first, each with a share of what is left in proportion to its time. A kernel whose best is within
+// 5% of the heuristic's keeps the heuristic's point. Thread safety: one tune per context at a time.
 #pragma once
 
 #include <functional>

@@ -51,7 +51,7 @@ class TuningDb {
   const TuningEntry* Find(const TuningKey& key) const;
   // Of the same device, family and version, the entry whose signature is nearest among those
   // `accept` takes (all when empty): non-integer items equal, integer items closest by the sum
-  // of |log2(a/b)|; nullptr when none qualifies.
+  // of |log2(a/b)|, which must be at most 2 (within a factor of 4); nullptr when none qualifies.
   const TuningEntry* FindNearest(const TuningKey& key,
                                  const std::function<bool(const TuningEntry&)>& accept = {}) const;
 

@@ -45,15 +45,15 @@ conv=$(grep '"family":"conv_blocked"' "$d/db.jsonl" | head -n 1)
 {
   echo "${conv:0:50}"                               # truncated
   echo "${conv//\"v\":1/\"v\":99}"                  # another format version
-  echo "${conv//\"family_version\":1/\"family_version\":7}"  # another family version
-  echo "$conv" | sed -E 's/"voc":[0-9]+/"voc":7/'    # no such vector width
+  echo "$conv" | sed -E 's/"family_version":[0-9]+/"family_version":77/'  # another family version
+  echo "$conv" | sed -E 's/"params":\{[^}]*\}/"params":{"along":0,"rw":4,"voc":7}/'  # no such vector width
 } >"$d/bad.jsonl"
 "$texel" compile "$data/tiny_conv.onnx" --db "$d/bad.jsonl" --stats >"$d/out" 2>"$d/err" ||
   fail "a bad database must not fail the compile: $(cat "$d/err")"
 cat "$d/err"
 [[ $(count exact "$d/out") -eq 0 && $(count nearest "$d/out") -eq 0 ]] ||
   fail "a bad entry was used: $(grep -A3 '^tuning' "$d/out")"
-for want in "bad.jsonl:1" "bad.jsonl:2" "of version 7" "outside its space"; do
+for want in "bad.jsonl:1" "bad.jsonl:2" "of version 77" "outside its space"; do
   grep -q "texel: note: .*$want" "$d/err" || fail "no notice with '$want'"
 done
 
