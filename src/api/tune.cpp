@@ -249,6 +249,7 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
   });
   std::mt19937_64 rng(options.seed);
   double share_left = total_us;
+  double last_build = 0;  // seconds the last build of candidates took
   for (size_t i : order) {
     Work& w = work[i];
     const codegen::Tunable& t = w.tunable;
@@ -277,7 +278,9 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
     // Each build runs the heuristic's kernel beside its candidates, which are judged by their
     // time relative to it in the same runs: a busy machine slows both alike.
     double best_ratio = 1;
-    while (Clock::now() < end && left() > 0) {
+    // A build is not started that the last one's duration says would overrun the budget.
+    while (Clock::now() < end && left() > last_build) {
+      auto build_start = Clock::now();
       std::vector<Trial> trials = {{w.node, &t, t.candidates[0]}};
       for (size_t n = 1; n < kPerBuild; ++n) {
         std::optional<size_t> c = next();
@@ -307,6 +310,7 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
           w.k.tuned_us = measured[j]->us;
         }
       }
+      last_build = Since(build_start);
       report(i);
     }
     if (best_ratio > 0.95) {  // within noise and context: keep the heuristic's

@@ -7,7 +7,8 @@
 // that fails to build or run, or whose outputs differ from the heuristic kernel's, is discarded
 // with a line in the log. Search: every candidate where the space is small, else random candidates
 // and then the neighbours of the best (points differing in one parameter). The budget (seconds,
-// import and passes included) is honoured: after the heuristics' times, the slowest kernels go
+// import and passes included) is honoured (no build of candidates starts that the last one's
+// duration says would overrun it): after the heuristics' times, the slowest kernels go
 // first, each with a share of what is left in proportion to its time. A kernel whose best is within
 // 5% of the heuristic's keeps the heuristic's point. Thread safety: one tune per context at a time.
 #pragma once
