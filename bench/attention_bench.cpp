@@ -7,9 +7,11 @@
 // Usage: texel_attention_bench [--device SPEC] [--shapes BxHxSxD[c],...] [--params P ...]
 //                              [--build-options OPTIONS]
 //   --shapes  e.g. 1x12x1024x64,1x12x128x64c (c: causal); default 1x12x1024x64,1x12x128x64
-//   --params  rows:BQxBK:SPLITS[:fast] or tiled[ROWSxRM]:SPLITS[:fast][:warp] (tiled: ROWS 32 or
+//   --params  rows:BQxBK:SPLITS[:fast] or tiled[ROWSxRM]:SPLITS[:fast][:warp][:async] (tiled: ROWS
+//   32 or
 //             64 per work-group, RM 4 or 8 per work-item, 64x4 if left out; fast: native_exp;
-//             warp: the rows' exchanges synchronise a warp, on NVIDIA)
+//             warp: the rows' exchanges synchronise a warp, on NVIDIA; async: K and V tiles
+//             copied by cp.async, on NVIDIA compute capability 8.0 and later)
 //   --build-options  OpenCL build options for the kernels (e.g. -cl-nv-maxrregcount=96)
 #include <algorithm>
 #include <chrono>
@@ -35,6 +37,7 @@ codegen::AttentionParams ParseParams(const std::string& s) {
   codegen::AttentionParams p;
   p.fast_exp = s.find(":fast") != std::string::npos;
   p.warp_sync = s.find(":warp") != std::string::npos;
+  p.async_copy = s.find(":async") != std::string::npos;
   if (std::sscanf(s.c_str(), "rows:%dx%d:%d", &p.bq, &p.bk, &p.splits) == 3) {
     p.vw = 4;
     return p;
@@ -52,8 +55,8 @@ codegen::AttentionParams ParseParams(const std::string& s) {
 std::string Label(const codegen::AttentionParams& p) {
   std::string s = p.tiled ? fmt::format("tiled {}x{}", p.bq, p.rm)
                           : fmt::format("rows bq {} bk {} vw {}", p.bq, p.bk, p.vw);
-  return s + fmt::format(" split {}{}{}", p.splits, p.fast_exp ? " fast" : "",
-                         p.warp_sync ? " warp" : "");
+  return s + fmt::format(" split {}{}{}{}", p.splits, p.fast_exp ? " fast" : "",
+                         p.warp_sync ? " warp" : "", p.async_copy ? " async" : "");
 }
 
 struct Shape4 {

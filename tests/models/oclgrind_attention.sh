@@ -5,7 +5,8 @@
 # work-item, split over the keys, and the merge kernel) and with those a GPU with 48 KiB gets
 # (TEXEL_TARGET: the tiled kernel, split over the keys, and the merge kernel; or, where
 # work-groups hand results over, the tiled kernel whose last work-group per row block merges),
-# each run twice and compared with PyTorch's output. The kernel counts are checked too. The
+# each run twice and compared with PyTorch's output; `mma` emulates an sm_80 GPU's kernels: K
+# and V tiles copied by cp.async, here a plain copy in the same schedule. The kernel counts are checked too. The
 # hand-over between work-groups (a global fence and an atomic counter) is outside OpenCL 1.2's
 # memory model, so oclgrind reports it as a race: that run is checked for out-of-bounds
 # accesses only.
@@ -17,7 +18,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out"
 m=sdpa_causal_small
 "$py" "$root/scripts/export_models.py" --out "$out/models" --models $m
-for run in own:2 gpu:132:2 gpu:132:handoff:1; do
+for run in own:2 gpu:132:2 gpu:132:mma:2 gpu:132:handoff:1; do
   target=${run%:*} want=${run##*:}
   log=$out/$m.$target.oclgrind.log
   rm -f "$log"

@@ -152,11 +152,13 @@ TEST(AttentionTest, TiledKernelSplitsMergedBothWays) {
   dv.Write(ctx, v.bytes.data(), v.bytes.size());
   struct Variant {
     int rows, rm, causal;
-    bool handoff;
+    bool handoff, async = false;
   };
-  for (Variant var : {Variant{64, 4, 0, false}, Variant{64, 4, 1, true}, Variant{64, 8, 1, false},
-                      Variant{64, 8, 0, true}, Variant{32, 4, 0, true}, Variant{32, 4, 1, false},
-                      Variant{32, 8, 1, true}, Variant{32, 8, 0, false}}) {
+  for (Variant var :
+       {Variant{64, 4, 0, false}, Variant{64, 4, 1, true}, Variant{64, 8, 1, false},
+        Variant{64, 8, 0, true}, Variant{32, 4, 0, true}, Variant{32, 4, 1, false},
+        Variant{32, 8, 1, true}, Variant{32, 8, 0, false}, Variant{64, 4, 0, true, true},
+        Variant{64, 4, 1, false, true}, Variant{32, 4, 1, true, true}}) {
     const int causal = var.causal;
     const bool handoff = var.handoff;
     ir::Graph g;
@@ -173,8 +175,10 @@ TEST(AttentionTest, TiledKernelSplitsMergedBothWays) {
     p.bq = var.rows;
     p.rm = var.rm;
     p.splits = 2;
+    p.async_copy = var.async;  // PoCL: a plain copy in cp.async's place, the same schedule
     std::vector<codegen::KernelSpec> specs =
         codegen::GenerateAttentionWith(*node, "att", target, &p);
+    EXPECT_EQ(specs[0].source.find("#define ASYNC 1") != std::string::npos, var.async);
     EXPECT_EQ(specs.size(), handoff ? 1u : 2u);
     backends::BoundKernels run(ctx, std::move(specs), [&](int id) -> const cl::Buffer& {
       return id == in[0]->id ? dq : id == in[1]->id ? dk : id == in[2]->id ? dv : dout;
@@ -189,31 +193,46 @@ TEST(AttentionTest, TiledKernelSplitsMergedBothWays) {
     HostTensor want = RefAttention(q, k, v, 0.125, [&](int64_t, int64_t i, int64_t j) {
       return causal && j > i ? -INFINITY : 0.0;
     });
-    testing::ExpectClose(
-        got, want, fmt::format("{}x{} causal {} handoff {}", var.rows, var.rm, causal, handoff));
+    testing::ExpectClose(got, want,
+                         fmt::format("{}x{} causal {} handoff {} async {}", var.rows, var.rm,
+                                     causal, handoff, var.async));
   }
 }
 
-// What the heuristic picks on an H100-like GPU at the shapes measured in docs/attention.md:
-// BERT's sequence of 128 in 32-row blocks, ViT's 197 and 1024 in 64-row blocks split 2 (4
-// causal), Swin's 49-token windows unsplit.
+// What the heuristic picks on an H100-like GPU at the shapes measured in docs/attention.md.
+// With K and V copied by cp.async (compute capability 8.0 and later): 32-row blocks split
+// about 4 per compute unit, but 64-row blocks for causal attention with enough of them (1024).
+// With register staging: BERT's sequence of 128 in 32-row blocks, ViT's 197 and 1024 in 64-row
+// blocks split 2 (4 causal), Swin's 49-token windows unsplit.
 TEST(AttentionTest, GpuChoicesAtTransformerShapes) {
-  codegen::Target gpu = testing::H100Target();
   struct Case {
     int64_t sq, batch, d;
     bool causal;
     int rows, splits;
   };
-  for (Case c : {Case{128, 12, 64, false, 32, 2}, Case{197, 12, 64, false, 64, 2},
-                 Case{1024, 12, 64, false, 64, 2}, Case{1024, 12, 64, true, 64, 4},
-                 Case{49, 192, 32, false, 64, 1}}) {
-    codegen::AttentionParams p =
-        codegen::ChooseAttentionParams(c.sq, c.sq, c.batch, c.d, c.d, 4, c.causal, gpu);
-    std::string what = fmt::format("seq {} x {} d {} causal {}", c.sq, c.batch, c.d, c.causal);
-    EXPECT_TRUE(p.tiled && p.warp_sync && p.fast_exp) << what;
-    EXPECT_EQ(p.bq, c.rows) << what;
-    EXPECT_EQ(p.rm, 4) << what;
-    EXPECT_EQ(p.splits, c.splits) << what;
+  for (bool async : {true, false}) {
+    codegen::Target gpu = testing::H100Target();
+    gpu.mma_sync = async;
+    std::vector<Case> cases =
+        async ? std::vector<Case>{{128, 12, 64, false, 32, 2},  {197, 12, 64, false, 32, 2},
+                                  {1024, 12, 64, false, 32, 2}, {1024, 12, 64, true, 64, 4},
+                                  {256, 12, 64, true, 32, 4},   {49, 192, 32, false, 32, 1}}
+              : std::vector<Case>{{128, 12, 64, false, 32, 2},
+                                  {197, 12, 64, false, 64, 2},
+                                  {1024, 12, 64, false, 64, 2},
+                                  {1024, 12, 64, true, 64, 4},
+                                  {49, 192, 32, false, 64, 1}};
+    for (Case c : cases) {
+      codegen::AttentionParams p =
+          codegen::ChooseAttentionParams(c.sq, c.sq, c.batch, c.d, c.d, 4, c.causal, gpu);
+      std::string what =
+          fmt::format("seq {} x {} d {} causal {} async {}", c.sq, c.batch, c.d, c.causal, async);
+      EXPECT_TRUE(p.tiled && p.warp_sync && p.fast_exp) << what;
+      EXPECT_EQ(p.async_copy, async) << what;
+      EXPECT_EQ(p.bq, c.rows) << what;
+      EXPECT_EQ(p.rm, 4) << what;
+      EXPECT_EQ(p.splits, c.splits) << what;
+    }
   }
 }
 

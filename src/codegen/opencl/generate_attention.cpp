@@ -11,6 +11,28 @@
 
 namespace texel::codegen {
 
+namespace {
+
+// Local memory of the tiled kernel (kernels/attention_tiled.cl): Q, K (two tiles with
+// async_copy, P in their place), V and P tiles, the row exchanges.
+uint64_t TiledLocalBytes(const AttentionParams& p, int64_t d, int64_t dv) {
+  int64_t pt = p.bk * (p.bq + 4);
+  int64_t ks = p.async_copy ? 2 * p.bk * std::max<int64_t>(d + 4, p.bq + 4) : p.bk * d + pt;
+  int64_t wg = p.bq / p.rm * 8;
+  return 4 * static_cast<uint64_t>(d * p.bq + ks + p.bk * dv + p.bq * 8 + wg);
+}
+
+// Rows of view m (dims r-2, r-1) are contiguous and every row starts 16-byte aligned (f32).
+bool RowsAligned(const ir::IndexMap& m) {
+  size_t r = m.shape.size();
+  if (m.strides[r - 1] != 1 || m.offset % 4 != 0) return false;
+  for (size_t d = 0; d + 1 < r; ++d)
+    if (m.shape[d] != 1 && m.strides[d] % 4 != 0) return false;
+  return true;
+}
+
+}  // namespace
+
 AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int64_t d, int64_t dv,
                                       size_t elem_bytes, bool causal, const Target& t) {
   AttentionParams p;
@@ -33,9 +55,10 @@ AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int
   // The tiled kernel (up to 64 rows and 128 work-items, 4 x 4 score and 4 x DV/8 output blocks
   // each) where its local memory fits: Q, a K and a V tile and the probabilities, 40 KiB at d 64
   // with 64 rows.
-  uint64_t tiled_bytes = 4 * static_cast<uint64_t>(64 * d + 32 * d + 32 * dv + 32 * 64 + 192);
+  AttentionParams tiled64;
+  tiled64.bq = 64;
   p.tiled = t.gpu && elem_bytes == 4 && d % 4 == 0 && dv % 32 == 0 && sq >= 32 &&
-            tiled_bytes <= t.local_mem_bytes && t.max_work_group_size >= 128;
+            TiledLocalBytes(tiled64, d, dv) <= t.local_mem_bytes && t.max_work_group_size >= 128;
   if (p.tiled) {
     // 32 rows per work-group where 64-row blocks would number at most a quarter of the compute
     // units (BERT's sequence of 128 with 12 heads: 24): twice the work-groups to split. 4 rows
@@ -45,6 +68,17 @@ AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int
     p.rm = 4;
     p.bk = 32;
     p.vw = 4;
+    // K and V by cp.async where the device has it (or emulates an sm_80 GPU's kernels: tests)
+    // and the local memory holds two K tiles (the views' alignment is checked by the
+    // generator, which falls back to registers).
+    p.async_copy =
+        (t.mma_sync || t.mma_emulated) && TiledLocalBytes(tiled64, d, dv) <= t.local_mem_bytes;
+    // With cp.async, 32-row blocks split about 4 per compute unit are as fast or faster at every
+    // shape measured on the H100 (27.4 against 26.4 TFLOP/s at sequence 1024, 5.7 against 4.9 at
+    // ViT's 197, 6.0 against 5.7 at Swin's windows) except causal attention with enough 64-row
+    // blocks for the compute units (1024: 15.8 against 14.6).
+    if (p.async_copy)
+      p.bq = causal && (sq + 63) / 64 * batch >= static_cast<int64_t>(t.compute_units) ? 64 : 32;
   }
   // Too few work-groups leave a GPU mostly idle (one row per work-item: a sequence of 1024
   // with 12 heads is 384 warps on 132 compute units): split the keys until there are about 8
@@ -53,12 +87,12 @@ AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int
   // groups have half the work on average), a power of two of splits (even ranges), each at least
   // two tiles. Measured on an H100 (texel_attention_bench, docs/attention.md): split 2 is the
   // fastest at sequences 128, 197 and 1024, 4 at causal 1024 (3 and 6 are 5-15% slower);
-  // native_exp saves 3-10%.
+  // with cp.async about 4 per compute unit (above); native_exp saves 3-10%.
   if (t.gpu) {
     p.fast_exp = true;
     p.warp_sync = p.tiled && t.ptx && t.warp_size == 32;
     int64_t groups = (sq + p.bq - 1) / p.bq * batch;
-    int64_t per_cu = !p.tiled ? 8 : causal ? 4 : 2;
+    int64_t per_cu = !p.tiled ? 8 : causal || p.async_copy ? 4 : 2;
     int64_t want = (per_cu * static_cast<int64_t>(t.compute_units) + groups - 1) / groups;
     int64_t most = sk / (2 * p.bk);
     if (p.tiled) {
@@ -148,6 +182,11 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
   if (p.tiled && !((p.bq == 32 || p.bq == 64) && (p.rm == 4 || p.rm == 8)))
     Fail(ErrorCode::kUnsupported, "the tiled attention kernel takes 32 or 64 rows, 4 or 8 each");
   if (p.tiled) p.vw = 4, p.bk = 32;
+  if (p.async_copy && !(p.tiled && RowsAligned(k) && RowsAligned(v) && t == DType::kFloat32))
+    p.async_copy = false;  // the views' rows cannot be copied as 16-byte pieces
+  if (p.tiled && TiledLocalBytes(p, dh, dv) > target.local_mem_bytes)
+    Fail(ErrorCode::kUnsupported, "the tiled attention kernel needs {} bytes of local memory",
+         TiledLocalBytes(p, dh, dv));
   if (p.warp_sync && !(target.ptx && target.warp_size == 32))
     Fail(ErrorCode::kUnsupported, "warp-synchronised attention needs 32-lane NVIDIA warps");
   if (p.vw == 4 && (dh % 4 != 0 || dv % 4 != 0)) p.vw = 1;
@@ -159,7 +198,8 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
   src.Define("SUMV(a)", p.vw == 1 ? "(a)" : "((a).s0 + (a).s1 + (a).s2 + (a).s3)");
   src.Define("D", dh).Define("DV", dv).Define("SQ", sq).Define("SK", sk);
   src.Define("BQ", p.bq).Define("BK", p.bk);
-  if (p.tiled) src.Define("ROWS", p.bq).Define("RM", p.rm);
+  if (p.tiled) src.Define("ROWS", p.bq).Define("RM", p.rm).Define("ASYNC", p.async_copy);
+  if (p.async_copy) DefineAsyncCopy(src, target);
   src.Define("SCALE", FloatLiteral(a.Float("scale")));
   src.Define("CAUSAL", a.Int("causal", 0));
   src.Define("EXP(x)", p.fast_exp ? "native_exp(x)" : "exp(x)");
@@ -212,6 +252,10 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
   src.Define("Q_AT(r, c)", VectorLoad("q", "qo", q.strides[r - 2], q.strides[r - 1], p.vw, t));
   src.Define("K_AT(r, c)", VectorLoad("k", "ko", k.strides[r - 2], k.strides[r - 1], p.vw, t));
   src.Define("V_AT(r, c)", VectorLoad("v", "vo", v.strides[r - 2], v.strides[r - 1], p.vw, t));
+  if (p.async_copy) {
+    src.Define("K_PTR(r, c)", fmt::format("(k + ko + (long)(r) * {} + (c) * 4)", k.strides[r - 2]));
+    src.Define("V_PTR(r, c)", fmt::format("(v + vo + (long)(r) * {} + (c) * 4)", v.strides[r - 2]));
+  }
   src.Define("O_STORE(r, c, x)", VectorStore(o.strides[r - 2], o.strides[r - 1], p.vw, t));
   spec.source = src.Render();
   spec.inline_ptx = p.warp_sync || (fixup && target.ptx);  // bar.warp.sync, membar.gl

@@ -74,6 +74,20 @@ void DefineArrival(KernelSource& src, const Target& t) {
                  fence + "; } while (0)");
 }
 
+void DefineAsyncCopy(KernelSource& src, const Target& t) {
+  if (t.mma_sync) {
+    // cp.async (sm_80 and later): 16 bytes, of which src-size are read and the rest zeroed.
+    src.Define("CP_ASYNC16(dst, src, ok)",
+               R"(__asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::)"
+               R"("r"((uint)(ulong)(dst)), "l"((ulong)(src)), "r"((ok) ? 16 : 0) : "memory"))");
+    src.Define("CP_ASYNC_COMMIT()", R"(__asm volatile("cp.async.commit_group;" ::: "memory"))");
+    src.Define("CP_ASYNC_WAIT(n)", R"(__asm volatile("cp.async.wait_group " #n ";" ::: "memory"))");
+    return;
+  }
+  src.Define("CP_ASYNC16(dst, src, ok)", "vstore4((ok) ? vload4(0, (src)) : (float4)0, 0, (dst))");
+  src.Define("CP_ASYNC_COMMIT()", "((void)0)").Define("CP_ASYNC_WAIT(n)", "((void)0)");
+}
+
 std::vector<KernelSpec> GenerateKernel(const ir::Node& node, const std::string& kernel_name,
                                        const Target& target) {
   return GenerateGroup({&node}, kernel_name, target);

@@ -102,6 +102,9 @@ struct AttentionParams {
   // Tiled: the rows' exchanges synchronise one warp (PTX bar.warp.sync, 32-lane NVIDIA warps)
   // instead of the work-group.
   bool warp_sync = false;
+  // Tiled: K and V tiles copied to local memory asynchronously (DefineAsyncCopy), the next K
+  // tile during this one's step; needs K and V rows contiguous and 16-byte aligned.
+  bool async_copy = false;
 };
 AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int64_t d, int64_t dv,
                                       size_t elem_bytes, bool causal, const Target& target);
@@ -153,5 +156,10 @@ void DefineStorage(KernelSource& src, DType t);
 // others and counts it in; the last group may then read the others' parts through volatile
 // pointers. counter points into a zeroed scratch buffer (KernelSpec::zeroed_scratch).
 void DefineArrival(KernelSource& src, const Target& t);
+// CP_ASYNC16(dst, src, ok): 16 bytes from global src to local dst (zeros where !ok), without
+// registers where the device has asynchronous copies (PTX cp.async), else a plain copy;
+// CP_ASYNC_COMMIT() closes a group of them, CP_ASYNC_WAIT(n) waits until at most n groups are
+// pending. dst and src 16-byte aligned.
+void DefineAsyncCopy(KernelSource& src, const Target& t);
 
 }  // namespace texel::codegen

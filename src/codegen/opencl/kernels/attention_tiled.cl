@@ -18,9 +18,15 @@
 // stores. Keys past SK, and past the diagonal with CAUSAL, are -inf; rows past SQ read zeros
 // and store nothing. With SPLIT > 1 as attention.cl: records of DV + 2 (unnormalised row, m, l)
 // for attention_merge.cl, or with FIXUP merged by the row block's last work-group to arrive.
+// With ASYNC the K and V tiles go from global to local memory without passing through
+// registers (CP_ASYNC16: PTX cp.async on NVIDIA), K as stored (rows padded to D + 4 floats,
+// so a work-item's four keys sit in different banks), the next tile's K copied during this
+// tile's step into the second of two K buffers, V during this tile's Q·Kᵀ; P then takes the
+// place of the K tile it was computed from (48 KiB of local memory hold no more).
 // Parameters: as attention.cl, with D % 4 == 0, DV % 32 == 0, BK == 32, ROWS (32 or 64),
 // RM (4 or 8); ROW_SYNC(); FIXUP, FIXUP_PARAMS, ARRIVE_LAST, SPLIT_REC(s, g, i) (split s's record
-// of row i of batch entry g).
+// of row i of batch entry g); ASYNC with K_PTR(r, c), V_PTR(r, c) (float4 c of row r),
+// CP_ASYNC16(dst, src, ok) (zeros where !ok), CP_ASYNC_COMMIT(), CP_ASYNC_WAIT(n).
 #if BK != 32
 #error the tiled attention kernel takes 32 keys per tile
 #endif
@@ -46,9 +52,16 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   long qo = 0, ko = 0, vo = 0, oo = 0;
   BATCH_OFFSETS
   __local float qs[D * ROWS];  // qs[d * ROWS + row]
+#if ASYNC
+#define KS_STRIDE (D + 4)
+#define KBUF (BK * (KS_STRIDE > PT_STRIDE ? KS_STRIDE : PT_STRIDE))
+  // kbuf[b * KBUF + key * KS_STRIDE + d], then P as pt below
+  __local float kbuf[2 * KBUF] __attribute__((aligned(16)));
+#else
   __local float ks[D * BK];   // ks[d * BK + key]
-  __local float vs[BK * DV];  // vs[key * DV + c]
   __local float pt[BK * PT_STRIDE];  // pt[key * PT_STRIDE + row]: probabilities
+#endif
+  __local float vs[BK * DV] __attribute__((aligned(16)));  // vs[key * DV + c]
   __local float red[ROWS * 8 + WG];  // RED(row, tx): partial row maxima, at the end row sums
   for (int e = lid; e < ROWS * (D / 4); e += WG) {
     const int row = e % ROWS, c = e / ROWS;
@@ -74,6 +87,30 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   // measured 2-6% slower on the H100 (more registers live through the step).
 #define KL ((BK * (D / 4) + WG - 1) / WG)
 #define VL ((BK * (DV / 4) + WG - 1) / WG)
+#if ASYNC
+  // Rows j0.. of a tile of COLS float4 per row (PTR(row, c)) to dst (rows `stride` apart);
+  // rows past SK are zeros (a V row of NaN times p = 0 would still be NaN).
+#define ISSUE_TILE(dst, stride, COLS, PTR, j0)                                            \
+  for (int n = 0; n < (BK * (COLS) + WG - 1) / WG; ++n) {                                  \
+    const int e = lid + n * WG, j = e / (COLS), c = e % (COLS);                            \
+    if (e < BK * (COLS))                                                                   \
+      CP_ASYNC16((dst) + j * (stride) + c * 4, PTR(min((j0) + j, SK - 1), c), (j0) + j < SK); \
+  }
+#define ISSUE_K(dst, j0) ISSUE_TILE(dst, KS_STRIDE, D / 4, K_PTR, j0)
+#define ISSUE_V(j0) ISSUE_TILE(vs, DV, DV / 4, V_PTR, j0)
+  if (jbeg < kend) ISSUE_K(kbuf, jbeg);
+  CP_ASYNC_COMMIT();
+  int buf = 0;
+  for (int j0 = jbeg; j0 < kend; j0 += BK, buf ^= 1) {
+    __local float* ks = kbuf + buf * KBUF;
+    __local float* pt = ks;  // once every work-item is past Q·Kᵀ
+    CP_ASYNC_WAIT(0);                // this tile's K, the only copies pending
+    barrier(CLK_LOCAL_MEM_FENCE);    // ... of every work-item; the last tile's P·V is done
+    ISSUE_V(j0);
+    CP_ASYNC_COMMIT();
+    if (j0 + BK < kend) ISSUE_K(kbuf + (buf ^ 1) * KBUF, j0 + BK);
+    CP_ASYNC_COMMIT();
+#else
   float4 kr[KL], vr[VL];
   for (int j0 = jbeg; j0 < kend; j0 += BK) {
     for (int n = 0; n < KL; ++n) {
@@ -102,11 +139,37 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
       if (e < BK * (DV / 4)) vstore4(vr[n], 0, vs + (e / (DV / 4)) * DV + (e % (DV / 4)) * 4);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+#endif
     float s[RM][4];
 #pragma unroll
     for (int r = 0; r < RM; ++r)
 #pragma unroll
       for (int c = 0; c < 4; ++c) s[r][c] = 0;
+#if ASYNC
+#pragma unroll 4
+    for (int d4 = 0; d4 < D / 4; ++d4) {
+      float av[4][RM];
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+#pragma unroll
+        for (int h = 0; h < RM / 4; ++h) {
+          const float4 a = vload4(h, qs + (d4 * 4 + e) * ROWS + ty * RM);
+          av[e][4 * h] = a.s0, av[e][4 * h + 1] = a.s1, av[e][4 * h + 2] = a.s2,
+          av[e][4 * h + 3] = a.s3;
+        }
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const float4 b = vload4(d4, ks + (tx + 8 * c) * KS_STRIDE);
+#pragma unroll
+        for (int r = 0; r < RM; ++r) {
+          s[r][c] = mad(av[0][r], b.s0, s[r][c]);
+          s[r][c] = mad(av[1][r], b.s1, s[r][c]);
+          s[r][c] = mad(av[2][r], b.s2, s[r][c]);
+          s[r][c] = mad(av[3][r], b.s3, s[r][c]);
+        }
+      }
+    }
+#else
 #pragma unroll 8
     for (int d = 0; d < D; ++d) {
       float av[RM];
@@ -122,6 +185,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #pragma unroll
         for (int c = 0; c < 4; ++c) s[r][c] = mad(av[r], bv[c], s[r][c]);
     }
+#endif
 #pragma unroll
     for (int r = 0; r < RM; ++r) {
       float mx = -INFINITY;
@@ -157,13 +221,21 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
         l[r] += p[r][c];
       }
     }
+#if ASYNC
+    barrier(CLK_LOCAL_MEM_FENCE);  // every work-item is done with the K tile P replaces
+#endif
 #pragma unroll
     for (int c = 0; c < 4; ++c)
 #pragma unroll
       for (int h = 0; h < RM / 4; ++h)
         vstore4((float4)(p[4 * h][c], p[4 * h + 1][c], p[4 * h + 2][c], p[4 * h + 3][c]), h,
                 pt + (tx + 8 * c) * PT_STRIDE + ty * RM);
+#if ASYNC
+    CP_ASYNC_WAIT(1);  // this tile's V (the next tile's K may stay pending)
+    barrier(CLK_LOCAL_MEM_FENCE);
+#else
     ROW_SYNC();
+#endif
 #pragma unroll 8
     for (int j = 0; j < BK; ++j) {
       float pv[RM];
@@ -251,6 +323,13 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 }
 #undef KL
 #undef VL
+#if ASYNC
+#undef KS_STRIDE
+#undef KBUF
+#undef ISSUE_TILE
+#undef ISSUE_K
+#undef ISSUE_V
+#endif
 #undef PT_STRIDE
 #undef WG
 #undef RED
