@@ -23,6 +23,7 @@
 // (heads split from a projection, windows) as views (ir/index_map.h); a Transpose reading the
 // result (heads merged) is written through a view too. Anything else stays as it was.
 #include <algorithm>
+#include <optional>
 
 #include "ir/host_eval.h"
 #include "ir/index_map.h"
@@ -268,9 +269,11 @@ Stats MatchAttention(ir::Graph& g, const PassContext&) {
   for (const auto& n : g.nodes())
     if (n->op == OpKind::kSoftmax) softmaxes.push_back(n.get());
   int64_t matched = 0;
+  std::optional<UseMap> uses;
   for (ir::Node* sm : softmaxes) {
-    UseMap uses(g);  // each rewrite changes uses
-    if (MatchAt(g, uses, *sm)) ++matched;
+    if (!uses) uses.emplace(g);
+    // A rewrite changes uses; a failed match changes nothing.
+    if (MatchAt(g, *uses, *sm)) ++matched, uses.reset();
   }
   g.RemoveDeadNodes();
   return {{"attentions", matched}};
