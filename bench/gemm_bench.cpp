@@ -10,7 +10,8 @@
 //                         [--layout nn|nt]
 //   --modes    also times texel_gemm's engine (api/gemm.h) in these compute modes on f32 storage
 //              (fp16h: fp16 on f16 storage), with the heuristic's tiles and each --warp's
-//              (BMxBNxBK:WMxWN[:sSTAGES]); --layout nt passes B transposed.
+//              (BMxBNxBK:WMxWN[:sSTAGES][:raw], raw: tf32 operands not rounded); --layout nt
+//              passes B transposed.
 //   --params   extra texel kernels with explicit parameters (beside the heuristic's choice), to
 //              compare candidates on one device in one run: TMxTNxTK:WMxWN[:sSPLIT] (tiled, K
 //              split SPLIT ways; 4-wide loads where K and N allow), direct:WMxWN:LXxSPLIT or
@@ -159,7 +160,8 @@ codegen::WarpGemmParams ParseWarp(const std::string& s) {
   int n =
       std::sscanf(s.c_str(), "%dx%dx%d:%dx%d:s%d", &p.bm, &p.bn, &p.bk, &p.wm, &p.wn, &p.stages);
   if (n != 5 && n != 6)
-    Fail(ErrorCode::kInvalidArgument, "--warp '{}': want BMxBNxBK:WMxWN[:sSTAGES]", s);
+    Fail(ErrorCode::kInvalidArgument, "--warp '{}': want BMxBNxBK:WMxWN[:sSTAGES][:raw]", s);
+  p.raw_tf32 = s.find(":raw") != std::string::npos;
   return p;
 }
 

@@ -32,7 +32,14 @@ float RoundTf32(float x) {
 }
 
 // The operand value the mode computes with.
-double AsComputed(float x, ComputeMode mode) {
+double AsComputed(float x, ComputeMode mode, bool raw_tf32) {
+  if (mode == ComputeMode::kTf32 && raw_tf32) {  // the engine truncating the mantissa
+    uint32_t u;
+    std::memcpy(&u, &x, 4);
+    u &= 0xffffe000u;
+    std::memcpy(&x, &u, 4);
+    return x;
+  }
   if (mode == ComputeMode::kTf32) return RoundTf32(x);
   if (mode == ComputeMode::kFp16) return HalfToFloat(FloatToHalf(x));
   return x;
@@ -104,6 +111,7 @@ double RunAndCheck(const GemmProblem& g, float alpha, float beta, const codegen:
   kernels.Enqueue(g, ops, nullptr, {}, done.out(), target, params);
   done.Wait();
   std::vector<float> got = ReadBack(*ctx, c.buffer, c.values.size(), g.elem);
+  const bool raw = params && params->raw_tf32;
   double worst_exact = 0;
   int bad = 0;
   for (int64_t bi = 0; bi < g.batch; ++bi)
@@ -114,7 +122,7 @@ double RunAndCheck(const GemmProblem& g, float alpha, float beta, const codegen:
           int64_t ai = g.a_offset + bi * g.stride_a + (g.trans_a ? kk * g.lda + i : i * g.lda + kk);
           int64_t bj = g.b_offset + bi * g.stride_b + (g.trans_b ? j * g.ldb + kk : kk * g.ldb + j);
           float x = a.values[ai], y = b.values[bj];
-          want += AsComputed(x, g.mode) * AsComputed(y, g.mode);
+          want += AsComputed(x, g.mode, raw) * AsComputed(y, g.mode, raw);
           exact += double{x} * y;
           scale += std::fabs(double{x} * y);
         }
@@ -211,6 +219,13 @@ TEST(GemmTest, MatrixEngineModesEmulated) {
     else
       EXPECT_GT(off_exact, 1e-5) << ComputeModeName(mode) << " should round its operands";
   }
+  // tf32 operands passed raw: the engine truncates them (checked against truncated operands;
+  // rounded ones differ by far more than the tolerance).
+  WarpGemmParams raw = small;
+  raw.raw_tf32 = true;
+  GemmProblem g;
+  g.m = 33, g.n = 40, g.k = 70, g.lda = 70, g.ldb = 40, g.ldc = 40, g.mode = ComputeMode::kTf32;
+  EXPECT_GT(RunAndCheck(g, 1.0f, 0.0f, Emulated(), &raw, "tf32 raw"), 1e-5);
 }
 
 // Intel's matrix engine (codegen/opencl/gemm/dpas_gemm.h), which no device here has: chosen from

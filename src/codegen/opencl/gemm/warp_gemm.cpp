@@ -37,9 +37,9 @@ bool Even(const GemmProblem& g, const WarpGemmParams& p) {
 }  // namespace
 
 std::string WarpGemmParams::ToString() const {
-  return fmt::format("warp {}x{}x{} / {}x{}{}{}", bm, bn, bk, wm, wn,
+  return fmt::format("warp {}x{}x{} / {}x{}{}{}{}", bm, bn, bk, wm, wn,
                      stages != 2 ? fmt::format(" s{}", stages) : "",
-                     split_k != 1 ? fmt::format(" split {}", split_k) : "");
+                     split_k != 1 ? fmt::format(" split {}", split_k) : "", raw_tf32 ? " raw" : "");
 }
 
 bool AsyncCopies(const GemmProblem& g, const WarpGemmParams& p, const Target& t) {
@@ -137,7 +137,7 @@ KernelSource WarpSource(const GemmProblem& g, const std::string& kernel_name, co
              : g.mode == ComputeMode::kTf32x3 ? 3
                                               : 16;
   src.Define("BM", p.bm).Define("BN", p.bn).Define("BK", p.bk);
-  src.Define("WM", p.wm).Define("WN", p.wn).Define("MODE", mode);
+  src.Define("WM", p.wm).Define("WN", p.wn).Define("MODE", mode).Define("RAW_TF32", p.raw_tf32);
   src.Define("MMA_PTX", t.mma_sync).Define("EVEN", even).Define("ASYNC", async);
   src.Define("STAGES", p.stages).Define("PENDING", p.stages - 2);
   src.Define("TRANS_A", g.trans_a).Define("TRANS_B", g.trans_b);

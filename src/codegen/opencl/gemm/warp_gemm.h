@@ -40,6 +40,9 @@ struct GemmProblem {
 struct WarpGemmParams {
   int bm = 128, bn = 128, bk = 16, wm = 64, wn = 32, stages = 2;
   int split_k = 1;
+  // tf32: operands passed to the engine as stored (truncated by it) instead of rounded by
+  // cvt.rna first.
+  bool raw_tf32 = false;
   std::string ToString() const;  // "warp 128x128x16 / 64x32 s3 split 4"
 };
 

@@ -18,7 +18,8 @@
 // distinct banks: lanes read rows g = lane / 4 and columns t = lane % 4 of a 16 x 8 block.
 // With ASYNC (the matrix engine, whole tiles, 16-byte aligned operands stored in the mode's
 // type) the tiles are instead copied as they are stored by cp.async, STAGES - 1 steps ahead.
-// Parameters: BM, BN, BK, WM, WN, MODE, MMA_PTX, ASYNC, STAGES (2 without ASYNC), PENDING
+// Parameters: BM, BN, BK, WM, WN, MODE, RAW_TF32 (tf32: operands not rounded by cvt.rna, the
+// engine truncating them), MMA_PTX, ASYNC, STAGES (2 without ASYNC), PENDING
 // (STAGES - 2), TRANS_A, TRANS_B (op(A) = A^T: A stored [K, M]), A_AT(r, k), B_AT(k, c)
 // (element offsets of op(A)[r, k] and op(B)[k, c]), VEC_A, VEC_B (4: the operand's contiguous
 // dimension is loaded as float4; 1: scalars),
@@ -113,6 +114,9 @@ uint TO_TF32(float x) {
 // x as tf32 bits: hi, and with MODE 3 the rest as lo (x = hi + lo to 22 bits).
 #if MODE == 3
 #define SPLIT_TF32(x, hi, lo) (hi) = TO_TF32(x), (lo) = TO_TF32((x) - as_float(hi))
+#elif RAW_TF32
+// The f32 bits as they are: the engine reads their top 19 (the mantissa truncated).
+#define SPLIT_TF32(x, hi, lo) (hi) = as_uint(x)
 #else
 #define SPLIT_TF32(x, hi, lo) (hi) = TO_TF32(x)
 #endif
@@ -122,6 +126,8 @@ float ROUND_TF32(float x) { return as_float((as_uint(x) + 0x1000u) & 0xffffe000u
 // x as the emulated engine computes with it: hi, and with MODE 3 the rest as lo.
 #if MODE == 3
 #define SPLIT(x, hi, lo) (hi) = ROUND_TF32(x), (lo) = ROUND_TF32((x) - (hi))
+#elif MODE == 1 && RAW_TF32
+#define SPLIT(x, hi, lo) (hi) = as_float(as_uint(x) & 0xffffe000u)
 #elif MODE == 1
 #define SPLIT(x, hi, lo) (hi) = ROUND_TF32(x)
 #else
