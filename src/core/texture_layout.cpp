@@ -43,11 +43,17 @@ bool FitsImage(const TextureExtent& e, size_t max_width, size_t max_height) {
 }
 
 std::vector<float> PackTexels(const HostTensor& t, TextureKind kind) {
-  TEXEL_CHECK(t.dtype == DType::kFloat32, "texels are packed from f32");
+  TEXEL_CHECK(t.dtype == DType::kFloat32 || t.dtype == DType::kFloat16,
+              "texels are packed from f32 or f16");
   const Shape& s = t.shape;
   TextureExtent e = TextureExtentOf(s, kind);
   std::vector<float> texels(static_cast<size_t>(e.width * e.height * 4), 0.0f);
-  const float* src = t.data<float>();
+  std::vector<float> widened;
+  if (t.dtype == DType::kFloat16) {
+    widened.resize(static_cast<size_t>(t.size()));
+    for (size_t i = 0; i < widened.size(); ++i) widened[i] = HalfToFloat(t.data<uint16_t>()[i]);
+  }
+  const float* src = t.dtype == DType::kFloat16 ? widened.data() : t.data<float>();
   for (int64_t a0 = 0, i = 0; a0 < s[0]; ++a0)
     for (int64_t a1 = 0; a1 < s[1]; ++a1)
       for (int64_t a2 = 0; a2 < s[2]; ++a2)

@@ -1,6 +1,7 @@
 // assign-storage: puts values in 2D images where texture kernels compute them (--storage).
 //   buffer (the default): nothing changes.
-//   texture: every native group that a texture kernel computes writes an image: Conv 2-D
+//   texture: every native group that a texture kernel computes writes an image (f16 values, under
+//     --precision fp16, in f16 channels): Conv 2-D
 //     (dense or depthwise, constant filters, stored as an OIHW4o weight image), 2-D
 //     Max/AveragePool and ReduceMean/Sum/Max over H and W keeping them, whatever their input; an
 //     elementwise group whose first node reads an image of its output's shape. The group's fused
@@ -30,8 +31,15 @@ namespace {
 
 using ir::Storage;
 
+// Values images hold: 4-D f32, and f16 under --precision fp16 (in f16 channels).
 bool Is4dF32(const ir::Value* v) {
-  return v->type.dtype == DType::kFloat32 && v->type.shape.size() == 4;
+  return (v->type.dtype == DType::kFloat32 || v->type.dtype == DType::kFloat16) &&
+         v->type.shape.size() == 4;
+}
+
+// An image of v has f16 channels: v is f16, or --texture-precision fp16 asks for them.
+bool HalfTexels(const ir::Value* v, const PassContext& ctx) {
+  return ctx.half_texels || v->type.dtype == DType::kFloat16;
 }
 
 bool FitsDevice(const ir::Value* v, TextureKind kind, const cl::DeviceInfo& d) {
@@ -146,7 +154,7 @@ Stats AssignStorage(ir::Graph& g, const PassContext& ctx) {
     image_input[group.front()] = x;
     ir::Value* out = group.back()->outputs[0];
     out->storage = Storage::kTexture;
-    out->half_texels = ctx.half_texels;
+    out->half_texels = HalfTexels(out, ctx);
     ++texture_groups;
   }
   // Each use gets the storage it needs.
@@ -160,7 +168,7 @@ Stats AssignStorage(ir::Graph& g, const PassContext& ctx) {
                             v->name + (to == Storage::kBuffer ? "/to_buffer" : "/to_texture"));
       c->backend = "native";
       c->outputs[0]->storage = to;
-      c->outputs[0]->half_texels = to == Storage::kBuffer ? false : ctx.half_texels;
+      c->outputs[0]->half_texels = to != Storage::kBuffer && HalfTexels(v, ctx);
       it->second = c->outputs[0];
       ++conversions;
     }
@@ -180,7 +188,7 @@ Stats AssignStorage(ir::Graph& g, const PassContext& ctx) {
         if (v->storage != Storage::kTextureWeight) {  // a filter of its own, packed as texels
           ir::Value* w = g.AddConstant(v->name + "/texels", v->constant);
           w->storage = Storage::kTextureWeight;
-          w->half_texels = ctx.half_texels;
+          w->half_texels = HalfTexels(v, ctx);
           n->inputs[k] = w;
           ++weights;
         }

@@ -3,7 +3,8 @@
 // fp16: every node whose float values are f32 runs on f16 storage (its kernels load and store
 // half and compute in float: reductions, softmax, normalisation statistics and GEMM sums
 // accumulate in fp32 inside the kernel), except the nodes of the keep-in-fp32 rule below, which
-// stay f32. Constants read by f16 nodes are converted once here; a value crossing between an f16
+// stay f32. Constants read by f16 nodes are converted once here (finite values saturated to
+// ±65504, never to ±inf); a value crossing between an f16
 // and an f32 node gets a Cast (one per value and direction). Graph inputs and outputs keep their
 // types: a Cast converts after the input / before the output.
 //
@@ -22,6 +23,7 @@
 // (fp32 arithmetic on the mode's storage): on the H100 the warp-tiled kernel was slower than
 // them on ResNet-50's convolutions at batch 1 (docs/precision.md).
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -68,9 +70,17 @@ bool RunsF16(const ir::Node& n) {
   return any;
 }
 
-// The constant as f16: the host evaluator's Cast.
+// The constant as f16: the host evaluator's Cast, of finite values saturated to half's range
+// first. A finite constant must stay finite: attention masks are written (1 - m) * FLT_MIN, and
+// FLT_MIN as -inf would make the kept positions 0 * -inf = NaN; -65504 masks as well.
 ConstTensorPtr ToHalf(const HostTensor& t) {
-  auto h = ir::EvaluateOnHost(OpKind::kCast, {{"to", int64_t(DType::kFloat16)}}, {&t},
+  HostTensor finite = t;
+  if (finite.dtype == DType::kFloat32)
+    for (int64_t i = 0; i < finite.size(); ++i) {
+      float& x = finite.data<float>()[i];
+      if (std::isfinite(x)) x = std::clamp(x, -65504.0f, 65504.0f);
+    }
+  auto h = ir::EvaluateOnHost(OpKind::kCast, {{"to", int64_t(DType::kFloat16)}}, {&finite},
                               {DType::kFloat16, t.shape});
   TEXEL_CHECK(h.has_value(), "the host evaluator casts f32 to f16");
   return std::make_shared<HostTensor>(std::move(*h));

@@ -573,5 +573,32 @@ TEST(PrecisionTest, Fp16StorageWithKeepRuleAndCasts) {
   ExpectClose(got[1], want[1], "softmax after f16 relu", 1e-2f);
 }
 
+// A finite constant beyond half's range is saturated to ±65504 when converted for f16 nodes,
+// never made infinite: an attention mask written (1 - m) * FLT_MIN must stay 0 where m = 1
+// (0 * -inf would be NaN).
+TEST(PrecisionTest, Fp16ConstantsSaturateFinite) {
+  HostTensor m(DType::kFloat32, {4});
+  const float mask[4] = {1, 0, 1, 0};
+  std::copy(mask, mask + 4, m.data<float>());
+  HostTensor one(DType::kFloat32, {}), lowest(DType::kFloat32, {});
+  one.data<float>()[0] = 1;
+  lowest.data<float>()[0] = -3.4028234663852886e38f;
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value* mv = g->AddInput("m", F32Type(m.shape));
+  ir::Value* keep =
+      g->AddNode(ir::OpKind::kSub, {Const(*g, "one", one), mv}, {}, "sub")->outputs[0];
+  ir::Value* bias =
+      g->AddNode(ir::OpKind::kMul, {keep, Const(*g, "lowest", lowest)}, {}, "mul")->outputs[0];
+  bias->name = "bias";
+  g->AddOutput(bias);
+  CompileOptions o;
+  o.precision = ComputeMode::kFp16;
+  CompiledModel half = CompileGraph(std::move(g), testing::SharedContext(), o);
+  auto got = runtime::Session(*half.executable).Run({{"m", m}});
+  ASSERT_EQ(got.size(), 1u);
+  const float want[4] = {0, -65504, 0, -65504};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(got[0].data<float>()[i], want[i]) << "element " << i;
+}
+
 }  // namespace
 }  // namespace texel

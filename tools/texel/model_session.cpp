@@ -78,9 +78,8 @@ CompileOptions ToCompileOptions(const CompilerFlags& f) {
     for (const std::string& n : r.notices) std::fprintf(stderr, "texel: note: %s\n", n.c_str());
   };
   // What the passes find about the options that the user should hear once: the precision pass
-  // whether the device has a matrix engine for the mode; fp16 values stay out of images.
-  opts.after_pass = [mode = std::string(ComputeModeName(opts.precision)),
-                     texture = opts.storage != passes::StoragePolicy::kBuffer](
+  // whether the device has a matrix engine for the mode.
+  opts.after_pass = [mode = std::string(ComputeModeName(opts.precision))](
                         const passes::Pass& p, const passes::Stats& st, const ir::Graph&) {
     std::string_view pass = p.name;
     if (pass == "precision" && st.count("no-matrix-engine"))
@@ -88,10 +87,6 @@ CompileOptions ToCompileOptions(const CompilerFlags& f) {
                    "texel: note: --precision %s: this device has no matrix engine; matrix "
                    "products compute in fp32%s\n",
                    mode.c_str(), mode == "fp16" ? " on f16 storage" : "");
-    if (pass == "precision" && texture && mode == "fp16")
-      std::fprintf(stderr,
-                   "texel: note: --precision fp16: values stored as f16 stay in buffers (images "
-                   "hold f32 values only; --texture-precision fp16 gives them f16 channels)\n");
   };
   return opts;
 }

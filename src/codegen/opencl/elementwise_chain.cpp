@@ -232,7 +232,8 @@ ChainFunction ChainAsFunction(const std::string& name, const ir::Value* seed,
                               const std::function<bool(const ir::Value*)>& by_lane) {
   ChainFunction f;
   for (const ir::Node* n : ops)
-    TEXEL_CHECK(n->outputs[0]->type.dtype == DType::kFloat32, "a chain function computes f32");
+    TEXEL_CHECK(ValueTypeName(n->outputs[0]->type.dtype) == "float",
+                "a chain function computes float (f32 or f16 values)");
   for (const ir::Value* in : ir::ExternalInputs(ops))
     if (in != seed) (by_lane(in) ? f.lane_operands : f.buffer_operands).push_back(in);
   std::vector<const ir::Value*> operands = ir::ExternalInputs(ops);
@@ -243,7 +244,8 @@ ChainFunction ChainAsFunction(const std::string& name, const ir::Value* seed,
   std::string params;
   for (size_t k = 0; k < f.lane_operands.size(); ++k) params += fmt::format(", float l{}", k);
   for (size_t k = 0; k < f.buffer_operands.size(); ++k)
-    params += fmt::format(", __global const float* b{}", k);
+    params += fmt::format(", __global const {}* b{}",
+                          StorageTypeName(f.buffer_operands[k]->type.dtype), k);
   if (ops.empty()) {
     f.code = fmt::format("float {}(float v, long i) {{ return v; }}\n", name);
     return f;

@@ -38,10 +38,10 @@ ChainCode ElementwiseChain(const std::vector<const ir::Node*>& ops, const ir::Va
                            const std::function<std::string(const ir::Value*)>& direct = {});
 
 // `ops` (consuming seed) as a helper function for kernels that apply a chain element by element
-// themselves: `float NAME(float v, long i, float l0, ..., __global const float* b0, ...)`,
+// themselves: `float NAME(float v, long i, float l0, ..., __global const T0* b0, ...)`,
 // i the flat output index. The operands `by_lane` accepts are passed as float arguments l<k>
 // (a texture kernel reads their texel once and passes a lane); the others are read from buffer
-// parameters b<k>. f32 only.
+// parameters b<k> (of their storage type). Values f32, or f16 computed in float.
 struct ChainFunction {
   std::string code;
   std::vector<const ir::Value*> lane_operands, buffer_operands;

@@ -14,17 +14,27 @@
 namespace texel::codegen {
 namespace {
 
-// A kernel parameter for value v: an image with its inferred qualifier, or a buffer.
+// A kernel parameter for value v: an image with its inferred qualifier, or a buffer of its
+// storage type (f16 values computed in float: vload_half / vstore_half).
 std::string Param(const ir::Value* v, const std::string& name, bool written) {
   if (v->is_image())
     return fmt::format("{} image2d_t {}", written ? "__write_only" : "__read_only", name);
-  return fmt::format("__global {}float* restrict {}", written ? "" : "const ", name);
+  return fmt::format("__global {}{}* restrict {}", written ? "" : "const ",
+                     StorageTypeName(v->type.dtype), name);
 }
 
-// The image accessors of a kernel whose images have f16 channels when `half`: a sampler at
-// program scope (one per kernel), READ_TEXEL(img, pos) and WRITE_TEXEL(img, pos, v) on float4.
-// f16 images use read_imageh / write_imageh where the device has cl_khr_fp16 (the arithmetic
-// stays f32), read_imagef / write_imagef elsewhere, which convert.
+// Element i of buffer p holding v's type, as float.
+std::string LoadFloat(const ir::Value* v, const std::string& p, const std::string& i) {
+  return v->type.dtype == DType::kFloat16 ? fmt::format("vload_half({}, {})", i, p)
+                                          : fmt::format("{}[{}]", p, i);
+}
+
+// The image accessors of a kernel that writes an image with f16 channels when `half`: a sampler
+// at program scope (one per kernel), READ_TEXEL(img, pos) and WRITE_TEXEL(img, pos, v) on
+// float4. Reads use read_imagef, defined for f32 and f16 channels alike (a kernel may read
+// both: an f32 value kept by --precision fp16's rule beside f16 ones); the arithmetic is f32.
+// An f16 image is written with write_imageh where the device has cl_khr_fp16, else
+// write_imagef, which converts.
 void DefineAccessors(KernelSource& src, const std::string& name, bool half, const Target& t) {
   std::string smp = name + "_smp";
   bool h = half && t.fp16;
@@ -32,9 +42,7 @@ void DefineAccessors(KernelSource& src, const std::string& name, bool half, cons
       fmt::format("{}__constant sampler_t {} = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | "
                   "CLK_FILTER_NEAREST;\n",
                   h ? "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n" : "", smp));
-  src.Define("READ_TEXEL(img, pos)",
-             h ? fmt::format("convert_float4(read_imageh(img, {}, pos))", smp)
-               : fmt::format("read_imagef(img, {}, pos)", smp));
+  src.Define("READ_TEXEL(img, pos)", fmt::format("read_imagef(img, {}, pos)", smp));
   src.Define("WRITE_TEXEL(img, pos, v)",
              h ? "write_imageh(img, pos, convert_half4(v))" : "write_imagef(img, pos, v)");
 }
@@ -63,7 +71,8 @@ void DefineStoreTexel(KernelSource& src, const std::string& name, const ir::Valu
     reads += fmt::format("  const float4 v{} = READ_TEXEL(t{}, pos);\n", k, k);
   }
   for (size_t k = 0; k < f.buffer_operands.size(); ++k) {
-    hparams += fmt::format(", __global const float* b{}", k);
+    hparams += fmt::format(", __global const {}* b{}",
+                           StorageTypeName(f.buffer_operands[k]->type.dtype), k);
     extra += fmt::format(", b{}", k);
     *params += ", " + Param(f.buffer_operands[k], fmt::format("b{}", k), false);
     spec.args.push_back(f.buffer_operands[k]->id);
@@ -137,14 +146,15 @@ KernelSpec ConvTexture(const ir::Node& n, const std::string& name, const Chain& 
   std::string params = Param(n.inputs[0], "x", false) + ", " + Param(n.inputs[1], "w", false);
   std::vector<int> args = {n.inputs[0]->id, n.inputs[1]->id};
   if (n.inputs.size() > 2) {
-    params += ", __global const float* restrict bias";
-    args.push_back(n.inputs[2]->id);
-    src.Prelude(fmt::format(
-        "float4 {0}_bias4(__global const float* b, int c4) {{\n"
-        "  float4 v = (float4)(0.0f);\n"
-        "  for (int e = 0; e < 4 && c4 * 4 + e < {1}; ++e) ((float*)&v)[e] = b[c4 * 4 + e];\n"
-        "  return v;\n}}\n",
-        name, y[1]));
+    const ir::Value* b = n.inputs[2];
+    params += ", " + Param(b, "bias", false);
+    args.push_back(b->id);
+    src.Prelude(
+        fmt::format("float4 {0}_bias4(__global const {2}* b, int c4) {{\n"
+                    "  float4 v = (float4)(0.0f);\n"
+                    "  for (int e = 0; e < 4 && c4 * 4 + e < {1}; ++e) ((float*)&v)[e] = {3};\n"
+                    "  return v;\n}}\n",
+                    name, y[1], StorageTypeName(b->type.dtype), LoadFloat(b, "b", "c4 * 4 + e")));
     src.Define("BIAS4(c4)", name + "_bias4(bias, c4)");
   } else {
     src.Define("BIAS4(c4)", "((float4)(0.0f))");
@@ -207,8 +217,9 @@ std::vector<KernelSpec> GenerateTextureGroup(const Chain& nodes, const std::stri
   Chain chain(nodes.begin() + 1, nodes.end());
   for (const ir::Node* n : nodes)
     for (const ir::Value* v : n->outputs)
-      if (v->type.dtype != DType::kFloat32 || v->type.shape.size() != 4)
-        Fail(ErrorCode::kUnsupported, "texture kernels compute 4-D f32 tensors");
+      if ((v->type.dtype != DType::kFloat32 && v->type.dtype != DType::kFloat16) ||
+          v->type.shape.size() != 4)
+        Fail(ErrorCode::kUnsupported, "texture kernels compute 4-D f32 or f16 tensors");
   if (anchor.op == ir::OpKind::kConv) return {ConvTexture(anchor, name, chain, target)};
   if (anchor.op == ir::OpKind::kMaxPool || anchor.op == ir::OpKind::kAveragePool)
     return {PoolTexture(anchor, name, chain, target)};
@@ -227,11 +238,16 @@ std::vector<KernelSpec> GenerateStorageConversion(const ir::Node& n, const std::
   const ir::Value* in = n.inputs[0];
   const ir::Value* out = n.outputs[0];
   const Shape& y = out->type.shape;
-  TEXEL_CHECK(y.size() == 4 && out->type.dtype == DType::kFloat32 &&
+  TEXEL_CHECK(y.size() == 4 &&
+                  (out->type.dtype == DType::kFloat32 || out->type.dtype == DType::kFloat16) &&
                   in->is_image() != out->is_image() && out->storage != ir::Storage::kTextureWeight,
               "storage conversion of {} {}", TypeStr(out->type), OpName(n.op));
   KernelSource src(name, "texture_copy");
   src.Define("MODE", out->is_image() ? 1 : 2).Define("C", y[1]).Define("C4", (y[1] + 3) / 4);
+  src.Define("LOAD_X(i)", LoadFloat(in, "x", "i"));
+  src.Define("STORE_OUT(i, v)", out->type.dtype == DType::kFloat16
+                                    ? "vstore_half_rte((v), (i), out)"
+                                    : "out[i] = (v)");
   src.Define("H", y[2]).Define("W", y[3]);
   if (out->is_image())
     return {Finish(src, name, out, {}, Param(in, "x", false), {in->id}, 0, target)};
