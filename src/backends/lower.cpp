@@ -105,6 +105,8 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device,
     std::string ops = ops_from(0), op = ops;  // op: "conv_add_relu", in kernel names
     for (char& c : op)
       c = c == '+' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    // Kernel names stay short: compilers write them into file names (PoCL fails past 255).
+    if (op.size() > 48) op.resize(48);
     std::vector<codegen::KernelSpec> kernels;
     try {
       kernels = be->Lower(nodes, fmt::format("k{}_{}", index++, op), device, tuning);

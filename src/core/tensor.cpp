@@ -3,7 +3,14 @@
 #include <bit>
 #include <cmath>
 
+#include "core/limits.h"
+
 namespace texel {
+
+HostTensor::HostTensor(DType t, Shape s) : dtype(t), shape(std::move(s)) {
+  RequireWithinLimits(shape, dtype, /*host=*/true, "a tensor in host memory");
+  bytes.resize(static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype));
+}
 
 float HalfToFloat(uint16_t h) {
   uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;

@@ -17,9 +17,8 @@ struct HostTensor {
   std::vector<uint8_t> bytes;
 
   HostTensor() = default;
-  HostTensor(DType t, Shape s) : dtype(t), shape(std::move(s)) {
-    bytes.resize(NumElements(shape) * DTypeSize(dtype));
-  }
+  // Throws kInvalidModel past the host limit (core/limits.h) instead of allocating.
+  HostTensor(DType t, Shape s);
   int64_t size() const { return NumElements(shape); }
   template <typename T>
   T* data() {

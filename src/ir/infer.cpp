@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "ir/attention_layout.h"
 #include "ir/index_map.h"
 
@@ -156,8 +157,25 @@ int64_t WindowOutSize(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, i
   return (in + pb + pe - d * (k - 1) - 1) / s + 1;
 }
 
+namespace {
+std::vector<TensorType> InferUnchecked(OpKind op, const std::vector<TensorType>& in_values,
+                                       const Attrs& a);
+}  // namespace
+
+// Every result within the tensor limit (core/limits.h): no shape arithmetic overflows, and no
+// absurd size reaches the planner.
 std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in_values,
                                    const Attrs& a) {
+  std::vector<TensorType> out = InferUnchecked(op, in_values, a);
+  for (size_t k = 0; k < out.size(); ++k)
+    RequireWithinLimits(out[k].shape, out[k].dtype, /*host=*/false,
+                        fmt::format("output {} of {}", k, OpName(op)));
+  return out;
+}
+
+namespace {
+std::vector<TensorType> InferUnchecked(OpKind op, const std::vector<TensorType>& in_values,
+                                       const Attrs& a) {
   const OpInfo& info = GetOpInfo(op);
   // Elementwise ops may read an input through a view (passes/views.cpp): their types are the
   // views' shapes.
@@ -403,5 +421,7 @@ std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in_
   }
   Fail(ErrorCode::kInternal, "no type inference for {}", info.name);
 }
+
+}  // namespace
 
 }  // namespace texel::ir

@@ -19,6 +19,9 @@
 // elsewhere too (a pre-norm layer's residual stream), every such reader must come after the
 // merged group or belong to the LayerNorm's epilogue, and the LayerNorm also writes X
 // (attribute write_input = 1) before its epilogue reads it.
+// No group grows past kMaxGroupNodes: a chain of thousands of elementwise nodes (a hostile or
+// generated model) would be one kernel of as many statements, which OpenCL compilers (PoCL's
+// clang among them) overflow their stack on; the chain continues in the next group.
 // Groups are recorded in Node::group; lowering makes one kernel per group (backends/lower.cpp),
 // two for a product with its LayerNorm.
 #include <algorithm>
@@ -34,6 +37,8 @@ namespace {
 
 using ir::OpClass;
 using ir::OpKind;
+
+constexpr size_t kMaxGroupNodes = 64;
 
 bool IsElementwise(const ir::Node& n) {
   OpClass c = n.info().cls;
@@ -102,7 +107,7 @@ int64_t MergeDiamonds(GraphIndex& ix) {
       bool inside = std::none_of(mh.begin(), mh.end(),
                                  [](const ir::Node* n) { return ir::ReadsThroughView(*n); });
       for (const ir::Node* u : ix.users[x->id]) inside &= u->group == p->group || u->group == h;
-      if (!inside) continue;
+      if (!inside || gm.size() + mh.size() > kMaxGroupNodes) continue;
       for (ir::Node* n : mh) n->group = p->group;
       gm.insert(gm.end(), mh.begin(), mh.end());
       mh.clear();
@@ -159,6 +164,7 @@ int64_t MergeNormPrologues(ir::Graph& g, GraphIndex& ix, std::vector<const ir::N
 Stats Fuse(ir::Graph& g, const PassContext&) {
   std::vector<int> uses = g.UseCounts();
   std::vector<const ir::Node*> root;  // group id -> the group's first node
+  std::vector<size_t> size;           // group id -> its nodes so far
   int64_t fused = 0;
   for (const auto& node : g.nodes()) {
     ir::Node& n = *node;
@@ -170,11 +176,14 @@ Stats Fuse(ir::Graph& g, const PassContext&) {
       const ir::Node* first = p->group >= 0 ? root[p->group] : p;
       if (!JoinsGroupOf(*first, in->type.shape, n.outputs[0]->type.shape)) continue;
       if (IsAnchor(*first) && n.outputs[0]->type.dtype != first->outputs[0]->type.dtype) continue;
+      if (p->group >= 0 && size[p->group] >= kMaxGroupNodes) continue;
       if (p->group < 0) {
         p->group = static_cast<int>(root.size());
         root.push_back(p);
+        size.push_back(1);
       }
       n.group = p->group;
+      ++size[p->group];
       ++fused;
       break;
     }

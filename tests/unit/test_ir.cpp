@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/limits.h"
+#include "core/tensor.h"
 #include "ir/graph.h"
 #include "ir/infer.h"
 #include "ir/printer.h"
@@ -332,3 +334,28 @@ TEST(PrinterTest, Golden) {
 
 }  // namespace
 }  // namespace texel::ir
+
+namespace texel {
+namespace {
+
+// core/limits.h: sizes are computed without overflow, and shape inference refuses results past
+// the tensor limit by node, before anything is allocated.
+TEST(LimitsTest, OverflowAndLimitsRefusedByName) {
+  EXPECT_EQ(CheckedBytes({2, 3}, DType::kFloat32), 24u);
+  EXPECT_EQ(CheckedBytes({}, DType::kInt64), 8u);
+  EXPECT_FALSE(CheckedBytes({int64_t{1} << 40, int64_t{1} << 40}, DType::kFloat32));
+  EXPECT_FALSE(CheckedBytes({-1, 4}, DType::kFloat32));
+  try {
+    ir::InferTypes(ir::OpKind::kExpand, {{DType::kFloat32, {1, 1}}},
+                   {{"shape", std::vector<int64_t>{int64_t{1} << 30, int64_t{1} << 30}}});
+    ADD_FAILURE() << "an Expand to 2^60 elements was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidModel);
+    EXPECT_NE(std::string(e.what()).find("Expand"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("TEXEL_MAX_TENSOR_BYTES"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(HostTensor(DType::kFloat32, {int64_t{1} << 31, 4}), Error);  // 32 GiB on the host
+}
+
+}  // namespace
+}  // namespace texel

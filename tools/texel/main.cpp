@@ -1,5 +1,6 @@
 // texel: the command-line program. See `texel --help` and README.md.
 #include <cstdio>
+#include <new>
 
 #include "commands.h"
 #include "core/error.h"
@@ -39,6 +40,12 @@ int main(int argc, char** argv) {
       if (sub->parsed()) return run();
   } catch (const texel::Error& e) {
     std::fprintf(stderr, "texel: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // Within texel's limits (docs/reliability.md) but beyond this machine's memory.
+    std::fprintf(stderr,
+                 "texel: error: out of host memory (the model is within texel's limits, "
+                 "TEXEL_MAX_TENSOR_BYTES and TEXEL_MAX_HOST_BYTES, but not this machine's)\n");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "texel: internal error: %s\n", e.what());

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/limits.h"
 #include "frontend/onnx/node_importer.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "ir/verifier.h"
@@ -63,6 +64,7 @@ ir::TensorType InputType(const onnx::ValueInfoProto& vi, const ImportOptions& op
            vi.name(), i, dims[i].dim_param(), vi.name());
     }
   }
+  RequireWithinLimits(t.shape, t.dtype, /*host=*/false, fmt::format("graph input '{}'", vi.name()));
   return t;
 }
 
@@ -146,7 +148,10 @@ void ImportNodes(ir::Graph& g, const onnx::GraphProto& gp, Scope& scope, int ops
         if (node.output(i).empty()) continue;
         if (!ni.outputs()[i])
           Fail(ErrorCode::kUnsupported, "output {} ('{}') is not supported", i, node.output(i));
-        scope.values[node.output(i)] = ni.outputs()[i];
+        // ONNX graphs are in SSA form: a second definition would silently replace the first.
+        if (!scope.values.emplace(node.output(i), ni.outputs()[i]).second)
+          Fail(ErrorCode::kInvalidModel, "output {} ('{}') is already defined in this graph", i,
+               node.output(i));
       }
     } catch (Error& e) {
       e.AddContext(label);

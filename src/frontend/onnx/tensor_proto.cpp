@@ -77,9 +77,21 @@ std::string ReadExternal(const TensorProto& t, const std::string& base_dir, size
          "to the model's folder",
          t.name(), location);
   p = std::filesystem::path(base_dir) / p;
-  std::ifstream f(p, std::ios::binary);
-  if (!f)
+  // Symbolic links may not lead out of the model's folder either.
+  std::error_code ec;
+  std::filesystem::path real = std::filesystem::canonical(p, ec);
+  if (ec)
     Fail(ErrorCode::kNotFound, "tensor '{}': external data file '{}' not found", t.name(),
+         p.string());
+  std::filesystem::path folder = std::filesystem::canonical(base_dir.empty() ? "." : base_dir, ec);
+  auto rel = real.lexically_relative(folder);
+  if (ec || rel.empty() || *rel.begin() == "..")
+    Fail(ErrorCode::kInvalidModel,
+         "tensor '{}': external data file '{}' is outside the model's folder (it leads to '{}')",
+         t.name(), p.string(), real.string());
+  std::ifstream f(real, std::ios::binary);
+  if (!f)
+    Fail(ErrorCode::kNotFound, "tensor '{}': external data file '{}' cannot be read", t.name(),
          p.string());
   if (length < 0) length = static_cast<int64_t>(want);
   if (static_cast<size_t>(length) != want)  // checked before allocating
@@ -87,6 +99,13 @@ std::string ReadExternal(const TensorProto& t, const std::string& base_dir, size
          "tensor '{}': external data length {} does not match its "
          "type ({} bytes)",
          t.name(), length, want);
+  // The file must hold the bytes before they are allocated.
+  uintmax_t file_size = std::filesystem::file_size(real, ec);
+  if (ec || static_cast<uintmax_t>(offset) > file_size ||
+      file_size - static_cast<uintmax_t>(offset) < static_cast<uintmax_t>(length))
+    Fail(ErrorCode::kInvalidModel,
+         "tensor '{}': external data file '{}' is too short ({} bytes; {} wanted at offset {})",
+         t.name(), p.string(), ec ? 0 : file_size, length, offset);
   std::string data(length, '\0');
   f.seekg(offset);
   f.read(data.data(), length);
