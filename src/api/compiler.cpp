@@ -107,6 +107,37 @@ void RunPassesFor(ir::Graph& graph, const cl::DeviceInfo& dev, std::shared_ptr<c
   passes::RunPipeline(graph, pc, options.after_pass);
 }
 
+// The device's own limits, checked when the plan is made rather than when clCreateBuffer fails
+// at the first run: each buffer at most CL_DEVICE_MAX_MEM_ALLOC_SIZE, all of them together at
+// most the device's global memory (docs/reliability.md). Images are bounded by their extents.
+void CheckDeviceLimits(const runtime::Plan& plan, const cl::DeviceInfo& dev) {
+  const runtime::MemoryPlan& m = plan.memory;
+  auto name_of = [&](size_t b) {
+    for (const auto* list : {&plan.inputs, &plan.outputs})
+      for (const runtime::TensorBinding& t : *list)
+        if (t.buffer == static_cast<int>(b)) return fmt::format("'{}'", t.name);
+    return plan.buffers[b].constant ? std::string("a constant") : std::string("a value");
+  };
+  auto check = [&](int64_t bytes, const std::string& what) {
+    if (dev.max_alloc_bytes > 0 && static_cast<uint64_t>(bytes) > dev.max_alloc_bytes)
+      Fail(ErrorCode::kUnsupported,
+           "{} needs {} bytes; device '{}' allocates at most {} at once "
+           "(CL_DEVICE_MAX_MEM_ALLOC_SIZE)",
+           what, bytes, dev.name, dev.max_alloc_bytes);
+  };
+  check(m.arena_bytes, "the arena of intermediate values");
+  for (size_t b = 0; b < plan.buffers.size(); ++b)
+    if (!plan.buffers[b].is_image() && (m.offsets.empty() || m.offsets[b] < 0))
+      check(plan.buffers[b].bytes, name_of(b));
+  uint64_t total = static_cast<uint64_t>(m.arena_bytes) + static_cast<uint64_t>(m.constant_bytes) +
+                   static_cast<uint64_t>(m.io_bytes) + static_cast<uint64_t>(m.texture_pool_bytes);
+  if (dev.global_mem_bytes > 0 && total > dev.global_mem_bytes)
+    Fail(
+        ErrorCode::kUnsupported,
+        "the model needs {} bytes of device memory; device '{}' has {} (CL_DEVICE_GLOBAL_MEM_SIZE)",
+        total, dev.name, dev.global_mem_bytes);
+}
+
 // The passes and the lowering for a device (as RunPassesFor).
 runtime::Plan PlanFor(ir::Graph& graph, const cl::DeviceInfo& dev, std::shared_ptr<cl::Context> ctx,
                       const CompileOptions& options, const std::string& model_sha256) {
@@ -120,6 +151,7 @@ runtime::Plan PlanFor(ir::Graph& graph, const cl::DeviceInfo& dev, std::shared_p
   runtime::Plan plan = backends::LowerToPlan(graph, dev, tuning ? &*tuning : nullptr);
   if (options.on_tuning) options.on_tuning(tuning ? tuning->Report() : TuningReport{});
   plan.memory = runtime::PlanMemory(plan, runtime::ArenaAlignment(dev));
+  CheckDeviceLimits(plan, dev);
   plan.info = {
       kVersion, DescribeOptions(options), model_sha256,         dev.name,          dev.vendor,
       dev.type, dev.driver_version,       dev.platform_version, dev.device_version};
@@ -166,8 +198,14 @@ runtime::Artifact CompileForDevice(const std::string& model_path, const cl::Devi
 
 CompiledModel Compile(const std::string& model_path, std::shared_ptr<cl::Context> ctx,
                       const CompileOptions& options) {
-  return ImportAndCompile([&] { return ImportModelFile(model_path, options.import); },
-                          [&] { return FileSha256(model_path); }, std::move(ctx), options);
+  try {
+    return ImportAndCompile([&] { return ImportModelFile(model_path, options.import); },
+                            [&] { return FileSha256(model_path); }, std::move(ctx), options);
+  } catch (Error& e) {
+    // Errors past the importer (the device's limits, lowering) name the file too.
+    if (e.message().find(model_path) == std::string::npos) e.AddContext(model_path);
+    throw;
+  }
 }
 
 CompiledModel CompileBytes(const std::string& bytes, std::shared_ptr<cl::Context> ctx,

@@ -3,7 +3,7 @@
 // host evaluation during import and constant folding). A hostile or damaged model that declares
 // more gets a clear error instead of an out-of-memory abort (docs/reliability.md). Defaults
 // are raised with the environment variables TEXEL_MAX_TENSOR_BYTES and TEXEL_MAX_HOST_BYTES.
-// Device limits are the device's own: an allocation past them fails with its OpenCL error.
+// The device's own limits are checked when a plan is made (api/compiler.cpp).
 #pragma once
 
 #include <cstdint>

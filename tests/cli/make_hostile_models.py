@@ -8,6 +8,8 @@ it declares:
   sub/ext_symlink.onnx   external data through a symbolic link that leaves the model's folder
   ext_absolute.onnx      external data at an absolute path
   input_huge.onnx        a graph input of 10^12 elements
+  input_large.onnx       a graph input of 15 GiB: within texel's limit, past the device's
+                         largest allocation (PoCL on a 24 GiB machine: 8 GiB)
   tile_huge.onnx         Tile by 10^9 x 10^9: shape arithmetic past 64 bits
   cos_huge.onnx          ConstantOfShape 10^5 x 10^5 (evaluated on the host while importing)
   range_huge.onnx        Range(0, 10^12) (evaluated on the host)
@@ -63,6 +65,8 @@ os.symlink(os.path.abspath(os.path.join(out, "tiny.bin")), link)  # outside sub/
 save("sub/ext_symlink.onnx", [add], inits=[external("w", [1], "link.bin")])
 save("input_huge.onnx", [h.make_node("Relu", ["x"], ["y"])],
      inputs=[h.make_tensor_value_info("x", T.FLOAT, [100000, 100000, 100])])
+save("input_large.onnx", [h.make_node("Relu", ["x"], ["y"])],
+     inputs=[h.make_tensor_value_info("x", T.FLOAT, [4, 1024, 1024, 960])])
 save("tile_huge.onnx", [h.make_node("Tile", ["x", "r"], ["y"])],
      inits=[nh.from_array(np.array([10**9, 10**9], dtype=np.int64), "r")])
 save("cos_huge.onnx", [h.make_node("ConstantOfShape", ["s"], ["c"]),
