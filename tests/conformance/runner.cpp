@@ -188,22 +188,33 @@ std::vector<Outcome> RunAll(const std::vector<std::pair<std::string, fs::path>>&
                             const Options& opt) {
   std::vector<Outcome> results(tests.size());
   std::vector<Child> running;
+  // A test whose process died of a signal runs once more, alone in its process, and both
+  // outcomes are printed: a crash that repeats fails; one that does not is reported as a
+  // flake (PoCL compiling the same kernel in two processes at once has crashed once in CI).
+  std::vector<bool> crashed_once(tests.size(), false);
+  std::vector<size_t> retry;
   size_t next = 0, done = 0;
   while (done < tests.size()) {
-    while (static_cast<int>(running.size()) < opt.jobs && next < tests.size()) {
+    while (static_cast<int>(running.size()) < opt.jobs && (next < tests.size() || !retry.empty())) {
+      size_t index = next;
+      if (!retry.empty()) {
+        index = retry.back();
+        retry.pop_back();
+      } else {
+        ++next;
+      }
       int fds[2];
       if (pipe(fds) != 0) Fail(ErrorCode::kIo, "pipe failed");
       pid_t pid = fork();
       if (pid == 0) {
         close(fds[0]);
-        std::string r = RunTestCaught(tests[next].second, opt);
+        std::string r = RunTestCaught(tests[index].second, opt);
         (void)!write(fds[1], r.data(), r.size());
         _exit(0);
       }
       close(fds[1]);
       fcntl(fds[0], F_SETFL, O_NONBLOCK);
-      running.push_back({pid, fds[0], next, "", std::chrono::steady_clock::now()});
-      ++next;
+      running.push_back({pid, fds[0], index, "", std::chrono::steady_clock::now()});
     }
     std::vector<pollfd> pfds;
     for (const Child& c : running) pfds.push_back({c.fd, POLLIN, 0});
@@ -232,9 +243,17 @@ std::vector<Outcome> RunAll(const std::vector<std::pair<std::string, fs::path>>&
       if (timed_out) {
         o.status = "fail";
         o.detail = fmt::format("timed out after {} s", opt.timeout_s);
+      } else if (WIFSIGNALED(status) && !crashed_once[c.index]) {
+        crashed_once[c.index] = true;
+        std::printf("crashed    %s/%s  (signal %d): running it again\n", o.suite.c_str(),
+                    o.name.c_str(), WTERMSIG(status));
+        std::fflush(stdout);
+        retry.push_back(c.index);
+        running.erase(running.begin() + static_cast<std::ptrdiff_t>(k));
+        continue;
       } else if (WIFSIGNALED(status)) {
         o.status = "fail";
-        o.detail = fmt::format("crashed (signal {})", WTERMSIG(status));
+        o.detail = fmt::format("crashed (signal {}) twice", WTERMSIG(status));
       } else if (tab == std::string::npos) {
         o.status = "fail";
         o.detail = "no result (exit " + std::to_string(WEXITSTATUS(status)) + ")";
@@ -242,6 +261,9 @@ std::vector<Outcome> RunAll(const std::vector<std::pair<std::string, fs::path>>&
         o.status = c.out.substr(0, tab);
         o.detail = c.out.substr(tab + 1);
       }
+      if (crashed_once[c.index] && o.status != "fail")
+        std::printf("flake      %s/%s  crashed once, then %s\n", o.suite.c_str(), o.name.c_str(),
+                    o.status.c_str());
       if (opt.verbose || o.status == "fail")
         std::printf("%-11s %s/%s  %s\n", o.status.c_str(), o.suite.c_str(), o.name.c_str(),
                     o.detail.c_str());
