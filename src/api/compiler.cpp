@@ -203,7 +203,8 @@ CompiledModel Compile(const std::string& model_path, std::shared_ptr<cl::Context
                             [&] { return FileSha256(model_path); }, std::move(ctx), options);
   } catch (Error& e) {
     // Errors past the importer (the device's limits, lowering) name the file too.
-    if (e.message().find(model_path) == std::string::npos) e.AddContext(model_path);
+    const std::vector<std::string>& ctx = e.context();
+    if (std::find(ctx.begin(), ctx.end(), model_path) == ctx.end()) e.AddContext(model_path);
     throw;
   }
 }

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/limits.h"
 
 namespace texel::onnx_frontend {
 
@@ -123,14 +124,10 @@ HostTensor TensorFromProto(const TensorProto& t, const std::string& base_dir) {
     Fail(ErrorCode::kUnsupported, "tensor '{}' has data type {}, which texel does not support",
          t.name(), OnnxTypeName(t.data_type()));
   Shape shape(t.dims().begin(), t.dims().end());
-  // Check the size against the data before allocating: a damaged file must not allocate
-  // whatever its dims claim.
-  int64_t count = 1;
-  for (int64_t d : shape) {
-    if (d < 0 || (d > 0 && count > (int64_t{1} << 40) / d))
-      Fail(ErrorCode::kInvalidModel, "tensor '{}' has bad dims {}", t.name(), ShapeStr(shape));
-    count *= d;
-  }
+  // Check the size against the limits and the data before allocating: a damaged file must not
+  // allocate whatever its dims claim.
+  RequireWithinLimits(shape, dtype, /*host=*/true, fmt::format("tensor '{}'", t.name()));
+  int64_t count = NumElements(shape);
   size_t want = static_cast<size_t>(count) * DTypeSize(dtype);
   if (t.data_location() != TensorProto::EXTERNAL && t.has_raw_data() && t.raw_data().size() != want)
     Fail(ErrorCode::kInvalidModel, "tensor '{}' has {} bytes of data, its type {}[{}] needs {}",
