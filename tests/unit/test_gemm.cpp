@@ -228,6 +228,35 @@ TEST(GemmTest, MatrixEngineModesEmulated) {
   EXPECT_GT(RunAndCheck(g, 1.0f, 0.0f, Emulated(), &raw, "tf32 raw"), 1e-5);
 }
 
+// The asynchronous-copy layouts the GPU's engine reads (tiles as stored, A transposed or not, B
+// transposed or not), copied synchronously by the emulation: each layout and mode against the
+// host, over more steps than stages, on whole tiles and on edge tiles (zero-filled chunks past M,
+// N and K).
+TEST(GemmTest, AsyncTileLayoutsEmulated) {
+  codegen::Target t = Emulated();
+  t.mma_emulated = true;
+  for (ComputeMode mode : {ComputeMode::kTf32, ComputeMode::kTf32x3, ComputeMode::kFp16}) {
+    const bool f16 = mode == ComputeMode::kFp16;
+    const WarpGemmParams p =
+        f16 ? WarpGemmParams{64, 64, 32, 32, 32, 3} : WarpGemmParams{32, 32, 16, 16, 16, 3};
+    for (bool even : {true, false})
+      for (int layout = 0; layout < 3; ++layout) {  // NN, NT, TN
+        if ((even || mode == ComputeMode::kTf32x3) && layout > 0) continue;
+        GemmProblem g;
+        g.m = even ? 64 : 88, g.n = even ? 128 : 72, g.k = even ? 160 : 104, g.batch = 2;
+        g.mode = mode, g.elem = f16 ? DType::kFloat16 : DType::kFloat32;
+        g.trans_a = layout == 2, g.trans_b = layout == 1;
+        g.lda = g.trans_a ? g.m : g.k, g.ldb = g.trans_b ? g.k : g.n, g.ldc = g.n;
+        g.stride_a = g.m * g.k, g.stride_b = g.k * g.n, g.stride_c = g.m * g.n;
+        std::string what = fmt::format("{} layout {} {} {}", ComputeModeName(mode), layout,
+                                       even ? "even" : "edges", p.ToString());
+        ASSERT_FALSE(codegen::CheckWarpGemmParams(p, g, t)) << what;
+        EXPECT_TRUE(codegen::AsyncCopies(g, p, t)) << what;
+        RunAndCheck(g, 0.5f, f16 ? 0.0f : 2.0f, t, &p, what);
+      }
+  }
+}
+
 // Intel's matrix engine (codegen/opencl/gemm/dpas_gemm.h), which no device here has: chosen from
 // the extension and the device's smallest subgroup size, for fp16 only.
 TEST(GemmTest, IntelMatrixEngineSelection) {

@@ -81,10 +81,16 @@ void DefineAsyncCopy(KernelSource& src, const Target& t) {
                R"(__asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::)"
                R"("r"((uint)(ulong)(dst)), "l"((ulong)(src)), "r"((ok) ? 16 : 0) : "memory"))");
     src.Define("CP_ASYNC_COMMIT()", R"(__asm volatile("cp.async.commit_group;" ::: "memory"))");
-    src.Define("CP_ASYNC_WAIT(n)", R"(__asm volatile("cp.async.wait_group " #n ";" ::: "memory"))");
+    // n expanded first (a macro such as PENDING), then made the instruction's literal.
+    src.Define("CP_ASYNC_STR(n)", "#n");
+    src.Define("CP_ASYNC_WAIT(n)",
+               R"(__asm volatile("cp.async.wait_group " CP_ASYNC_STR(n) ";" ::: "memory"))");
     return;
   }
-  src.Define("CP_ASYNC16(dst, src, ok)", "vstore4((ok) ? vload4(0, (src)) : (float4)0, 0, (dst))");
+  // Elsewhere a plain copy of the same 16 bytes (any element type: moved as four words).
+  src.Define("CP_ASYNC16(dst, src, ok)",
+             "vstore4((ok) ? vload4(0, (__global const uint*)(src)) : (uint4)0, 0, "
+             "(__local uint*)(dst))");
   src.Define("CP_ASYNC_COMMIT()", "((void)0)").Define("CP_ASYNC_WAIT(n)", "((void)0)");
 }
 

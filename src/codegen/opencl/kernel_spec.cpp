@@ -3,6 +3,11 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
 
 #include "core/error.h"
 
@@ -10,15 +15,36 @@ namespace texel::codegen {
 
 const char* FindKernelTemplate(std::string_view name);  // generated at build time
 
+namespace {
+
+// The template `name`: from $TEXEL_KERNEL_DIR/<name>.cl where that variable is set and the file
+// exists (kernel development: variants tried on a device without rebuilding texel; the program
+// cache keys on the source, so an edited file is rebuilt), otherwise the embedded copy.
+const char* KernelTemplate(std::string_view name) {
+  const char* dir = std::getenv("TEXEL_KERNEL_DIR");
+  if (dir == nullptr || *dir == '\0') return FindKernelTemplate(name);
+  static std::mutex mutex;
+  static std::map<std::string, std::string, std::less<>> loaded;  // texts live for the process
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = loaded.find(name); it != loaded.end()) return it->second.c_str();
+  std::ifstream in(fmt::format("{}/{}.cl", dir, name), std::ios::binary);
+  if (!in) return FindKernelTemplate(name);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return loaded.emplace(std::string(name), text.str()).first->second.c_str();
+}
+
+}  // namespace
+
 KernelSource::KernelSource(std::string kernel_name, std::string_view template_name)
-    : name_(std::move(kernel_name)), template_(FindKernelTemplate(template_name)) {
+    : name_(std::move(kernel_name)), template_(KernelTemplate(template_name)) {
   TEXEL_CHECK(template_ != nullptr, "no kernel template '{}'", template_name);
   Define("KERNEL_NAME", name_);
 }
 
 KernelSource& KernelSource::Retarget(std::string kernel_name, std::string_view template_name) {
   name_ = std::move(kernel_name);
-  template_ = FindKernelTemplate(template_name);
+  template_ = KernelTemplate(template_name);
   TEXEL_CHECK(template_ != nullptr, "no kernel template '{}'", template_name);
   for (auto& [key, value] : defines_)
     if (key == "KERNEL_NAME") value = name_;

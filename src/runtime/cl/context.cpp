@@ -122,7 +122,13 @@ cl_program BuildFromSource(const Context& ctx, const std::string& source,
   CheckCL(err, "clCreateProgramWithSource");
   cl_device_id device = ctx.device();
   err = clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr);
-  if (err == CL_SUCCESS) return program;
+  if (err == CL_SUCCESS) {
+    // $TEXEL_CL_BUILD_LOG: the driver's log of a successful build on stderr (with NVIDIA's
+    // -cl-nv-verbose, each kernel's registers and spills).
+    if (const char* show = std::getenv("TEXEL_CL_BUILD_LOG"); show && *show)
+      fmt::print(stderr, "build log:\n{}\n", BuildLog(program, device));
+    return program;
+  }
 
   std::string log = BuildLog(program, device);
   clReleaseProgram(program);
@@ -466,8 +472,13 @@ void Launch(const Context& ctx, const Kernel& k, const std::vector<size_t>& glob
 
 // ---- Program ----
 
-Program::Program(const Context& ctx, const std::string& source, const std::string& options,
+Program::Program(const Context& ctx, const std::string& source, const std::string& plan_options,
                  ProgramCache* cache, const std::vector<uint8_t>* binary) {
+  // $TEXEL_CL_BUILD_OPTIONS: appended to every build (kernel development, e.g. a driver's
+  // register cap or verbose flags); part of the cache key like the plan's own options.
+  std::string options = plan_options;
+  if (const char* extra = std::getenv("TEXEL_CL_BUILD_OPTIONS"); extra && *extra)
+    options += (options.empty() ? "" : " ") + std::string(extra);
   if (binary != nullptr && !binary->empty()) {
     program_ = BuildFromBinary(ctx, *binary, options);
     from_binary_ = program_ != nullptr;

@@ -43,10 +43,14 @@ std::string WarpGemmParams::ToString() const {
 }
 
 bool AsyncCopies(const GemmProblem& g, const WarpGemmParams& p, const Target& t) {
-  if (!t.mma_sync || g.mode == ComputeMode::kFp32 || !Even(g, p)) return false;
+  // The emulation (no PTX) copies the same tiles synchronously, so that a CPU checks their layouts.
+  if (!(t.mma_sync || t.mma_emulated) || g.mode == ComputeMode::kFp32 || g.k == 0) return false;
   bool half = g.elem == DType::kFloat16;
   if (half != (g.mode == ComputeMode::kFp16)) return false;
   int64_t chunk = half ? 8 : 4;  // elements per 16 bytes
+  // Edge tiles: a chunk is wholly inside the matrix or wholly outside (zeros).
+  int64_t a_row = g.trans_a ? g.m : g.k, b_row = g.trans_b ? g.k : g.n;
+  if (!Even(g, p) && (a_row % chunk != 0 || b_row % chunk != 0)) return false;
   return Aligned(g.a_offset, g.lda, g.stride_a, g.batch, chunk) &&
          Aligned(g.b_offset, g.ldb, g.stride_b, g.batch, chunk);
 }
@@ -139,6 +143,7 @@ KernelSource WarpSource(const GemmProblem& g, const std::string& kernel_name, co
   src.Define("BM", p.bm).Define("BN", p.bn).Define("BK", p.bk);
   src.Define("WM", p.wm).Define("WN", p.wn).Define("MODE", mode).Define("RAW_TF32", p.raw_tf32);
   src.Define("MMA_PTX", t.mma_sync).Define("EVEN", even).Define("ASYNC", async);
+  if (async) DefineAsyncCopy(src, t);
   src.Define("STAGES", p.stages).Define("PENDING", p.stages - 2);
   src.Define("TRANS_A", g.trans_a).Define("TRANS_B", g.trans_b);
   DefineOperandOffsets(src, g.trans_a, g.trans_b);

@@ -46,7 +46,8 @@ struct WarpGemmParams {
   std::string ToString() const;  // "warp 128x128x16 / 64x32 s3 split 4"
 };
 
-// Whether g's tiles go to local memory by cp.async on t, copied as stored: the matrix engine,
+// Whether g's tiles go to local memory by cp.async on t (or, on the emulated engine, by plain
+// copies of the same layout), copied as stored: the matrix engine,
 // whole tiles, operands 16-byte aligned and stored in the mode's type (f32 for tf32 and tf32x3,
 // f16 for fp16).
 bool AsyncCopies(const GemmProblem& g, const WarpGemmParams& p, const Target& t);

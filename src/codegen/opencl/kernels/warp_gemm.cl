@@ -16,8 +16,10 @@
 //   MODE 0 (fp32)    FMAs
 // all accumulating in fp32. Local rows are padded (LS) so that a warp's fragment loads touch 32
 // distinct banks: lanes read rows g = lane / 4 and columns t = lane % 4 of a 16 x 8 block.
-// With ASYNC (the matrix engine, whole tiles, 16-byte aligned operands stored in the mode's
-// type) the tiles are instead copied as they are stored by cp.async, STAGES - 1 steps ahead.
+// With ASYNC (the matrix engine, operands 16-byte aligned and stored in the mode's type, their
+// contiguous dimensions multiples of 16 bytes) the tiles are instead copied as they are stored
+// by CP_ASYNC16 (generator.h DefineAsyncCopy: cp.async, or plain copies without the PTX),
+// STAGES - 1 steps ahead.
 // Parameters: BM, BN, BK, WM, WN, MODE, RAW_TF32 (tf32: operands not rounded by cvt.rna, the
 // engine truncating them), MMA_PTX, ASYNC, STAGES (2 without ASYNC), PENDING
 // (STAGES - 2), TRANS_A, TRANS_B (op(A) = A^T: A stored [K, M]), A_AT(r, k), B_AT(k, c)
@@ -52,27 +54,29 @@
 #endif
 // Local tiles per stage. With ASYNC an operand is copied as it is stored: A transposed is
 // [BK][BM + 8], B not transposed [BK][BN + 8] (rows of 8 mod 32 words: fragment reads stay
-// conflict-free); otherwise both are [rows][LS], k contiguous.
+// conflict-free); otherwise both are [rows][LS], k contiguous. A_IDX(r, k) / B_IDX(c, k): the
+// index of element (r, k) of A's tile, (k, c) of B's; A_FRAG / B_FRAG: the element.
 #if ASYNC && TRANS_A
 #define LSA (BM + 8)
 #define A_TILE (BK * LSA)
-#define A_FRAG(at, r, k) (at)[(k) * LSA + (r)]
+#define A_IDX(r, k) ((k) * LSA + (r))
 #else
 #define LSA LS
 #define A_TILE (BM * LS)
-#define A_FRAG(at, r, k) (at)[(r) * LS + (k)]
+#define A_IDX(r, k) ((r) * LS + (k))
 #endif
 #if ASYNC && !TRANS_B
 #define LSB (BN + 8)
 #define B_TILE (BK * LSB)
-#define B_FRAG(bt, c, k) (bt)[(k) * LSB + (c)]
+#define B_IDX(c, k) ((k) * LSB + (c))
 #else
 #define LSB LS
 #define B_TILE (BN * LS)
-#define B_FRAG(bt, c, k) (bt)[(c) * LS + (k)]
+#define B_IDX(c, k) ((c) * LS + (k))
 #endif
-
-
+#define CH (MODE == 16 ? 8 : 4)  // elements per 16-byte chunk
+#define A_FRAG(at, r, k) (at)[A_IDX(r, k)]
+#define B_FRAG(bt, c, k) (bt)[B_IDX(c, k)]
 
 // Per step each work-item loads LA vectors of VEC_A elements of A along A's contiguous dimension
 // (k, or rows with TRANS_A), and LB of B (columns, or k with TRANS_B).
@@ -95,12 +99,6 @@ uint TO_TF32(float x) {
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(d[0]), "f"(d[1]), \
                    "f"(d[2]), "f"(d[3]))
 #define MMA_TF32(...) MMA("m16n8k8.row.col.f32.tf32.tf32.f32", __VA_ARGS__)
-// 16 bytes from global to local memory, asynchronously (sm_80 and later); groups of them are
-// committed, and waited for until at most n groups are pending.
-#define CP_ASYNC16(dst, src)                                               \
-  __asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(        \
-                     (uint)(ulong)(dst)), "l"((ulong)(src)) : "memory")
-#define CP_ASYNC_COMMIT() __asm volatile("cp.async.commit_group;" ::: "memory")
 // Four 8 x 8 blocks of 16-bit elements from local memory into d[0..3] (`trans`: "" or ".trans");
 // lane l names row l % 8 of block l / 8.
 #define LDMATRIX_X4(trans, d, row)                                                      \
@@ -108,8 +106,6 @@ uint TO_TF32(float x) {
                  : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])                     \
                  : "r"((uint)(ulong)(row))                                            \
                  : "memory")
-#define CP_STR(x) #x
-#define CP_ASYNC_WAIT(n) __asm volatile("cp.async.wait_group " CP_STR(n) ";" ::: "memory")
 #define MMA_F16(...) MMA("m16n8k16.row.col.f32.f16.f16.f32", __VA_ARGS__)
 // x as tf32 bits: hi, and with MODE 3 the rest as lo (x = hi + lo to 22 bits).
 #if MODE == 3
@@ -263,17 +259,20 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
       bs[buf][(cc + B_DC(v)) * LS + k + B_DK(v)] = rb[l * VEC_B + v];                         \
   }
 #if ASYNC
-  // 16-byte chunks (CH elements) of both tiles of step k0 into stage st, as stored.
-#define CH (16 / (int)sizeof(TL))
+  // 16-byte chunks of both tiles of step k0 into stage st, as stored; chunks past the matrix's
+  // edges (whole chunks: the host checked that its contiguous dimensions are multiples of CH)
+  // are zeros, read from nowhere.
 #define COPY_TILES(st, k0)                                                                   \
   do {                                                                                       \
     for (int l = 0; l < BM * BK / (CH * WG); ++l) {                                          \
       A_VEC(lid + l * WG, CH, r, k);                                                         \
-      CP_ASYNC16(&as[st][TRANS_A ? k * LSA + r : r * LSA + k], a + A_AT(m0 + r, (k0) + k)); \
+      const bool ok = EVEN || (m0 + r < M && (k0) + k < k_end);                              \
+      CP_ASYNC16(&A_FRAG(as[st], r, k), a + (ok ? A_AT(m0 + r, (k0) + k) : 0), ok);          \
     }                                                                                        \
     for (int l = 0; l < BN * BK / (CH * WG); ++l) {                                          \
       B_VEC(lid + l * WG, CH, c, k);                                                         \
-      CP_ASYNC16(&bs[st][TRANS_B ? c * LSB + k : k * LSB + c], b + B_AT((k0) + k, n0 + c)); \
+      const bool ok = EVEN || (n0 + c < N && (k0) + k < k_end);                              \
+      CP_ASYNC16(&B_FRAG(bs[st], c, k), b + (ok ? B_AT((k0) + k, n0 + c) : 0), ok);          \
     }                                                                                        \
   } while (0)
 #endif
@@ -328,9 +327,9 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
       for (int i = 0; i < MI; ++i) {
         const int r = wm + i * 16 + (q & 1) * 8, k = kk + (q >> 1) * 8;
 #if ASYNC && TRANS_A
-        LDMATRIX_X4(".trans", fa[i], &at[(k + l8) * LSA + r]);
+        LDMATRIX_X4(".trans", fa[i], &A_FRAG(at, r, k + l8));
 #else
-        LDMATRIX_X4("", fa[i], &at[(r + l8) * LSA + k]);
+        LDMATRIX_X4("", fa[i], &A_FRAG(at, r + l8, k));
 #endif
       }
 #pragma unroll
@@ -338,9 +337,9 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
         const int c = wn + j * 8 + (q >> 1) * 8, k = kk + (q & 1) * 8;
         uint f[4];
 #if ASYNC && !TRANS_B
-        LDMATRIX_X4(".trans", f, &bt[(k + l8) * LSB + c]);
+        LDMATRIX_X4(".trans", f, &B_FRAG(bt, c, k + l8));
 #else
-        LDMATRIX_X4("", f, &bt[(c + l8) * LSB + k]);
+        LDMATRIX_X4("", f, &B_FRAG(bt, c + l8, k));
 #endif
         fb[j][0] = f[0], fb[j][1] = f[1], fb[j + 1][0] = f[2], fb[j + 1][1] = f[3];
       }
@@ -415,12 +414,12 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
         for (int i = 0; i < MI; ++i)
 #pragma unroll
           for (int h = 0; h < 2; ++h)
-            SPLIT(LREAD(at, (wm + i * 16 + g + h * 8) * LS + k), xh[i][h], xl[i][h]);
+            SPLIT(LREAD(at, A_IDX(wm + i * 16 + g + h * 8, k)), xh[i][h], xl[i][h]);
 #pragma unroll
         for (int j = 0; j < NI; ++j)
 #pragma unroll
           for (int h = 0; h < 2; ++h)
-            SPLIT(LREAD(bt, (wn + j * 8 + 2 * t + h) * LS + k), yh[j][h], yl[j][h]);
+            SPLIT(LREAD(bt, B_IDX(wn + j * 8 + 2 * t + h, k)), yh[j][h], yl[j][h]);
 #pragma unroll
         for (int i = 0; i < MI; ++i)
 #pragma unroll
@@ -485,12 +484,10 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #undef B_TILE
 #undef A_FRAG
 #undef B_FRAG
+#undef A_IDX
+#undef B_IDX
 #undef CH
 #undef COPY_TILES
-#undef CP_ASYNC16
-#undef CP_ASYNC_COMMIT
-#undef CP_ASYNC_WAIT
-#undef CP_STR
 #undef LDMATRIX_X4
 #undef RT
 #undef GLOADR
