@@ -10,8 +10,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build_dir=${TEXEL_BUILD_DIR:-build}
 
 packages=(
-  # toolchain
-  build-essential cmake ninja-build pkg-config
+  # toolchain; clang for the sanitized build and the libFuzzer harnesses (scripts/test.sh)
+  build-essential cmake ninja-build pkg-config clang
   # OpenCL: the PoCL CPU driver, the ICD loader, C and C++ headers, clinfo, and oclgrind
   # (kernel checks)
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers opencl-clhpp-headers clinfo oclgrind

@@ -196,6 +196,15 @@ runtime::Artifact CompileForDevice(const std::string& model_path, const cl::Devi
   return artifact;
 }
 
+runtime::Artifact CompileBytesForDevice(const std::string& bytes, const std::string& base_dir,
+                                        const cl::DeviceInfo& facts,
+                                        const CompileOptions& options) {
+  std::unique_ptr<ir::Graph> graph = ImportModelBytes(bytes, base_dir, options.import);
+  runtime::Artifact artifact;
+  artifact.plan = PlanFor(*graph, facts, nullptr, options, Sha256Hex(bytes));
+  return artifact;
+}
+
 CompiledModel Compile(const std::string& model_path, std::shared_ptr<cl::Context> ctx,
                       const CompileOptions& options) {
   try {

@@ -85,5 +85,9 @@ CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl:
 // does, bit for bit. --partition measure needs the device and fails here.
 runtime::Artifact CompileForDevice(const std::string& model_path, const cl::DeviceInfo& facts,
                                    const CompileOptions& options);
+// The same for a model in memory (ONNX bytes or fragment text; external data relative to
+// base_dir): the loaders' fuzz harnesses (tests/fuzz) compile through it.
+runtime::Artifact CompileBytesForDevice(const std::string& bytes, const std::string& base_dir,
+                                        const cl::DeviceInfo& facts, const CompileOptions& options);
 
 }  // namespace texel

@@ -1,6 +1,7 @@
 // texel_gemm (api/gemm.h): the C arguments as a row-major codegen::GemmProblem. A column-major
 // product C = op(A) op(B) is the row-major C^T = op(B)^T op(A)^T over the same memory: the
 // operands swap and m and n swap; the transposes stay with their operands.
+#include <cstring>
 #include <vector>
 
 #include "api/gemm.h"
@@ -14,30 +15,37 @@ using texel::capi::Require;
 
 namespace {
 
+// A C enum field as the int its caller stored: C++ may not load an enum value outside the
+// enumerators' range (UndefinedBehaviorSanitizer reports it), and bad values are to be refused.
+template <class E>
+int RawEnum(const E& field) {
+  static_assert(sizeof(E) == sizeof(int));
+  int v = 0;
+  std::memcpy(&v, &field, sizeof v);
+  return v;
+}
+
 texel::codegen::GemmProblem ProblemOf(const texel_gemm_t& g, texel::api::GemmOperands* ops) {
   texel::codegen::GemmProblem p;
-  if (g.layout != TEXEL_ROW_MAJOR && g.layout != TEXEL_COL_MAJOR)
-    Fail(ErrorCode::kInvalidArgument, "layout {}: want TEXEL_ROW_MAJOR or TEXEL_COL_MAJOR",
-         static_cast<int>(g.layout));
-  if (g.dtype == TEXEL_DTYPE_F32)
+  const int layout = RawEnum(g.layout), dtype = RawEnum(g.dtype), compute = RawEnum(g.compute);
+  if (layout != TEXEL_ROW_MAJOR && layout != TEXEL_COL_MAJOR)
+    Fail(ErrorCode::kInvalidArgument, "layout {}: want TEXEL_ROW_MAJOR or TEXEL_COL_MAJOR", layout);
+  if (dtype == TEXEL_DTYPE_F32)
     p.elem = texel::DType::kFloat32;
-  else if (g.dtype == TEXEL_DTYPE_F16)
+  else if (dtype == TEXEL_DTYPE_F16)
     p.elem = texel::DType::kFloat16;
   else
-    Fail(ErrorCode::kInvalidArgument, "dtype {}: want TEXEL_DTYPE_F32 or TEXEL_DTYPE_F16",
-         static_cast<int>(g.dtype));
-  switch (g.compute) {
+    Fail(ErrorCode::kInvalidArgument, "dtype {}: want TEXEL_DTYPE_F32 or TEXEL_DTYPE_F16", dtype);
+  switch (compute) {
     case TEXEL_COMPUTE_FP32: p.mode = texel::ComputeMode::kFp32; break;
     case TEXEL_COMPUTE_TF32: p.mode = texel::ComputeMode::kTf32; break;
     case TEXEL_COMPUTE_TF32X3: p.mode = texel::ComputeMode::kTf32x3; break;
     case TEXEL_COMPUTE_FP16: p.mode = texel::ComputeMode::kFp16; break;
-    default:
-      Fail(ErrorCode::kInvalidArgument, "compute {}: not a texel_compute_t",
-           static_cast<int>(g.compute));
+    default: Fail(ErrorCode::kInvalidArgument, "compute {}: not a texel_compute_t", compute);
   }
   // size_t values past int64_t read as negative and are refused by CheckGemm.
   auto i64 = [](size_t v) { return static_cast<int64_t>(v); };
-  bool col = g.layout == TEXEL_COL_MAJOR;
+  bool col = layout == TEXEL_COL_MAJOR;
   p.m = i64(col ? g.n : g.m), p.n = i64(col ? g.m : g.n), p.k = i64(g.k), p.batch = i64(g.batch);
   p.trans_a = (col ? g.trans_b : g.trans_a) != 0;
   p.trans_b = (col ? g.trans_a : g.trans_b) != 0;

@@ -6,9 +6,21 @@
 
 namespace texel {
 
+int64_t CheckedMul(int64_t a, int64_t b, std::string_view what) {
+  int64_t p = 0;
+  if (__builtin_mul_overflow(a, b, &p))
+    Fail(ErrorCode::kInvalidModel, "{}: {} x {} elements overflow 64 bits", what, a, b);
+  return p;
+}
+
 int64_t NumElements(const Shape& s) {
+  for (int64_t d : s)
+    if (d == 0) return 0;  // however large the others: no elements, and no product to overflow
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s) {
+    if (__builtin_mul_overflow(n, d, &n))
+      Fail(ErrorCode::kInvalidModel, "shape {} has more elements than 64 bits count", ShapeStr(s));
+  }
   return n;
 }
 

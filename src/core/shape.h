@@ -11,7 +11,11 @@ namespace texel {
 
 using Shape = std::vector<int64_t>;
 
+// The product of s's dims; throws kInvalidModel when it does not fit 63 bits (a shape that no
+// memory can hold, but whose arithmetic must not wrap: limits.h refuses it by name later).
 int64_t NumElements(const Shape& s);
+// a * b, throwing kInvalidModel (naming `what`) where the product does not fit 63 bits.
+int64_t CheckedMul(int64_t a, int64_t b, std::string_view what = "a shape");
 // Row-major strides in elements.
 std::vector<int64_t> Strides(const Shape& s);
 // "1x3x224x224"; a scalar prints as "scalar".

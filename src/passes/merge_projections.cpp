@@ -26,9 +26,10 @@ struct Projection {
 
 // The projection whose product is `mm`, when it qualifies.
 std::optional<Projection> ProjectionOf(const UseMap& uses, ir::Node* mm) {
+  if (mm->op != OpKind::kMatMul) return std::nullopt;  // before inputs[1]: others may have one
   const ir::Value* w = mm->inputs[1];
-  if (mm->op != OpKind::kMatMul || mm->attrs.Int("trans_a", 0) || mm->attrs.Int("trans_b", 0) ||
-      !w->is_constant() || w->type.shape.size() != 2 || !IsFloat(w->type.dtype))
+  if (mm->attrs.Int("trans_a", 0) || mm->attrs.Int("trans_b", 0) || !w->is_constant() ||
+      w->type.shape.size() != 2 || !IsFloat(w->type.dtype))
     return std::nullopt;
   Projection p{mm, nullptr, mm->outputs[0]};
   const auto& users = uses.Users(p.out);

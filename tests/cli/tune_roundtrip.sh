@@ -5,10 +5,11 @@
 # version, and impossible parameters are skipped with notices and the heuristic is used; two
 # tunes into one database keep both models' entries; --no-tuning turns the database off; a
 # tuned compile computes what the heuristic one does.
-# Usage: tune_roundtrip.sh TEXEL DATA_DIR
+# Usage: tune_roundtrip.sh TEXEL DATA_DIR [PYTHON]  (PYTHON: one with numpy; default python3)
 set -euo pipefail
 texel=$1
 data=$2
+python=${3:-python3}
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 export TEXEL_CACHE_DIR=$d/cache  # never the user's database
@@ -66,7 +67,7 @@ for m in tiny_conv tiny_matmul; do
   "$texel" run "$data/$m.onnx" --db "$d/db.jsonl" --seed 3 --output-dir "$d/tuned_$m" >/dev/null
   "$texel" run "$data/$m.onnx" --no-tuning --seed 3 --output-dir "$d/heur_$m" >/dev/null
   for f in "$d/heur_$m"/*.npy; do
-    python3 "$(dirname "$0")/../../scripts/compare_npy.py" "$f" "$d/tuned_$m/$(basename "$f")" \
+    "$python" "$(dirname "$0")/../../scripts/compare_npy.py" "$f" "$d/tuned_$m/$(basename "$f")" \
       --rel-l2 1e-5 || fail "$m: $(basename "$f") differs"
   done
 done

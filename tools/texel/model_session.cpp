@@ -149,8 +149,8 @@ ModelSession OpenModelSession(const ModelArgs& a) {
   const runtime::Plan& plan = ms.plan();
   std::printf("device   %s\n", ms.device.Label().c_str());
   std::printf("model    %s: %zu kernels, %s\n", a.model.c_str(), plan.steps.size(), how.c_str());
-  for (const auto& [name, t] : given) {
-    (void)t;
+  for (const auto& entry : given) {
+    const std::string& name = entry.first;  // not a structured binding: the lambda captures it
     bool known = std::any_of(plan.inputs.begin(), plan.inputs.end(),
                              [&](const auto& in) { return in.name == name; });
     if (!known)

@@ -19,7 +19,7 @@ HostTensor Ints1D(const std::vector<int64_t>& v) {
 }
 
 int64_t Axis(NodeImporter& n, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+  if (axis < -rank || axis >= rank)  // a scalar has no axis: callers index the shape with it
     n.Invalid(fmt::format("axis {} is out of range for rank {}", axis, rank));
   return axis < 0 ? axis + rank : axis;
 }
@@ -42,7 +42,7 @@ void Reshape(NodeImporter& n) {
     } else if (shape[i] < 0) {
       n.Invalid(fmt::format("bad target dim {}", shape[i]));
     } else {
-      known *= shape[i];
+      known = CheckedMul(known, shape[i], "the target shape");
     }
   }
   if (infer >= 0) {
@@ -62,7 +62,7 @@ void Flatten(NodeImporter& n) {
   if (axis < -rank || axis > rank) n.Invalid(fmt::format("axis {} out of range", axis));
   if (axis < 0) axis += rank;
   int64_t outer = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x->type.shape[d];
+  for (int64_t d = 0; d < axis; ++d) outer = CheckedMul(outer, x->type.shape[d], "Flatten");
   Shape s = {outer, outer == 0 ? 0 : NumElements(x->type.shape) / std::max<int64_t>(outer, 1)};
   n.SetOutput(0, n.Emit(OpKind::kReshape, {x}, {{"shape", s}}));
 }
@@ -466,8 +466,8 @@ void TopK(NodeImporter& n) {
   int64_t k = n.opset() < 10 ? n.AttrInt("k") : n.ConstInput(1, "k").GetInt(0);
   if (k < 0 || k > x->type.shape[axis]) n.Invalid(fmt::format("k = {} is out of range", k));
   n.AttrInt("sorted", 1);  // the kernel always returns sorted results, which is allowed
-  ir::Value* idx = n.Emit(OpKind::kTopKIndices, {x}, {{"axis", axis}, {"k", k},
-                                                      {"largest", n.AttrInt("largest", 1)}});
+  ir::Value* idx = n.Emit(OpKind::kTopKIndices, {x},
+                          {{"axis", axis}, {"k", k}, {"largest", n.AttrInt("largest", 1)}});
   n.SetOutput(0, n.Emit(OpKind::kGatherElements, {x, idx}, {{"axis", axis}}));
   n.SetOutput(1, idx);
 }

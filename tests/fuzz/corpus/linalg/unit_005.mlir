@@ -1,0 +1,13 @@
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#r = affine_map<(d0, d1) -> (d0)>
+func.func @f(%a: memref<4x8xf32>, %o: memref<4xf32>) {
+  %0 = bufferization.to_tensor %a : memref<4x8xf32>
+  %e = tensor.empty() : tensor<4xf32>
+  %1 = linalg.generic {indexing_maps = [#id, #r], iterator_types = ["parallel", "reduction"]} ins(%0 : tensor<4x8xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  bufferization.materialize_in_destination %1 in %o : (tensor<4xf32>, memref<4xf32>) -> ()
+  return
+}
