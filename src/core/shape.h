@@ -11,10 +11,10 @@ namespace texel {
 
 using Shape = std::vector<int64_t>;
 
-// The product of s's dims; throws kInvalidModel when it does not fit 63 bits (a shape that no
-// memory can hold, but whose arithmetic must not wrap: limits.h refuses it by name later).
+// The product of s's dims (0 when any dim is 0); throws kInvalidModel when it overflows int64_t
+// (a shape that no memory can hold, but whose arithmetic must not wrap).
 int64_t NumElements(const Shape& s);
-// a * b, throwing kInvalidModel (naming `what`) where the product does not fit 63 bits.
+// a * b, throwing kInvalidModel (naming `what`) where the product overflows int64_t.
 int64_t CheckedMul(int64_t a, int64_t b, std::string_view what = "a shape");
 // Row-major strides in elements.
 std::vector<int64_t> Strides(const Shape& s);

@@ -26,7 +26,7 @@ struct Projection {
 
 // The projection whose product is `mm`, when it qualifies.
 std::optional<Projection> ProjectionOf(const UseMap& uses, ir::Node* mm) {
-  if (mm->op != OpKind::kMatMul) return std::nullopt;  // before inputs[1]: others may have one
+  if (mm->op != OpKind::kMatMul) return std::nullopt;  // first: other ops may have one input
   const ir::Value* w = mm->inputs[1];
   if (mm->attrs.Int("trans_a", 0) || mm->attrs.Int("trans_b", 0) || !w->is_constant() ||
       w->type.shape.size() != 2 || !IsFloat(w->type.dtype))

@@ -268,7 +268,7 @@ size_t CheckCandidates(ir::OpKind op, const ir::Attrs& attrs, const HostTensor& 
   ir::Graph g;
   std::vector<ir::Value*> in = {g.AddInput("x", F32Type(x.shape))};
   for (size_t i = 0; i < consts.size(); ++i)
-    in.push_back(Const(g, "c" + std::to_string(i), consts[i]));
+    in.push_back(Const(g, fmt::format("c{}", i), consts[i]));
   ir::Node* probe = g.AddNode(op, in, attrs, "probe");
   std::optional<codegen::Tunable> t =
       codegen::TunableOf(*probe, backends::NativeBackend::TargetOf(ctx->info()));
@@ -278,7 +278,7 @@ size_t CheckCandidates(ir::OpKind op, const ir::Attrs& attrs, const HostTensor& 
   for (size_t i = 0; i < t->candidates.size(); i += every) points.push_back(t->candidates[i]);
   g.AddOutput(probe->outputs[0]);
   for (size_t i = 1; i < points.size(); ++i)
-    g.AddOutput(g.AddNode(op, in, attrs, "c" + std::to_string(i))->outputs[0]);
+    g.AddOutput(g.AddNode(op, in, attrs, fmt::format("c{}", i))->outputs[0]);
   PointsInOrder source(points);
   runtime::Executable exe(ctx, backends::LowerToPlan(g, ctx->info(), &source), nullptr);
   runtime::Session session(exe);

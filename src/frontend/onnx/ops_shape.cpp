@@ -30,7 +30,8 @@ void Reshape(NodeImporter& n) {
       n.opset() < 5 ? n.AttrInts("shape") : n.ConstInts(1, "the target shape");
   bool allow_zero = n.AttrInt("allowzero", 0) != 0;
   const Shape& xs = x->type.shape;
-  int64_t infer = -1, known = 1;
+  int64_t infer = -1;
+  Shape known_dims;  // every dim but the one to infer
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == 0 && !allow_zero) {
       if (i >= xs.size()) n.Invalid("a 0 in the target shape has no input dim to copy");
@@ -42,9 +43,11 @@ void Reshape(NodeImporter& n) {
     } else if (shape[i] < 0) {
       n.Invalid(fmt::format("bad target dim {}", shape[i]));
     } else {
-      known = CheckedMul(known, shape[i], "the target shape");
+      known_dims.push_back(shape[i]);
     }
   }
+  // Zeros first, then overflow (an error naming the node): as NumElements counts.
+  const int64_t known = NumElements(known_dims);
   if (infer >= 0) {
     if (known == 0 || NumElements(xs) % known != 0)
       n.Invalid(fmt::format("cannot reshape {} to {}", ShapeStr(xs), ShapeStr(shape)));
@@ -367,7 +370,7 @@ void Tile(NodeImporter& n) {
     if (reps[d] < 0) n.Invalid("negative repeat");
     split.insert(split.end(), {1, xs[d]});
     expanded.insert(expanded.end(), {reps[d], xs[d]});
-    out.push_back(reps[d] * xs[d]);
+    out.push_back(CheckedMul(reps[d], xs[d], "Tile's output"));
   }
   if (NumElements(out) == 0 || out == xs) {
     n.SetOutput(0, NumElements(out) == 0 ? n.Const(HostTensor(x->type.dtype, out))

@@ -47,9 +47,9 @@ struct WarpGemmParams {
 };
 
 // Whether g's tiles go to local memory by cp.async on t (or, on the emulated engine, by plain
-// copies of the same layout), copied as stored: the matrix engine,
-// whole tiles, operands 16-byte aligned and stored in the mode's type (f32 for tf32 and tf32x3,
-// f16 for fp16).
+// copies of the same layout), copied as stored: the matrix engine, operands 16-byte aligned and
+// stored in the mode's type (f32 for tf32 and tf32x3, f16 for fp16), and unless the tiles are
+// whole, each operand's contiguous dimension a multiple of 16 bytes (edge chunks are zeros).
 bool AsyncCopies(const GemmProblem& g, const WarpGemmParams& p, const Target& t);
 
 // Why p cannot run problem g on t (tiles that do not divide, too much local memory, an element

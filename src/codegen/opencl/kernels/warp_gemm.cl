@@ -251,12 +251,12 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   for (int l = 0; l < LA; ++l) {                                                           \
     A_VEC(lid + l * WG, VEC_A, r, k);                                                             \
     for (int v = 0; v < VEC_A; ++v)                                                           \
-      as[buf][(r + A_DR(v)) * LS + k + A_DK(v)] = ra[l * VEC_A + v];                          \
+      as[buf][A_IDX(r + A_DR(v), k + A_DK(v))] = ra[l * VEC_A + v];                          \
   }                                                                                        \
   for (int l = 0; l < LB; ++l) {                                                           \
     B_VEC(lid + l * WG, VEC_B, cc, k);                                                            \
     for (int v = 0; v < VEC_B; ++v)                                                           \
-      bs[buf][(cc + B_DC(v)) * LS + k + B_DK(v)] = rb[l * VEC_B + v];                         \
+      bs[buf][B_IDX(cc + B_DC(v), k + B_DK(v))] = rb[l * VEC_B + v];                         \
   }
 #if ASYNC
   // 16-byte chunks of both tiles of step k0 into stage st, as stored; chunks past the matrix's
