@@ -1,7 +1,6 @@
 // texel_gemm (api/gemm.h): the C arguments as a row-major codegen::GemmProblem. A column-major
 // product C = op(A) op(B) is the row-major C^T = op(B)^T op(A)^T over the same memory: the
 // operands swap and m and n swap; the transposes stay with their operands.
-#include <cstring>
 #include <vector>
 
 #include "api/gemm.h"
@@ -11,19 +10,10 @@
 using texel::ErrorCode;
 using texel::Fail;
 using texel::capi::Guard;
+using texel::capi::RawEnum;
 using texel::capi::Require;
 
 namespace {
-
-// A C enum field as the int its caller stored: C++ may not load an enum value outside the
-// enumerators' range (UndefinedBehaviorSanitizer reports it), and bad values are to be refused.
-template <class E>
-int RawEnum(const E& field) {
-  static_assert(sizeof(E) == sizeof(int));
-  int v = 0;
-  std::memcpy(&v, &field, sizeof v);
-  return v;
-}
 
 texel::codegen::GemmProblem ProblemOf(const texel_gemm_t& g, texel::api::GemmOperands* ops) {
   texel::codegen::GemmProblem p;

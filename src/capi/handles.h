@@ -5,6 +5,7 @@
 #include <texel/texel.h>
 
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -87,6 +88,16 @@ bool ResetStruct(T* s) {
   *s = T{};
   s->struct_size = sizeof(T);
   return true;
+}
+
+// A C enum field as the int its caller stored: C++ may not load an enum value outside the
+// enumerators' range (UndefinedBehaviorSanitizer reports it), and bad values are to be refused.
+template <class E>
+int RawEnum(const E& field) {
+  static_assert(sizeof(E) == sizeof(int));
+  int v = 0;
+  std::memcpy(&v, &field, sizeof v);
+  return v;
 }
 
 // Throws Error(kInvalidArgument) "<what> is NULL" when p is null.

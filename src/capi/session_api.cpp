@@ -1,5 +1,4 @@
 // Sessions: texel_tensor_init, texel_session_*.
-#include <cstring>
 
 #include "capi/handles.h"
 
@@ -10,9 +9,7 @@ runtime::ExternalTensor ToExternal(const texel_tensor_t* t) {
   if (t->struct_size < sizeof(*t))
     Fail(ErrorCode::kInvalidArgument, "the tensor was not set up by texel_tensor_init");
   runtime::ExternalTensor e;
-  int kind = 0;  // read as the int a C caller stored: it may be no texel_memory_kind_t at all
-  static_assert(sizeof(kind) == sizeof(t->kind));
-  std::memcpy(&kind, &t->kind, sizeof(kind));
+  const int kind = RawEnum(t->kind);  // it may be no texel_memory_kind_t at all
   switch (kind) {
     case TEXEL_MEMORY_HOST: e.kind = runtime::ExternalTensor::Kind::kHost; break;
     case TEXEL_MEMORY_CL_BUFFER: e.kind = runtime::ExternalTensor::Kind::kClBuffer; break;

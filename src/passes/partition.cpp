@@ -61,6 +61,13 @@ Stats Partition(ir::Graph& g, const PassContext& ctx) {
   for (const auto& node : g.nodes()) {
     ir::Node& n = *node;
     n.backend.clear();
+    if (n.outputs[0]->type.bytes() == 0) {
+      // No elements: lowering makes no kernel (backends/lower.cpp), so no backend is asked
+      // (their probes generate one, and kernel parameters assume at least one element).
+      n.backend = std::string(allowed.front()->name());
+      ++stats["nodes-" + n.backend];
+      continue;
+    }
     std::vector<const backends::Backend*> able;
     std::optional<Error> first_refusal;  // the first allowed backend's reason
     for (const backends::Backend* b : allowed) {

@@ -12,14 +12,19 @@
 
 namespace texel::fuzz {
 
-inline void CompileModelBytes(const uint8_t* data, size_t size) {
+// The CPU the harnesses compile for, read once.
+inline const cl::DeviceInfo& Facts() {
   static const cl::DeviceInfo facts = cl::ReadDeviceFacts(TEXEL_FUZZ_FACTS);
+  return facts;
+}
+
+inline void CompileModelBytes(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);
   Contained([&] {
     CompileOptions options;
     options.tuning = false;  // no database of the machine's (the tuning harness fuzzes those)
     // External data resolves against an empty directory of the harness's own.
-    CompileBytesForDevice(bytes, "/nonexistent-texel-fuzz", facts, options);
+    CompileBytesForDevice(bytes, "/nonexistent-texel-fuzz", Facts(), options);
   });
 }
 

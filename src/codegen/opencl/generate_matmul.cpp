@@ -125,14 +125,14 @@ MatMulParams DirectFor(const GemmShape& s, const Target& t) {
     // strip of K <= 64 rows is read straight (copying it cost more than it saved: MobileNetV2's
     // 1x1 convolutions ran 1.6x faster without), unless B is gathered (a convolution's im2col),
     // where the panel gathers once for all the group's rows.
-    int64_t wm = std::clamp<int64_t>(s.m, 1, 8);  // at least a row: a product may have none
+    int64_t wm = std::min<int64_t>(s.m, 8);
     for (int64_t w : {8, 6, 4})
       if (s.m > 8 && s.m % w == 0) {
         wm = w;
         break;
       }
     p.wi_m = static_cast<int>(wm);
-    p.tile_m = static_cast<int>(wm * std::clamp<int64_t>(CeilDiv(s.m, wm), 1, 8));
+    p.tile_m = static_cast<int>(wm * std::min<int64_t>(8, CeilDiv(s.m, wm)));
     p.tile_n = static_cast<int>(std::min<int64_t>(8, CeilPow2(col_items))) * p.wi_n;
     if (p.tile_m > p.wi_m && (s.k > 64 || s.gather_b)) p.panel_k = 64;
     return p;

@@ -195,4 +195,10 @@ void NodeImporter::Invalid(std::string_view what) const {
   Fail(ErrorCode::kInvalidModel, "{}", what);
 }
 
+int64_t NodeImporter::Axis(std::string_view what, int64_t axis, int64_t rank) const {
+  if (axis < -rank || axis >= rank)
+    Invalid(fmt::format("{} {} is out of range for rank {}", what, axis, rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
 }  // namespace texel::onnx_frontend

@@ -75,6 +75,9 @@ class NodeImporter {
 
   [[noreturn]] void Unsupported(std::string_view what) const;
   [[noreturn]] void Invalid(std::string_view what) const;
+  // axis (of attribute or input `what`) in [-rank, rank) made non-negative; Invalid otherwise
+  // (a scalar has no axis: callers index the shape with the result).
+  int64_t Axis(std::string_view what, int64_t axis, int64_t rank) const;
 
  private:
   ir::Graph& g_;

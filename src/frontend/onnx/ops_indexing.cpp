@@ -11,12 +11,6 @@ namespace {
 
 using ir::OpKind;
 
-int64_t NormalizeAxis(NodeImporter& n, const char* what, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank)
-    n.Invalid(fmt::format("{} {} is out of range for rank {}", what, axis, rank));
-  return axis < 0 ? axis + rank : axis;
-}
-
 std::string Reduction(NodeImporter& n) {
   std::string r = n.AttrString("reduction", "none");
   if (r != "none" && r != "add" && r != "mul" && r != "max" && r != "min")
@@ -51,7 +45,7 @@ void ScatterElements(NodeImporter& n) {
   const Shape& xs = x->type.shape;
   const Shape& is = idx->type.shape;
   int64_t rank = static_cast<int64_t>(xs.size());
-  int64_t axis = NormalizeAxis(n, "axis", n.AttrInt("axis", 0), rank);
+  int64_t axis = n.Axis("axis", n.AttrInt("axis", 0), rank);
   std::string reduction = n.proto().op_type() == "Scatter" ? "none" : Reduction(n);
   CheckIndexType(n, idx);
   if (upd->type.shape != is) n.Invalid("indices and updates shapes differ");
@@ -95,8 +89,8 @@ void ReverseSequence(NodeImporter& n) {
   const Shape& xs = x->type.shape;
   int64_t rank = static_cast<int64_t>(xs.size());
   if (rank < 2) n.Invalid("input must have rank >= 2");
-  int64_t b = NormalizeAxis(n, "batch_axis", n.AttrInt("batch_axis", 1), rank);
-  int64_t t = NormalizeAxis(n, "time_axis", n.AttrInt("time_axis", 0), rank);
+  int64_t b = n.Axis("batch_axis", n.AttrInt("batch_axis", 1), rank);
+  int64_t t = n.Axis("time_axis", n.AttrInt("time_axis", 0), rank);
   if (b == t) n.Invalid("batch_axis and time_axis must differ");
   int64_t batch = xs[b], steps = xs[t];
   if (lens->type.shape != Shape{batch})
@@ -182,7 +176,7 @@ void Compress(NodeImporter& n) {
   if (cond.shape.size() != 1) n.Invalid("condition must be 1-D");
   int64_t axis = 0;
   if (n.HasAttr("axis")) {
-    axis = NormalizeAxis(n, "axis", n.AttrInt("axis"), static_cast<int64_t>(x->type.shape.size()));
+    axis = n.Axis("axis", n.AttrInt("axis"), static_cast<int64_t>(x->type.shape.size()));
   } else {
     x = n.Reshape(x, {NumElements(x->type.shape)});  // no axis: the flattened input
   }

@@ -58,9 +58,7 @@ void Softmax(NodeImporter& n) {
   const Shape& xs = x->type.shape;
   int64_t rank = static_cast<int64_t>(xs.size());
   if (rank == 0) n.Invalid("input must not be a scalar");
-  int64_t axis = n.AttrInt("axis", n.opset() < 13 ? 1 : -1);
-  if (axis < -rank || axis >= rank) n.Invalid(fmt::format("axis {} out of range", axis));
-  if (axis < 0) axis += rank;
+  int64_t axis = n.Axis("axis", n.AttrInt("axis", n.opset() < 13 ? 1 : -1), rank);
   if (n.opset() >= 13 || axis == rank - 1) {
     n.SetOutput(0, n.Emit(kOp, {x}, {{"axis", axis}}));
     return;
@@ -159,9 +157,7 @@ template <OpKind kOp>
 void ArgReduce(NodeImporter& n) {
   ir::Value* x = n.RequiredInput(0);
   int64_t rank = static_cast<int64_t>(x->type.shape.size());
-  int64_t axis = n.AttrInt("axis", 0);
-  if (axis < -rank || axis >= rank) n.Invalid(fmt::format("axis {} out of range", axis));
-  if (axis < 0) axis += rank;
+  int64_t axis = n.Axis("axis", n.AttrInt("axis", 0), rank);
   if (x->type.shape[axis] == 0) n.Invalid("cannot reduce an empty axis");
   n.SetOutput(0, n.Emit(kOp, {x},
                         {{"axes", std::vector<int64_t>{axis}},
@@ -172,9 +168,7 @@ void ArgReduce(NodeImporter& n) {
 void CumSum(NodeImporter& n) {
   ir::Value* x = n.RequiredInput(0);
   int64_t rank = static_cast<int64_t>(x->type.shape.size());
-  int64_t axis = n.ConstInput(1, "axis").GetInt(0);
-  if (axis < -rank || axis >= rank) n.Invalid(fmt::format("axis {} out of range", axis));
-  if (axis < 0) axis += rank;
+  int64_t axis = n.Axis("axis", n.ConstInput(1, "axis").GetInt(0), rank);
   n.SetOutput(0, n.Emit(OpKind::kCumSum, {x},
                         {{"axis", axis},
                          {"exclusive", n.AttrInt("exclusive", 0)},
@@ -187,9 +181,7 @@ void Hardmax(NodeImporter& n) {
   ir::Value* x = n.RequiredInput(0);
   const Shape& xs = x->type.shape;
   int64_t rank = static_cast<int64_t>(xs.size());
-  int64_t axis = n.AttrInt("axis", n.opset() < 13 ? 1 : -1);
-  if (axis < -rank || axis >= rank) n.Invalid(fmt::format("axis {} out of range", axis));
-  if (axis < 0) axis += rank;
+  int64_t axis = n.Axis("axis", n.AttrInt("axis", n.opset() < 13 ? 1 : -1), rank);
   ir::Value* v = x;
   if (n.opset() < 13) {
     int64_t outer = 1;
@@ -231,9 +223,9 @@ void Lrn(NodeImporter& n) {
                            {"dilations", std::vector<int64_t>{1, 1}},
                            {"ceil_mode", int64_t{0}},
                            {"count_include_pad", int64_t{1}}});
-  ir::Value* scaled = n.Emit(OpKind::kAdd, {n.Emit(OpKind::kMul, {n.Reshape(avg, xs),
-                                                                   n.ConstScalar(t, alpha)}),
-                                            n.ConstScalar(t, bias)});
+  ir::Value* scaled =
+      n.Emit(OpKind::kAdd, {n.Emit(OpKind::kMul, {n.Reshape(avg, xs), n.ConstScalar(t, alpha)}),
+                            n.ConstScalar(t, bias)});
   n.SetOutput(0, n.Emit(OpKind::kDiv, {x, n.Emit(OpKind::kPow, {scaled, n.ConstScalar(t, beta)})}));
 }
 

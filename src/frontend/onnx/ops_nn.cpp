@@ -250,9 +250,7 @@ void BatchNormalization(NodeImporter& n) {
 void LayerNormalization(NodeImporter& n) {
   ir::Value* x = n.RequiredInput(0);
   int64_t rank = static_cast<int64_t>(x->type.shape.size());
-  int64_t axis = n.AttrInt("axis", -1);
-  if (axis < -rank || axis >= rank) n.Invalid(fmt::format("axis {} out of range", axis));
-  if (axis < 0) axis += rank;
+  int64_t axis = n.Axis("axis", n.AttrInt("axis", -1), rank);
   double eps = n.AttrFloat("epsilon", 1e-5);
   if (n.AttrInt("stash_type", 1) != 1)
     n.Unsupported("stash_type other than float is not supported");
@@ -300,9 +298,7 @@ void MeanVarianceNormalization(NodeImporter& n) {
 void LpNormalization(NodeImporter& n) {
   ir::Value* x = n.RequiredInput(0);
   int64_t rank = static_cast<int64_t>(x->type.shape.size());
-  int64_t axis = n.AttrInt("axis", -1), p = n.AttrInt("p", 2);
-  if (axis < -rank || axis >= rank) n.Invalid(fmt::format("axis {} out of range", axis));
-  if (axis < 0) axis += rank;
+  int64_t axis = n.Axis("axis", n.AttrInt("axis", -1), rank), p = n.AttrInt("p", 2);
   if (p != 1 && p != 2) n.Invalid("p must be 1 or 2");
   ir::Attrs keep = {{"axes", std::vector<int64_t>{axis}}, {"keepdims", int64_t{1}}};
   ir::Value* norm =

@@ -18,12 +18,6 @@ HostTensor Ints1D(const std::vector<int64_t>& v) {
   return t;
 }
 
-int64_t Axis(NodeImporter& n, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank)  // a scalar has no axis: callers index the shape with it
-    n.Invalid(fmt::format("axis {} is out of range for rank {}", axis, rank));
-  return axis < 0 ? axis + rank : axis;
-}
-
 void Reshape(NodeImporter& n) {
   ir::Value* x = n.RequiredInput(0);
   std::vector<int64_t> shape =
@@ -86,7 +80,7 @@ void Squeeze(NodeImporter& n) {
     for (size_t d = 0; d < xs.size(); ++d) drop[d] = xs[d] == 1;
   }
   for (int64_t a : axes) {
-    int64_t d = Axis(n, a, rank);
+    int64_t d = n.Axis("axis", a, rank);
     if (xs[d] != 1) n.Invalid(fmt::format("cannot squeeze axis {} of size {}", a, xs[d]));
     drop[d] = true;
   }
@@ -102,7 +96,7 @@ void Unsqueeze(NodeImporter& n) {
   int64_t out_rank = static_cast<int64_t>(x->type.shape.size() + axes.size());
   std::vector<bool> is_new(out_rank, false);
   for (int64_t a : axes) {
-    int64_t d = Axis(n, a, out_rank);
+    int64_t d = n.Axis("axis", a, out_rank);
     if (is_new[d]) n.Invalid("repeated axis");
     is_new[d] = true;
   }
@@ -118,7 +112,7 @@ void Transpose(NodeImporter& n) {
   std::vector<int64_t> perm;
   for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
   perm = n.AttrInts("perm", perm);
-  for (int64_t& p : perm) p = Axis(n, p, rank);
+  for (int64_t& p : perm) p = n.Axis("axis", p, rank);
   n.SetOutput(0, n.Emit(OpKind::kTranspose, {x}, {{"perm", perm}}));
 }
 
@@ -127,7 +121,7 @@ void Concat(NodeImporter& n) {
   for (size_t i = 0; i < n.num_inputs(); ++i) ins.push_back(n.RequiredInput(i));
   if (ins.empty()) n.Invalid("needs inputs");
   int64_t rank = static_cast<int64_t>(ins[0]->type.shape.size());
-  int64_t axis = Axis(n, n.opset() < 4 ? n.AttrInt("axis", 1) : n.AttrInt("axis"), rank);
+  int64_t axis = n.Axis("axis", n.opset() < 4 ? n.AttrInt("axis", 1) : n.AttrInt("axis"), rank);
   // Empty inputs contribute nothing and would make zero-sized kernels.
   std::vector<ir::Value*> kept;
   for (ir::Value* v : ins)
@@ -154,7 +148,7 @@ ir::Value* SliceAxis(NodeImporter& n, ir::Value* x, int64_t axis, int64_t start,
 void Split(NodeImporter& n) {
   ir::Value* x = n.RequiredInput(0);
   int64_t rank = static_cast<int64_t>(x->type.shape.size());
-  int64_t axis = Axis(n, n.AttrInt("axis", 0), rank);
+  int64_t axis = n.Axis("axis", n.AttrInt("axis", 0), rank);
   std::vector<int64_t> split;
   if (n.opset() < 13)
     split = n.AttrInts("split", std::vector<int64_t>{});
@@ -200,7 +194,7 @@ void Slice(NodeImporter& n) {
     n.Invalid("starts, ends, axes and steps differ in length");
   Shape st(rank, 0), sp(rank, 1), sz = xs;
   for (size_t i = 0; i < starts.size(); ++i) {
-    int64_t a = Axis(n, axes[i], rank), dim = xs[a], step = steps[i];
+    int64_t a = n.Axis("axis", axes[i], rank), dim = xs[a], step = steps[i];
     if (step == 0) n.Invalid("step 0");
     auto clampi = [](int64_t v, int64_t lo, int64_t hi) { return std::max(lo, std::min(v, hi)); };
     int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i];
@@ -225,7 +219,7 @@ void Slice(NodeImporter& n) {
 void Gather(NodeImporter& n) {
   ir::Value* x = n.RequiredInput(0);
   ir::Value* idx = n.RequiredInput(1);
-  int64_t axis = Axis(n, n.AttrInt("axis", 0), static_cast<int64_t>(x->type.shape.size()));
+  int64_t axis = n.Axis("axis", n.AttrInt("axis", 0), static_cast<int64_t>(x->type.shape.size()));
   if (idx->is_constant()) {  // reject out-of-range constant indices at compile time
     int64_t dim = x->type.shape[axis];
     for (int64_t v : idx->constant->ToInts())
@@ -348,7 +342,7 @@ void Range(NodeImporter& n) {
 void GatherElements(NodeImporter& n) {
   ir::Value* x = n.RequiredInput(0);
   ir::Value* idx = n.RequiredInput(1);
-  int64_t axis = Axis(n, n.AttrInt("axis", 0), static_cast<int64_t>(x->type.shape.size()));
+  int64_t axis = n.Axis("axis", n.AttrInt("axis", 0), static_cast<int64_t>(x->type.shape.size()));
   if (idx->is_constant()) {
     int64_t dim = x->type.shape[axis];
     for (int64_t v : idx->constant->ToInts())
@@ -410,7 +404,7 @@ void OneHot(NodeImporter& n) {
   ir::Value* values = n.RequiredInput(2);
   if (NumElements(values->type.shape) != 2) n.Invalid("values must hold two elements");
   int64_t rank = static_cast<int64_t>(idx->type.shape.size()) + 1;
-  int64_t axis = Axis(n, n.AttrInt("axis", -1), rank);
+  int64_t axis = n.Axis("axis", n.AttrInt("axis", -1), rank);
   // Indices as int64 with negatives wrapped: i + depth * (i < 0).
   ir::Value* i = idx->type.dtype == DType::kInt64
                      ? idx
@@ -465,7 +459,7 @@ void GatherND(NodeImporter& n) {
 void TopK(NodeImporter& n) {
   ir::Value* x = n.RequiredInput(0);
   int64_t rank = static_cast<int64_t>(x->type.shape.size());
-  int64_t axis = Axis(n, n.AttrInt("axis", -1), rank);
+  int64_t axis = n.Axis("axis", n.AttrInt("axis", -1), rank);
   int64_t k = n.opset() < 10 ? n.AttrInt("k") : n.ConstInput(1, "k").GetInt(0);
   if (k < 0 || k > x->type.shape[axis]) n.Invalid(fmt::format("k = {} is out of range", k));
   n.AttrInt("sorted", 1);  // the kernel always returns sorted results, which is allowed
