@@ -19,9 +19,11 @@
 // "compute_mode": tf32 and tf32x3 keep f32 storage and run those products on the matrix engine;
 // fp16 marks its f16 products (which compute so anyway). On a device without a matrix engine the
 // generators keep the scalar kernels (fp32 arithmetic on the mode's storage): the stat
-// "no-matrix-engine", which the CLI reports. Convolutions and attention keep the scalar kernels
-// (fp32 arithmetic on the mode's storage): on the H100 the warp-tiled kernel was slower than
-// them on ResNet-50's convolutions at batch 1 (docs/precision.md).
+// "no-matrix-engine", which the CLI reports. Convolutions are not marked: on f16 storage they
+// compute in fp16 anyway (ComputeModeOf), as implicit GEMMs on the matrix engine where the
+// generator takes them there; in tf32 and tf32x3 they keep the scalar fp32 kernels, which
+// measured faster on ResNet-50's convolutions at batch 1 on the H100 (docs/precision.md).
+// Attention keeps the scalar kernels (fp32 arithmetic on the mode's storage).
 #include <algorithm>
 #include <cmath>
 #include <map>

@@ -16,9 +16,11 @@
 
 #include "api/compiler.h"
 #include "backends/lower.h"
+#include "backends/native/bound_kernels.h"
 #include "backends/native/native_backend.h"
 #include "codegen/opencl/tuning.h"
 #include "core/error.h"
+#include "core/precision.h"
 #include "ir/graph.h"
 #include "kernel_test_util.h"
 #include "runtime/cl/context.h"
@@ -205,6 +207,109 @@ TEST(WindowKernelTest, ThreeDConvAndPooling) {
   ExpectClose(out[2], RefPool(x, false, {3, 2, 3}, {1, 2, 2}, {1, 0, 1, 1, 1, 0}, {1, 1, 1}, true),
               "3-D average pool, count_include_pad=1");
   ExpectClose(out[3], RefConv(x1, w1, nullptr, {2}, {2, 1}, {2}, 1), "1-D conv");
+}
+
+// Convolutions in the matrix-engine modes take the warp-tiled kernel as implicit GEMMs (the image
+// gathered into its B tiles): run on PoCL with the FMA emulation of the engine's rounding
+// (Target::mma_emulated) and an H100's tiling, on a GPU with a matrix engine on the engine; K
+// split (the device's compute units) and unsplit (one), against the double-precision reference
+// on the inputs as stored.
+TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
+  struct ConvCase {
+    Shape x, w;
+    ir::Attrs attrs;
+    bool bias;
+  };
+  const std::vector<ConvCase> cases = {
+      // edge tiles in M (40) and N (99), padding, a bias
+      {{1, 32, 9, 11}, {40, 32, 3, 3}, ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), true},
+      // groups of 24 filters over 64 channels, stride 2, dilation 2, uneven padding, 2 images
+      {{2, 128, 8, 8}, {48, 64, 3, 3}, ConvAttrs({2, 2}, {2, 2, 1, 1}, {2, 2}, 2), false},
+      // 1x1 over 49 pixels: gathered (N is not a multiple of 4)
+      {{1, 256, 7, 7}, {64, 256, 1, 1}, ConvAttrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1), true},
+      // 1x1 over 16 pixels: B is x as stored
+      {{1, 256, 4, 4}, {32, 256, 1, 1}, ConvAttrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1), true},
+  };
+  struct Mode {
+    ComputeMode mode;
+    DType storage;
+    double tol;  // per sqrt(K), as the MatMul tests
+  };
+  const Mode modes[] = {{ComputeMode::kTf32, DType::kFloat32, 2e-3},
+                        {ComputeMode::kTf32x3, DType::kFloat32, 2e-5},
+                        {ComputeMode::kFp16, DType::kFloat16, 4e-3}};
+  // The device's own engine where it has one (TEXEL_TEST_DEVICE=gpu on an H100), else the
+  // emulation with an H100's tiling.
+  codegen::Target split = backends::NativeBackend::TargetOf(SharedContext()->info());
+  if (!split.mma_sync) {
+    size_t max_group = split.max_work_group_size;
+    split = H100Target();
+    split.mma_emulated = true;
+    split.max_work_group_size = std::min(split.max_work_group_size, max_group);
+  }
+  codegen::Target whole = split;
+  whole.compute_units = 1;  // K not split
+  const cl::Context& ctx = *SharedContext();
+  uint32_t seed = 700;
+  int gathered = 0;
+  std::map<bool, int> bias_runs;  // by whether K is split
+  for (size_t mi = 0; mi < std::size(modes); ++mi)
+    for (size_t ci = 0; ci < cases.size(); ++ci) {
+      const Mode& m = modes[mi];
+      const ConvCase& c = cases[ci];
+      bool half = m.storage == DType::kFloat16;
+      auto stored = [&](const HostTensor& f) { return half ? ToF16(f) : f; };
+      HostTensor x = stored(RandomF32(c.x, ++seed)), w = stored(RandomF32(c.w, ++seed));
+      HostTensor b = stored(RandomF32({c.w[0]}, ++seed));
+      ir::Graph g;
+      std::vector<ir::Value*> in = {g.AddInput("x", {m.storage, c.x}),
+                                    g.AddInput("w", {m.storage, c.w})};
+      if (c.bias) in.push_back(g.AddInput("b", {m.storage, {c.w[0]}}));
+      ir::Attrs attrs = c.attrs;
+      attrs.Set("compute_mode", static_cast<int64_t>(m.mode));
+      ir::Node* node = g.AddNode(ir::OpKind::kConv, in, attrs, "conv");
+      const ir::TensorType& yt = node->outputs[0]->type;
+      const codegen::Target& t = (mi + ci) % 2 ? split : whole;
+      std::vector<codegen::KernelSpec> specs = codegen::GenerateKernel(*node, "conv", t);
+      bool summed = specs.size() > 1;  // a second kernel adds the slices of K up
+      std::string what = fmt::format("{} x {} w {}{}{}", ComputeModeName(m.mode), ShapeStr(c.x),
+                                     ShapeStr(c.w), c.bias ? " bias" : "", summed ? " split" : "");
+      ASSERT_NE(specs[0].source.find("#define MODEL 1"), std::string::npos) << what;
+      gathered += specs[0].source.find("#define GATHER_B 1") != std::string::npos;
+      if (c.bias) ++bias_runs[summed];
+      cl::Buffer dx(ctx, x.bytes.size()), dw(ctx, w.bytes.size()), db(ctx, b.bytes.size()),
+          dy(ctx, yt.bytes());
+      dx.Write(ctx, x.bytes.data(), x.bytes.size());
+      dw.Write(ctx, w.bytes.data(), w.bytes.size());
+      db.Write(ctx, b.bytes.data(), b.bytes.size());
+      backends::BoundKernels run(ctx, std::move(specs), [&](int id) -> const cl::Buffer& {
+        return id == in[0]->id ? dx : id == in[1]->id ? dw : id == node->outputs[0]->id ? dy : db;
+      });
+      // Twice, the result cleared in between: every run writes the whole result.
+      run.Launch(ctx);
+      std::vector<char> nans(yt.bytes(), '\xff');
+      dy.Write(ctx, nans.data(), nans.size());
+      run.Launch(ctx);
+      HostTensor y(yt.dtype, yt.shape);
+      dy.Read(ctx, y.bytes.data(), y.bytes.size());
+      HostTensor bf = half ? ToF32(b) : b;
+      HostTensor want = RefConv(half ? ToF32(x) : x, half ? ToF32(w) : w, c.bias ? &bf : nullptr,
+                                c.attrs.Ints("strides"), c.attrs.Ints("pads"),
+                                c.attrs.Ints("dilations"), c.attrs.Int("group"));
+      ASSERT_EQ(y.shape, want.shape) << what;
+      double k = static_cast<double>(NumElements(Spatial(c.w)) * c.w[1]);
+      double tol = m.tol * std::sqrt(k);
+      int bad = 0;
+      for (int64_t i = 0; i < y.size(); ++i) {
+        double got = y.GetDouble(i), ref = F(want, i);
+        if (!(std::fabs(got - ref) <= tol * std::max(std::fabs(ref), 1.0)) && ++bad <= 3)
+          ADD_FAILURE() << what << " at " << i << ": got " << got << ", want " << ref;
+      }
+      EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << y.size() << " elements differ";
+    }
+  EXPECT_EQ(gathered, 9) << "three of the four cases gather the image, in every mode";
+  EXPECT_GT(bias_runs[true], 0) << "the sum kernel adds a bias somewhere";
+  EXPECT_GT(bias_runs[false], 0) << "the product's own kernel adds a bias somewhere";
 }
 
 TEST(WindowKernelTest, ConvTranspose) {

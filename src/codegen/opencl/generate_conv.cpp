@@ -4,12 +4,16 @@
 // gathers its elements from x while loading B (GemmOperands::load_b), so tiling, vector widths,
 // the bias and the fused epilogue all come from the GEMM path. A 1x1 convolution without
 // stride or padding is a plain GEMM on x. Depthwise convolutions (one filter per channel) take
-// the direct GEMM kernel on GPUs (M = 1 row, K = the window). On CPUs, f32 convolutions take
-// the register-blocked families instead: conv_blocked.h, and window_rows.h for depthwise ones.
+// the direct GEMM kernel on GPUs (M = 1 row, K = the window). In a reduced-precision compute
+// mode (ComputeModeOf: fp16 on f16 storage, or a "compute_mode" attribute) the warp-tiled kernel
+// runs it on the matrix engine where ChooseModelWarpGemm takes it, gathering the image into its
+// B tiles the same way. On CPUs, f32 convolutions take the register-blocked families instead:
+// conv_blocked.h, and window_rows.h for depthwise ones.
 #include <fmt/format.h>
 
 #include "codegen/opencl/conv_blocked.h"
 #include "codegen/opencl/elementwise_chain.h"
+#include "codegen/opencl/gemm/warp_gemm.h"
 #include "codegen/opencl/generator.h"
 #include "codegen/opencl/matmul.h"
 #include "codegen/opencl/window.h"
@@ -19,18 +23,23 @@ namespace texel::codegen {
 namespace {
 
 // B's row k (ic, kd, kh, kw) from column col (od, oh, ow): VB gathered elements, zero in the
-// padding and beyond N.
+// padding and beyond N. The column's coordinates are divided out once and then stepped (the
+// divisions cost more than the loads on GPUs); unsigned compares test both bounds at once.
 constexpr const char* kIm2ColLoad =
     R"(  const int kw = k % KW, kr = k / KW, kh = kr % KH, kc = kr / KH;
   const int kd = kc % KD, ic = kc / KD;
+  int ow = col % OW, oh = col / OW % OH, od = col / (OW * OH);
   TVB v;
 #pragma unroll
   for (int e = 0; e < VB; ++e) {
-    const int c = col + e, ow = c % OW, cr = c / OW, oh = cr % OH, od = cr / OH;
     const int id = od * SD - PD + kd * DD, ih = oh * SH - PH + kh * DH, iw = ow * SW - PW + kw * DW;
-    ELEM(v, e) = c < N && id >= 0 && id < ID && ih >= 0 && ih < IH && iw >= 0 && iw < IW
-                     ? LOAD(p, ((long)(ic * ID + id) * IH + ih) * IW + iw)
+    ELEM(v, e) = col + e < N && (uint)id < ID && (uint)ih < IH && (uint)iw < IW
+                     ? LOAD_E(p, ((long)(ic * ID + id) * IH + ih) * IW + iw)
                      : 0;
+    if (++ow == OW) {
+      ow = 0;
+      if (++oh == OH) oh = 0, ++od;
+    }
   }
   return v;)";
 
@@ -56,6 +65,7 @@ GemmOperands ConvGemm(const ir::Node& n, const Target& target) {
   g.shape.n = win.out[0] * win.out[1] * win.out[2];
   g.shape.k = ic_g * win.k[0] * win.k[1] * win.k[2];
   g.shape.dtype = t;
+  g.shape.mode = ComputeModeOf(n);
   bool grouped = groups > 1;
   g.a_offset = grouped ? fmt::format("((b) % {} * {})", groups, oc_g * g.shape.k) : "0";
   g.b_offset = grouped ? fmt::format("(((long)(b) / {} * {} + (b) % {} * {}) * {})", groups, x[1],
@@ -82,7 +92,9 @@ GemmOperands ConvGemm(const ir::Node& n, const Target& target) {
 std::optional<Tunable> ConvTunable(const ir::Node& n, const Target& target) {
   if (auto rows = WindowRowsTunable(n, target)) return rows;
   if (auto blocked = ConvBlockedTunable(n, target)) return blocked;
-  return MatMulTunable(ConvGemm(n, target).shape, target);
+  GemmOperands g = ConvGemm(n, target);
+  if (ChooseModelWarpGemm(g, target)) return std::nullopt;
+  return MatMulTunable(g.shape, target);
 }
 
 std::vector<KernelSpec> GenerateConv(const ir::Node& n, const std::string& kernel_name,
@@ -92,6 +104,8 @@ std::vector<KernelSpec> GenerateConv(const ir::Node& n, const std::string& kerne
   if (auto blocked = ConvBlockedTunable(n, target))
     return {GenerateConvBlocked(n, kernel_name, Choose(*blocked, target), epilogue)};
   GemmOperands g = ConvGemm(n, target);
+  if (auto warp = ChooseModelWarpGemm(g, target))
+    return GenerateModelWarpGemm(g, kernel_name, target, *warp, epilogue);
   return GenerateGemm(g, kernel_name, target, TunedMatMulParams(g.shape, target), epilogue);
 }
 

@@ -172,7 +172,7 @@ void DefineBias(KernelSource& src, const GemmOperands& g, bool with) {
 // LOAD_B of a B stored transposed, [n, k]: VB elements of row k, zero beyond N.
 constexpr const char* kTransposedLoadB = R"(  TVB v;
 #pragma unroll
-  for (int e = 0; e < VB; ++e) ELEM(v, e) = col + e < N ? LOAD(p, (long)(col + e) * K + k) : 0;
+  for (int e = 0; e < VB; ++e) ELEM(v, e) = col + e < N ? LOAD_E(p, (long)(col + e) * K + k) : 0;
   return v;)";
 
 }  // namespace
@@ -416,6 +416,14 @@ MatMulParams TunedMatMulParams(const GemmShape& s, const Target& t) {
   return MatMulParamsOf(Choose(MatMulTunable(s, t), t));
 }
 
+void DefineLoadB(KernelSource& src, const GemmOperands& g, const std::string& kernel_name) {
+  for (const auto& [key, value] : g.defines) src.Define(key, value);
+  src.Define("LOAD_B(p, k, col)", kernel_name + "_load_b(p, k, col)");
+  src.Prelude(fmt::format(
+      "inline TVB {}_load_b(const __global T_STORE* restrict p, int k, int col) {{\n{}\n}}\n",
+      kernel_name, g.load_b));
+}
+
 std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& kernel_name,
                                      const Target& target, const MatMulParams& p,
                                      const Chain& epilogue) {
@@ -442,12 +450,8 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
     src.Define("GLOAD_B(p, i)", VecLoad(t, p.vec_b));
     src.Define("LOAD_B(p, k, col)", "GLOAD_B(p, (long)(k) * N + (col))");
   } else {
-    for (const auto& [key, value] : g.defines) src.Define(key, value);
-    src.Define("LOAD_B(p, k, col)", kernel_name + "_load_b(p, k, col)");
-    src.Prelude(
-        fmt::format("inline TVB {}_load_b(const __global T_STORE* restrict p, int k, "
-                    "int col) {{\n{}\n}}\n",
-                    kernel_name, g.load_b));
+    src.Define("LOAD_E(p, i)", "LOAD(p, i)");
+    DefineLoadB(src, g, kernel_name);
   }
   DefineBias(src, g, bias && !split);
   src.Define("EDGE_M", s.m % p.tile_m != 0).Define("EDGE_N", s.n % p.tile_n != 0);

@@ -97,7 +97,8 @@ struct GemmOperands {
   std::string a_offset = "0", b_offset = "0";  // element offsets of batch (b)'s A and B
   // Body of `TVB load_b(const __global T_STORE* p, int k, int col)`, which returns VB elements
   // of B's row k from column col (p points at batch b's B); empty: B is row-major [K, N].
-  // It may use the kernel's macros (T, TVB, VB, LOAD, ELEM) and its own defines.
+  // It may use the macros TVB, VB, ELEM(v, e), LOAD_E(p, i) (an element as the kernel stages
+  // it: a float in the scalar kernels, f16 bits in the warp-tiled one's fp16) and its defines.
   std::string load_b;
   std::vector<std::pair<std::string, std::string>> defines;  // macros for load_b
   std::string bias;       // element index (an expression in b and row) of a bias per row, or ""
@@ -107,6 +108,10 @@ struct GemmOperands {
   // epilogue or sum kernel: the consumer adds them up (a LayerNorm's prologue).
   bool partials_only = false;
 };
+
+// LOAD_B(p, k, col): g.load_b as a function of the kernel's, with g.defines; the caller defines
+// TVB, VB, ELEM and LOAD_E.
+void DefineLoadB(KernelSource& src, const GemmOperands& g, const std::string& kernel_name);
 
 // The kernels for g with explicit parameters (CheckMatMulParams must pass: kInvalidArgument):
 // one, or two with split-K.

@@ -44,7 +44,8 @@ std::string WarpGemmParams::ToString() const {
 
 bool AsyncCopies(const GemmProblem& g, const WarpGemmParams& p, const Target& t) {
   // The emulation (no PTX) copies the same tiles synchronously, so that a CPU checks their layouts.
-  if (!(t.mma_sync || t.mma_emulated) || g.mode == ComputeMode::kFp32 || g.k == 0) return false;
+  if (!(t.mma_sync || t.mma_emulated) || g.mode == ComputeMode::kFp32 || g.k == 0 || g.gather_b)
+    return false;
   bool half = g.elem == DType::kFloat16;
   if (half != (g.mode == ComputeMode::kFp16)) return false;
   int64_t chunk = half ? 8 : 4;  // elements per 16 bytes
@@ -107,6 +108,8 @@ WarpGemmParams ChooseWarpGemmParams(const GemmProblem& g, const Target& t) {
   if (tiles < static_cast<int64_t>(t.compute_units)) {
     p.bn = 64;
     p.stages = 3;  // with asynchronous copies; else (below) 2
+    // At most 64 rows (ResNet-50's first convolutions): half a 128-row tile would be zeros.
+    if (g.m <= 64) p.bm = 64, p.wm = 32;
   } else if (g.mode == ComputeMode::kTf32) {
     p.wn = 64;  // 4 warps of 64 x 64 (n = 4096: 117-130 TFLOP/s against 83-118 with 8 of 64 x 32)
   } else if (g.mode == ComputeMode::kTf32x3) {
@@ -135,7 +138,7 @@ KernelSource WarpSource(const GemmProblem& g, const std::string& kernel_name, co
   bool half = g.elem == DType::kFloat16;
   bool even = Even(g, p), async = AsyncCopies(g, p, t);
   bool align_a = Aligned(g.a_offset, g.lda, g.stride_a, g.batch, 4);
-  bool align_b = Aligned(g.b_offset, g.ldb, g.stride_b, g.batch, 4);
+  bool align_b = g.gather_b || Aligned(g.b_offset, g.ldb, g.stride_b, g.batch, 4);
   int mode = g.mode == ComputeMode::kFp32     ? 0
              : g.mode == ComputeMode::kTf32   ? 1
              : g.mode == ComputeMode::kTf32x3 ? 3
@@ -145,7 +148,7 @@ KernelSource WarpSource(const GemmProblem& g, const std::string& kernel_name, co
   src.Define("MMA_PTX", t.mma_sync).Define("EVEN", even).Define("ASYNC", async);
   if (async) DefineAsyncCopy(src, t);
   src.Define("STAGES", p.stages).Define("PENDING", p.stages - 2);
-  src.Define("TRANS_A", g.trans_a).Define("TRANS_B", g.trans_b);
+  src.Define("TRANS_A", g.trans_a).Define("TRANS_B", g.trans_b).Define("GATHER_B", g.gather_b);
   DefineOperandOffsets(src, g.trans_a, g.trans_b);
   // 4-wide loads along each operand's contiguous dimension; unaligned ones (f16, or an offset or
   // stride off the 4-element grid) as vload4, which the compiler may split.
@@ -183,6 +186,7 @@ GemmProblem ProblemOf(const GemmOperands& o) {
   g.stride_a = s.m * s.k, g.stride_b = s.k * s.n, g.stride_c = s.m * s.n;
   g.elem = s.dtype;
   g.mode = s.mode;
+  g.gather_b = !o.load_b.empty() && !s.trans_b;  // a transposed B is a matrix: TRANS_B reads it
   return g;
 }
 
@@ -225,14 +229,15 @@ KernelSpec GenerateWarpGemm(const GemmProblem& g, const std::string& kernel_name
 
 std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const Target& t) {
   const GemmShape& s = g.shape;
-  // The matrix engine for a reduced-precision product, on operands that are matrices (not a
-  // convolution's gathered image) with no per-row bias and deep enough; products of a few rows
-  // stay with the direct kernel, which reads each weight once.
+  // The matrix engine for a reduced-precision product deep enough; products of a few rows stay
+  // with the direct kernel, which reads each weight once.
   if (s.mode == ComputeMode::kFp32 || !(t.mma_sync || t.mma_emulated) || s.m < 16 ||
-      s.k < kMinDepth || (!g.load_b.empty() && !s.trans_b) || !g.bias.empty() ||
-      (s.dtype != DType::kFloat32 && s.dtype != DType::kFloat16))
+      s.k < kMinDepth || (s.dtype != DType::kFloat32 && s.dtype != DType::kFloat16))
     return std::nullopt;
   GemmProblem problem = ProblemOf(g);
+  // A gathered B is staged as it is stored (LOAD_E): in the mode's operand type.
+  if (problem.gather_b && (s.dtype == DType::kFloat16) != (s.mode == ComputeMode::kFp16))
+    return std::nullopt;
   WarpGemmParams p = ChooseWarpGemmParams(problem, t);
   if (CheckWarpGemmParams(p, problem, t)) return std::nullopt;
   // Too few tiles to fill the device (a transformer layer's 128-256 rows): split K so that the
@@ -258,6 +263,18 @@ std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::
   src.Define("SPLITS", splits).Define("KS", ks);
   src.Define("lda", problem.lda).Define("ldb", problem.ldb).Define("ldc", problem.ldc);
   src.Define("A_OFF(b)", g.a_offset).Define("B_OFF(b)", g.b_offset);
+  // The bias per row in the product's kernel, or with partial sums in the sum kernel.
+  bool bias = !g.bias.empty() && !partials;
+  src.Define("BIAS_PARAM", bias ? ", __global const T_STORE* restrict bias_p" : "");
+  src.Define("BIAS(b, row)", bias ? "GLOAD(bias_p, " + g.bias + ")" : "0");
+  if (problem.gather_b) {
+    // Elements as the template stages them (RT): f16 bits in fp16, floats otherwise.
+    const char* rt = s.dtype == DType::kFloat16 ? "ushort" : "float";
+    src.Define("VB", 4).Define("TVB", fmt::format("{}4", rt));
+    src.Define("ELEM(v, e)", fmt::format("((({}*)&(v))[e])", rt));
+    src.Define("LOAD_E(p, i)", fmt::format("(((__global const {}*)(p))[i])", rt));
+    DefineLoadB(src, g, kernel_name);
+  }
   KernelSpec spec;
   spec.name = kernel_name;
   int64_t outputs = s.batch * s.m * s.n;
@@ -268,6 +285,7 @@ std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::
   ApplyEpilogue(src, kernel_name, g.out, partials ? Chain{} : epilogue, spec);
   spec.source = src.Render();
   spec.inline_ptx = spec.tensor_cores = t.mma_sync;  // mma.sync, cp.async, ldmatrix, cvt
+  spec.gathers_b = problem.gather_b;
   SetGeometry(problem, p, spec);
   spec.global[2] *= static_cast<size_t>(splits);
   if (!partials || g.partials_only) return {spec};

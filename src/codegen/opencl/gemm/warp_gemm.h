@@ -31,6 +31,9 @@ struct GemmProblem {
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
   DType elem = DType::kFloat32;  // of A, B and C: f32 or f16
   ComputeMode mode = ComputeMode::kTf32;
+  // Models only: B is gathered element by element (GemmOperands::load_b, a convolution's image),
+  // so it goes through registers, never by asynchronous copies.
+  bool gather_b = false;
 };
 
 // A BM x BN tile per work-group, BK deep per local-memory step, WM x WN per warp; `stages` local
@@ -76,11 +79,11 @@ KernelSpec GenerateWarpGemm(const GemmProblem& g, const std::string& kernel_name
 // dimensions lda and ldb, for the matrix-engine templates (warp_gemm.cl, dpas_gemm.cl).
 void DefineOperandOffsets(KernelSource& src, bool trans_a, bool trans_b);
 
-// Models' matrix products (MatMul: the scalar kernels' GemmOperands) on the warp-tiled kernel:
-// where the product's compute mode is not fp32, the device has a matrix engine (or emulates one
-// for tests: Target::mma_emulated), B is a matrix (not a convolution's gathered image: see
-// docs/precision.md) and the product has at least 16 rows and a depth of 256, the tiling to use;
-// else nullopt (the scalar kernels of matmul.h run it).
+// Models' matrix products (MatMul and Conv: the scalar kernels' GemmOperands) on the warp-tiled
+// kernel: where the product's compute mode is not fp32, the device has a matrix engine (or
+// emulates one for tests: Target::mma_emulated), a gathered B (a convolution's image) is stored
+// in the mode's operand type (f16 for fp16, f32 otherwise) and the product has at least 16 rows
+// and a depth of 256, the tiling to use; else nullopt (the scalar kernels of matmul.h run it).
 std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const Target& t);
 // The kernel: sizes fixed, the epilogue applied as results are stored; with
 // g.partials_only the product alone, as one slice of float sums in scratch 0.

@@ -24,12 +24,14 @@
 // engine truncating them), MMA_PTX, ASYNC, STAGES (2 without ASYNC), PENDING
 // (STAGES - 2), TRANS_A, TRANS_B (op(A) = A^T: A stored [K, M]), A_AT(r, k), B_AT(k, c)
 // (element offsets of op(A)[r, k] and op(B)[k, c]), VEC_A, VEC_B (4: the operand's contiguous
-// dimension is loaded as float4; 1: scalars),
+// dimension is loaded as float4; 1: scalars), GATHER_B (B is not stored as a matrix: LOAD_B(p,
+// k, col) returns VEC_B elements of its row k from column col as staged, zeros past N: a
+// convolution's image gathered as im2col; never with TRANS_B or ASYNC),
 // EVEN (M, N, K are multiples of BM, BN, BK: no bounds checks), T_STORE, F16_STORAGE, GLOAD(p,
 // i), GLOAD4(p, i) (4 elements at i as float4), GSTORE(p, i, v); TO_TF32, ROUND_TF32, TO_F16
 // (helper names unique to the kernel); MODEL (a model's product: M, N, K, lda, ldb, ldc, A_OFF(z),
 // B_OFF(z), EPILOGUE(v, i), EPILOGUE_PARAMS, PARTIALS, BATCH, SPLITS, KS as macros, no alpha or
-// beta).
+// beta; BIAS_PARAM and BIAS(z, row): a bias per row, added before the epilogue).
 #define WARPS_N (BN / WN)
 #define WG ((BM / WM) * WARPS_N * 32)
 #define MI (WM / 16)
@@ -184,11 +186,12 @@ ushort TO_F16(float x) {
 #define C_STORE(p, i, v) ((p)[i] = (v))
 #define T_C float
 #else
-#define C_STORE(p, i, v) GSTORE(p, i, EPILOGUE(v, i))
+// (r: the row in the batch's matrix, in scope where results are stored)
+#define C_STORE(p, i, v) GSTORE(p, i, EPILOGUE((v) + BIAS(z, r), i))
 #define T_C T_STORE
 #endif
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
-    __global const T_STORE* restrict a, __global const T_STORE* restrict b,
+    __global const T_STORE* restrict a, __global const T_STORE* restrict b BIAS_PARAM,
     __global T_C* restrict c EPILOGUE_PARAMS) {
   // Work-group z = batch * SPLITS + s sums k in [s * KS, s * KS + KS) into slice s of c.
   const int z = get_group_id(2) / SPLITS, k_begin = get_group_id(2) % SPLITS * KS;
@@ -237,16 +240,28 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     }                                                                                      \
   }                                                                                        \
   for (int l = 0; l < LB; ++l) {                                                           \
-    B_VEC(lid + l * WG, VEC_B, cc, k);                                                            \
-    if (VEC_B == 4 && (EVEN || (n0 + cc + B_DC(3) < N && (k0) + k + B_DK(3) < K))) {          \
-      vstore4(GLOADR4(b, B_AT((k0) + k, n0 + cc)), 0, rb + l * VEC_B);                        \
-    } else {                                                                               \
-      for (int v = 0; v < VEC_B; ++v) {                                                       \
-        const int col = n0 + cc + B_DC(v), kk = (k0) + k + B_DK(v);                        \
-        rb[l * VEC_B + v] = EVEN || (col < N && kk < K) ? GLOADR(b, B_AT(kk, col)) : (RT)0;  \
-      }                                                                                    \
+    B_VEC(lid + l * WG, VEC_B, cc, k);                                                     \
+    LOAD_B_VEC(rb + l * VEC_B, n0 + cc, (k0) + k)                                          \
+  }
+// VEC_B elements of B from column col of row kk on into rb.
+#if GATHER_B
+#define LOAD_B_VEC(rb, col, kk)                                                            \
+  if (EVEN || (kk) < K) {                                                                  \
+    vstore4(LOAD_B(b, kk, col), 0, rb);                                                    \
+  } else {                                                                                 \
+    for (int v = 0; v < VEC_B; ++v) (rb)[v] = 0;                                           \
+  }
+#else
+#define LOAD_B_VEC(rb, col, kk)                                                            \
+  if (VEC_B == 4 && (EVEN || ((col) + B_DC(3) < N && (kk) + B_DK(3) < K))) {               \
+    vstore4(GLOADR4(b, B_AT(kk, col)), 0, rb);                                             \
+  } else {                                                                                 \
+    for (int v = 0; v < VEC_B; ++v) {                                                      \
+      const int c_ = (col) + B_DC(v), k_ = (kk) + B_DK(v);                                 \
+      (rb)[v] = EVEN || (c_ < N && k_ < K) ? GLOADR(b, B_AT(k_, c_)) : (RT)0;              \
     }                                                                                      \
   }
+#endif
 #define STORE_TILES(buf)                                                                   \
   for (int l = 0; l < LA; ++l) {                                                           \
     A_VEC(lid + l * WG, VEC_A, r, k);                                                             \
@@ -454,6 +469,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   }
 }
 #undef LOAD_TILES
+#undef LOAD_B_VEC
 #undef C_STORE
 #undef T_C
 #undef A_OFF
