@@ -25,6 +25,9 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // the scalar tiled kernel at K = 64 and 128 (ResNet-50's 1x1 convolutions, 1.1-2x), faster at
 // K >= 768 (BERT's and ViT's layers, docs/precision.md).
 constexpr int64_t kMinDepth = 256;
+// A gathered B (a convolution's image) costs the scalar kernel as much to load, so the engine
+// pays from shallower depths: ResNet-50's 7x7 stem (K = 147) took 18 us against 40 in fp16.
+constexpr int64_t kMinGatheredDepth = 128;
 
 // The shortest K range a split product gives a work-group: shorter ones spend more on the
 // pipeline's start and the slices' sum than they gain.
@@ -231,10 +234,11 @@ std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const T
   const GemmShape& s = g.shape;
   // The matrix engine for a reduced-precision product deep enough; products of a few rows stay
   // with the direct kernel, which reads each weight once.
-  if (s.mode == ComputeMode::kFp32 || !(t.mma_sync || t.mma_emulated) || s.m < 16 ||
-      s.k < kMinDepth || (s.dtype != DType::kFloat32 && s.dtype != DType::kFloat16))
-    return std::nullopt;
   GemmProblem problem = ProblemOf(g);
+  if (s.mode == ComputeMode::kFp32 || !(t.mma_sync || t.mma_emulated) || s.m < 16 ||
+      s.k < (problem.gather_b ? kMinGatheredDepth : kMinDepth) ||
+      (s.dtype != DType::kFloat32 && s.dtype != DType::kFloat16))
+    return std::nullopt;
   // A gathered B is staged as it is stored (LOAD_E): in the mode's operand type.
   if (problem.gather_b && (s.dtype == DType::kFloat16) != (s.mode == ComputeMode::kFp16))
     return std::nullopt;
