@@ -229,6 +229,8 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
       {{1, 256, 7, 7}, {64, 256, 1, 1}, ConvAttrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1), true},
       // 1x1 over 16 pixels: B is x as stored
       {{1, 256, 4, 4}, {32, 256, 1, 1}, ConvAttrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1), true},
+      // 1x1 over 64 channels (K = 64), x as stored
+      {{1, 64, 8, 8}, {48, 64, 1, 1}, ConvAttrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1), false},
       // a stem of 3 channels, 7x7 stride 2: shallow (K = 147), gathered
       {{1, 3, 21, 19}, {24, 3, 7, 7}, ConvAttrs({2, 2}, {3, 3, 3, 3}, {1, 1}, 1), true},
   };
@@ -309,7 +311,7 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
       }
       EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << y.size() << " elements differ";
     }
-  EXPECT_EQ(gathered, 12) << "four of the five cases gather the image, in every mode";
+  EXPECT_EQ(gathered, 12) << "four of the six cases gather the image, in every mode";
   EXPECT_GT(bias_runs[true], 0) << "the sum kernel adds a bias somewhere";
   EXPECT_GT(bias_runs[false], 0) << "the product's own kernel adds a bias somewhere";
 }

@@ -66,6 +66,7 @@ GemmOperands ConvGemm(const ir::Node& n, const Target& target) {
   g.shape.k = ic_g * win.k[0] * win.k[1] * win.k[2];
   g.shape.dtype = t;
   g.shape.mode = ComputeModeOf(n);
+  g.convolution = true;
   bool grouped = groups > 1;
   g.a_offset = grouped ? fmt::format("((b) % {} * {})", groups, oc_g * g.shape.k) : "0";
   g.b_offset = grouped ? fmt::format("(((long)(b) / {} * {} + (b) % {} * {}) * {})", groups, x[1],

@@ -107,6 +107,7 @@ struct GemmOperands {
   // The product goes to scratch 0 as its K slices (one when K is not split), with no bias,
   // epilogue or sum kernel: the consumer adds them up (a LayerNorm's prologue).
   bool partials_only = false;
+  bool convolution = false;  // a convolution's implicit GEMM (B is its image)
 };
 
 // LOAD_B(p, k, col): g.load_b as a function of the kernel's, with g.defines; the caller defines

@@ -25,9 +25,10 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // the scalar tiled kernel at K = 64 and 128 (ResNet-50's 1x1 convolutions, 1.1-2x), faster at
 // K >= 768 (BERT's and ViT's layers, docs/precision.md).
 constexpr int64_t kMinDepth = 256;
-// A gathered B (a convolution's image) costs the scalar kernel as much to load, so the engine
-// pays from shallower depths: ResNet-50's 7x7 stem (K = 147) took 18 us against 40 in fp16.
-constexpr int64_t kMinGatheredDepth = 128;
+// Convolutions (their image as B, gathered or not) pay from shallower depths in fp16 on the H100:
+// ResNet-50's 7x7 stem (K = 147) 18 us against 40 on the scalar kernel; its 1x1 convolutions of
+// 64 channels even at batch 1 and 1.5x faster at batch 32 (docs/precision.md).
+constexpr int64_t kMinConvDepth = 64;
 
 // The shortest K range a split product gives a work-group: shorter ones spend more on the
 // pipeline's start and the slices' sum than they gain.
@@ -236,7 +237,7 @@ std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const T
   // with the direct kernel, which reads each weight once.
   GemmProblem problem = ProblemOf(g);
   if (s.mode == ComputeMode::kFp32 || !(t.mma_sync || t.mma_emulated) || s.m < 16 ||
-      s.k < (problem.gather_b ? kMinGatheredDepth : kMinDepth) ||
+      s.k < (g.convolution ? kMinConvDepth : kMinDepth) ||
       (s.dtype != DType::kFloat32 && s.dtype != DType::kFloat16))
     return std::nullopt;
   // A gathered B is staged as it is stored (LOAD_E): in the mode's operand type.
