@@ -112,13 +112,15 @@ WarpGemmParams ChooseWarpGemmParams(const GemmProblem& g, const Target& t) {
   if (tiles < static_cast<int64_t>(t.compute_units)) {
     p.bn = 64;
     p.stages = 3;  // with asynchronous copies; else (below) 2
-    // At most 64 rows (ResNet-50's first convolutions): half a 128-row tile would be zeros.
-    if (g.m <= 64) p.bm = 64, p.wm = 32;
   } else if (g.mode == ComputeMode::kTf32) {
     p.wn = 64;  // 4 warps of 64 x 64 (n = 4096: 117-130 TFLOP/s against 83-118 with 8 of 64 x 32)
   } else if (g.mode == ComputeMode::kTf32x3) {
     p.bk = 8, p.wn = 64, p.stages = 4;  // n = 4096: 54-59 TFLOP/s against 45-47 (BK 16, 64 x 32)
   }
+  // A side of at most 64 (ResNet-50's 64-channel convolutions, its 7 x 7 images per batch):
+  // 64-wide tiles, where half a 128-wide one would be zeros.
+  if (g.m <= 64) p.bm = 64, p.wm = 32;
+  if (g.n <= 64) p.bn = 64, p.wn = 32;
   if (!AsyncCopies(g, p, t) || CheckWarpGemmParams(p, g, t)) p.stages = 2;
   // Smaller devices (less local memory, smaller work-groups): the first tiling that fits.
   for (WarpGemmParams q :
