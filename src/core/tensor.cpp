@@ -2,9 +2,9 @@
 
 #include <bit>
 #include <cmath>
-#include <limits>
 
 #include "core/limits.h"
+#include "core/saturate.h"
 
 namespace texel {
 
@@ -67,18 +67,8 @@ void HostTensor::SetDouble(int64_t i, double v) {
 }
 
 int64_t HostTensor::GetInt(int64_t i) const {
-  if (IsFloat(dtype)) {
-    // Saturated (NaN as 0): a float read as an integer (a shape given as floats) may be out of
-    // int64's range, where the plain conversion is undefined. Compared, not clamped: int64's
-    // max rounds up to 2^63 as a double.
-    double v = GetDouble(i);
-    if (std::isnan(v)) return 0;
-    if (v >= static_cast<double>(std::numeric_limits<int64_t>::max()))
-      return std::numeric_limits<int64_t>::max();
-    if (v <= static_cast<double>(std::numeric_limits<int64_t>::lowest()))
-      return std::numeric_limits<int64_t>::lowest();
-    return static_cast<int64_t>(v);
-  }
+  // Saturated: a float read as an integer (a shape given as floats) may be out of range.
+  if (IsFloat(dtype)) return SaturatingCast<int64_t>(GetDouble(i));
   return VisitDType(dtype, [&](auto t) { return static_cast<int64_t>(data<decltype(t)>()[i]); });
 }
 

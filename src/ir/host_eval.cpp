@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/saturate.h"
 
 namespace texel::ir {
 
@@ -34,20 +35,10 @@ void StoreF(HostTensor& t, int64_t i, double v) {
   }
   VisitDType(t.dtype, [&](auto z) {
     using T = decltype(z);
-    if constexpr (std::is_integral_v<T>) {
-      if (std::isnan(v)) v = 0;  // undefined in ONNX; keep it deterministic
-      // Saturate; compared, not clamped, because a 64-bit max rounds up to 2^63 as a double,
-      // which does not convert back.
-      if (v >= static_cast<double>(std::numeric_limits<T>::max())) {
-        t.data<T>()[i] = std::numeric_limits<T>::max();
-        return;
-      }
-      if (v <= static_cast<double>(std::numeric_limits<T>::lowest())) {
-        t.data<T>()[i] = std::numeric_limits<T>::lowest();
-        return;
-      }
-    }
-    t.data<T>()[i] = static_cast<T>(v);
+    if constexpr (std::is_integral_v<T>)
+      t.data<T>()[i] = SaturatingCast<T>(v);
+    else
+      t.data<T>()[i] = static_cast<T>(v);
   });
 }
 
