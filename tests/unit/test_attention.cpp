@@ -223,8 +223,8 @@ TEST(AttentionTest, GpuChoicesAtTransformerShapes) {
                                   {1024, 12, 64, true, 64, 4},
                                   {49, 192, 32, false, 64, 1}};
     for (Case c : cases) {
-      codegen::AttentionParams p =
-          codegen::ChooseAttentionParams(c.sq, c.sq, c.batch, c.d, c.d, 4, c.causal, gpu);
+      codegen::AttentionParams p = codegen::ChooseAttentionParams(c.sq, c.sq, c.batch, c.d, c.d,
+                                                                  DType::kFloat32, c.causal, gpu);
       std::string what =
           fmt::format("seq {} x {} d {} causal {} async {}", c.sq, c.batch, c.d, c.causal, async);
       EXPECT_TRUE(p.tiled && p.warp_sync && p.fast_exp) << what;
@@ -233,6 +233,116 @@ TEST(AttentionTest, GpuChoicesAtTransformerShapes) {
       EXPECT_EQ(p.rm, 4) << what;
       EXPECT_EQ(p.splits, c.splits) << what;
     }
+  }
+}
+
+// The f16 matrix-engine kernel (attention_mma.cl): on PoCL through its emulation (each work-item
+// computes its lane's mma entries with FMAs), on a GPU with mma.sync on the engine: 1, 2
+// and 4 warps, key tiles of 16 to 64, head dims 48 and 32 (Q·Kᵀ and P·V of different depths),
+// more keys than queries, causal with the diagonal offset, a bias, split over the keys and merged.
+// Inputs are rounded to f16 and the reference computed on the rounded values; the kernel rounds
+// P to f16 as the engine reads it.
+TEST(AttentionTest, MatrixEngineKernelEmulated) {
+  const int64_t b = 3, sq = 70, sk = 90, d = 48, dv = 32;
+  HostTensor q = testing::ToF16(testing::RandomF32({b, sq, d}, 21)),
+             k = testing::ToF16(testing::RandomF32({b, sk, d}, 22)),
+             v = testing::ToF16(testing::RandomF32({b, sk, dv}, 23)),
+             bias = testing::ToF16(testing::RandomF32({1, sq, sk}, 24));
+  const cl::Context& ctx = *testing::SharedContext();
+  cl::Buffer dq(ctx, q.bytes.size()), dk(ctx, k.bytes.size()), dv_(ctx, v.bytes.size()),
+      db(ctx, bias.bytes.size()), dout(ctx, static_cast<size_t>(b * sq * dv * 2));
+  dq.Write(ctx, q.bytes.data(), q.bytes.size());
+  dk.Write(ctx, k.bytes.data(), k.bytes.size());
+  dv_.Write(ctx, v.bytes.data(), v.bytes.size());
+  db.Write(ctx, bias.bytes.data(), bias.bytes.size());
+  struct Variant {
+    int warps, bkv, splits, causal;
+    bool bias;
+  };
+  for (Variant var :
+       {Variant{1, 64, 1, 0, false}, Variant{2, 32, 1, 1, false}, Variant{4, 16, 1, 0, true},
+        Variant{4, 64, 2, 1, true}, Variant{1, 32, 3, 0, true}, Variant{2, 16, 2, 1, false}}) {
+    ir::Graph g;
+    std::vector<ir::Value*> in = {g.AddInput("q", {DType::kFloat16, q.shape}),
+                                  g.AddInput("k", {DType::kFloat16, k.shape}),
+                                  g.AddInput("v", {DType::kFloat16, v.shape})};
+    if (var.bias) in.push_back(g.AddInput("bias", {DType::kFloat16, bias.shape}));
+    ir::Node* node = g.AddNode(OpKind::kAttention, in,
+                               {{"scale", 0.2}, {"causal", int64_t{var.causal}}}, "attention");
+    codegen::Target target = backends::NativeBackend::TargetOf(ctx.info());
+    target.gpu = true;
+    target.mma_emulated = !target.mma_sync;
+    target.local_mem_bytes = std::min<uint64_t>(target.local_mem_bytes, 48 * 1024);
+    codegen::AttentionParams p;
+    p.mma = true;
+    p.bq = 16 * var.warps;
+    p.bk = var.bkv;
+    p.splits = var.splits;
+    std::vector<codegen::KernelSpec> specs =
+        codegen::GenerateAttentionWith(*node, "att", target, &p);
+    ASSERT_NE(specs[0].source.find("texel-kernel: att"), std::string::npos);
+    EXPECT_NE(specs[0].source.find(fmt::format("#define MMA_PTX {}", int{target.mma_sync})),
+              std::string::npos);
+    EXPECT_EQ(specs.size(), var.splits > 1 ? 2u : 1u);
+    backends::BoundKernels run(ctx, std::move(specs), [&](int id) -> const cl::Buffer& {
+      return id == in[0]->id               ? dq
+             : id == in[1]->id             ? dk
+             : id == in[2]->id             ? dv_
+             : var.bias && id == in[3]->id ? db
+                                           : dout;
+    });
+    std::vector<char> nan(static_cast<size_t>(b * sq * dv * 2), '\xff');
+    dout.Write(ctx, nan.data(), nan.size());
+    run.Launch(ctx);
+    HostTensor got(DType::kFloat16, {b, sq, dv});
+    dout.Read(ctx, got.bytes.data(), got.bytes.size());
+    HostTensor bias32 = testing::ToF32(bias);
+    HostTensor want =
+        RefAttention(testing::ToF32(q), testing::ToF32(k), testing::ToF32(v), 0.2,
+                     [&](int64_t, int64_t i, int64_t j) {
+                       if (var.causal && j > i + (sk - sq)) return -double{INFINITY};
+                       return var.bias ? static_cast<double>(F(bias32, i * sk + j)) : 0.0;
+                     });
+    testing::ExpectClose(testing::ToF32(got), want,
+                         fmt::format("{} warps, {} keys a tile, split {}, causal {}, bias {}",
+                                     var.warps, var.bkv, var.splits, var.causal, var.bias),
+                         2e-3f);
+  }
+}
+
+// What the heuristic picks for f16 on an H100 (mma.sync) and on its emulation: the matrix-engine
+// kernel with warps halved while the work-groups are fewer than half the compute units (BERT's
+// 128 x 12 heads: 1 warp, 96 groups; ViT's 197: 2 warps, 84 groups; 1024 x 12: 4 warps), split
+// over the keys only below that (256 x 2: 32 groups of 1 warp, 2 splits of 2 tiles), and key
+// tiles of 32 for head dims of 128 (two tiles of K and V in 48 KiB); head dims off the 16 grid or
+// f32 storage keep the fp32-arithmetic kernels.
+TEST(AttentionTest, MatrixEngineChoices) {
+  for (bool emulated : {false, true}) {
+    codegen::Target gpu = testing::H100Target();
+    gpu.mma_sync = !emulated;
+    gpu.mma_emulated = emulated;
+    auto choose = [&](int64_t sq, int64_t batch, int64_t d, DType t) {
+      return codegen::ChooseAttentionParams(sq, sq, batch, d, d, t, false, gpu);
+    };
+    codegen::AttentionParams bert = choose(128, 12, 64, DType::kFloat16);
+    EXPECT_TRUE(bert.mma && !bert.tiled);
+    EXPECT_EQ(bert.bq, 16);
+    EXPECT_EQ(bert.bk, 64);
+    EXPECT_EQ(bert.splits, 1);
+    codegen::AttentionParams vit = choose(197, 12, 64, DType::kFloat16);
+    EXPECT_EQ(vit.bq, 32);
+    EXPECT_EQ(vit.splits, 1);
+    codegen::AttentionParams longer = choose(1024, 12, 64, DType::kFloat16);
+    EXPECT_EQ(longer.bq, 64);
+    EXPECT_EQ(longer.splits, 1);
+    codegen::AttentionParams few = choose(256, 2, 64, DType::kFloat16);
+    EXPECT_EQ(few.bq, 16);
+    EXPECT_EQ(few.splits, 2);
+    codegen::AttentionParams wide = choose(256, 12, 128, DType::kFloat16);
+    EXPECT_TRUE(wide.mma);
+    EXPECT_EQ(wide.bk, 32);
+    EXPECT_FALSE(choose(128, 12, 40, DType::kFloat16).mma);
+    EXPECT_FALSE(choose(128, 12, 64, DType::kFloat32).mma);
   }
 }
 

@@ -22,20 +22,56 @@ uint64_t TiledLocalBytes(const AttentionParams& p, int64_t d, int64_t dv) {
   return 4 * static_cast<uint64_t>(d * p.bq + ks + p.bk * dv + p.bq * 8 + wg);
 }
 
-// Rows of view m (dims r-2, r-1) are contiguous and every row starts 16-byte aligned (f32).
-bool RowsAligned(const ir::IndexMap& m) {
+// Rows of view m (dims r-2, r-1) are contiguous and every row starts 16-byte aligned (`chunk`
+// elements: 4 f32, 8 f16).
+bool RowsAligned(const ir::IndexMap& m, int64_t chunk) {
   size_t r = m.shape.size();
-  if (m.strides[r - 1] != 1 || m.offset % 4 != 0) return false;
+  if (m.strides[r - 1] != 1 || m.offset % chunk != 0) return false;
   for (size_t d = 0; d + 1 < r; ++d)
-    if (m.shape[d] != 1 && m.strides[d] % 4 != 0) return false;
+    if (m.shape[d] != 1 && m.strides[d] % chunk != 0) return false;
   return true;
+}
+
+// Local memory of the matrix-engine kernel (kernels/attention_mma.cl): two K and two V tiles of
+// f16, rows padded by 8; emulated, also P (f16) and the quad exchanges.
+uint64_t MmaLocalBytes(const AttentionParams& p, int64_t d, int64_t dv, bool emulated) {
+  uint64_t bytes = 2 * 2 * static_cast<uint64_t>(p.bk * (d + 8 + dv + 8));
+  if (emulated) bytes += 2 * static_cast<uint64_t>(p.bq * p.bk) + 4 * 2 * p.bq;
+  return bytes;
 }
 
 }  // namespace
 
 AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int64_t d, int64_t dv,
-                                      size_t elem_bytes, bool causal, const Target& t) {
+                                      DType storage, bool causal, const Target& t) {
   AttentionParams p;
+  size_t elem_bytes = storage == DType::kFloat64 ? 8 : 4;
+  // f16 on the matrix engine: warps of 16 rows, 4 per work-group, halved while the work-groups
+  // number less than half the compute units; keys in tiles of 64 (32 where two tiles of K and V
+  // do not fit); split over the keys (a second kernel merges) only where the work-groups are
+  // still fewer than half the compute units, each split at least two tiles. Measured on the H100
+  // (texel_attention_bench --dtype f16, docs/attention.md): 2 warps at ViT's 197 x 12 heads
+  // (12.7 TFLOP/s against 11.3 with 1), 4 at 1024 x 12 (89.5 against 84.8 with 2), 1 and 2 alike
+  // at BERT's 128 x 12; splitting 2 ways was slower at each of those.
+  if (storage == DType::kFloat16 && (t.mma_sync || t.mma_emulated) && d % 16 == 0 && dv % 16 == 0 &&
+      d <= 128 && dv <= 128 && t.max_work_group_size >= 128) {
+    p.mma = true;
+    p.fast_exp = t.gpu;
+    int warps = 4;
+    auto groups = [&](int w) { return (sq + 16 * w - 1) / (16 * w) * batch; };
+    const int64_t half_cus = std::max<int64_t>(1, t.compute_units / 2);
+    while (warps > 1 && groups(warps) < half_cus) warps /= 2;
+    p.bq = 16 * warps;
+    for (p.bk = 64; p.bk > 16 && MmaLocalBytes(p, d, dv, !t.mma_sync) > t.local_mem_bytes;)
+      p.bk /= 2;
+    int64_t want =
+        groups(warps) >= half_cus
+            ? 1
+            : (static_cast<int64_t>(t.compute_units) + groups(warps) - 1) / groups(warps);
+    p.splits = static_cast<int>(std::clamp<int64_t>(std::min(want, sk / (2 * p.bk)), 1, 16));
+    if (MmaLocalBytes(p, d, dv, !t.mma_sync) <= t.local_mem_bytes) return p;
+    p = AttentionParams{};
+  }
   p.vw = d % 4 == 0 && dv % 4 == 0 ? 4 : 1;
   int64_t rows = 1;
   while (rows < sq) rows *= 2;
@@ -174,15 +210,34 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
   int64_t sq = layout.sq, sk = layout.sk, dh = layout.d, dv = layout.dv;
   int64_t nb = NumElements(batch);
   size_t elem = t == DType::kFloat64 ? 8 : 4;
+  bool causal = a.Int("causal", 0) != 0;
   AttentionParams p =
-      params ? *params
-             : ChooseAttentionParams(sq, sk, nb, dh, dv, elem, a.Int("causal", 0) != 0, target);
+      params ? *params : ChooseAttentionParams(sq, sk, nb, dh, dv, t, causal, target);
+  if (!params && p.mma && !(RowsAligned(k, 8) && RowsAligned(v, 8))) {
+    // K's and V's rows cannot be copied as 16-byte pieces: the fp32-arithmetic kernels.
+    Target plain = target;
+    plain.mma_sync = plain.mma_emulated = false;
+    p = ChooseAttentionParams(sq, sk, nb, dh, dv, t, causal, plain);
+  }
+  if (p.mma) {
+    if (!(target.mma_sync || target.mma_emulated) || t != DType::kFloat16)
+      Fail(ErrorCode::kUnsupported, "matrix-engine attention needs mma.sync and f16 storage");
+    if (!(dh % 16 == 0 && dv % 16 == 0 && p.bk % 16 == 0 && p.bk > 0 &&
+          (p.bq == 16 || p.bq == 32 || p.bq == 64)))
+      Fail(ErrorCode::kUnsupported,
+           "matrix-engine attention takes head dims and key tiles in sixteens, 16-64 rows");
+    if (!(RowsAligned(k, 8) && RowsAligned(v, 8)))
+      Fail(ErrorCode::kUnsupported, "matrix-engine attention needs K and V rows 16-byte aligned");
+    if (MmaLocalBytes(p, dh, dv, !target.mma_sync) > target.local_mem_bytes)
+      Fail(ErrorCode::kUnsupported, "matrix-engine attention needs {} bytes of local memory",
+           MmaLocalBytes(p, dh, dv, !target.mma_sync));
+  }
   if (p.tiled && !(dh % 4 == 0 && dv % 32 == 0 && elem == 4))
     Fail(ErrorCode::kUnsupported, "the tiled attention kernel needs d % 4 == 0, dv % 32 == 0, f32");
   if (p.tiled && !((p.bq == 32 || p.bq == 64) && (p.rm == 4 || p.rm == 8)))
     Fail(ErrorCode::kUnsupported, "the tiled attention kernel takes 32 or 64 rows, 4 or 8 each");
   if (p.tiled) p.vw = 4, p.bk = 32;
-  if (p.async_copy && !(p.tiled && RowsAligned(k) && RowsAligned(v) && t == DType::kFloat32))
+  if (p.async_copy && !(p.tiled && RowsAligned(k, 4) && RowsAligned(v, 4) && t == DType::kFloat32))
     p.async_copy = false;  // the views' rows cannot be copied as 16-byte pieces
   if (p.tiled && TiledLocalBytes(p, dh, dv) > target.local_mem_bytes)
     Fail(ErrorCode::kUnsupported, "the tiled attention kernel needs {} bytes of local memory",
@@ -191,7 +246,9 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
     Fail(ErrorCode::kUnsupported, "warp-synchronised attention needs 32-lane NVIDIA warps");
   if (p.vw == 4 && (dh % 4 != 0 || dv % 4 != 0)) p.vw = 1;
 
-  KernelSource src(kernel_name, p.tiled ? "attention_tiled" : "attention");
+  KernelSource src(kernel_name, p.mma     ? "attention_mma"
+                                : p.tiled ? "attention_tiled"
+                                          : "attention");
   DefineStorage(src, t);
   std::string vt = p.vw == 1 ? "T" : (t == DType::kFloat64 ? "double4" : "float4");
   src.Define("VW", p.vw).Define("VT", vt);
@@ -199,7 +256,16 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
   src.Define("D", dh).Define("DV", dv).Define("SQ", sq).Define("SK", sk);
   src.Define("BQ", p.bq).Define("BK", p.bk);
   if (p.tiled) src.Define("ROWS", p.bq).Define("RM", p.rm).Define("ASYNC", p.async_copy);
-  if (p.async_copy) DefineAsyncCopy(src, target);
+  if (p.async_copy || p.mma) DefineAsyncCopy(src, target);
+  if (p.mma) {
+    DefineMatrixEngine(src, target);
+    src.Define("WARPS", p.bq / 16).Define("BKV", p.bk).Define("MMA_PTX", target.mma_sync);
+    src.Define("Q_H(r, c)", fmt::format("((__global const ushort*)q)[qo + (long)(r) * {} + "
+                                        "(long)(c) * {}]",
+                                        q.strides[r - 2], q.strides[r - 1]));
+    src.Define("O_STORE1(r, c, x)", fmt::format("STORE(o, oo + (long)(r) * {} + (long)(c) * {}, x)",
+                                                o.strides[r - 2], o.strides[r - 1]));
+  }
   src.Define("SCALE", FloatLiteral(a.Float("scale")));
   src.Define("CAUSAL", a.Int("causal", 0));
   src.Define("EXP(x)", p.fast_exp ? "native_exp(x)" : "exp(x)");
@@ -252,15 +318,21 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
   src.Define("Q_AT(r, c)", VectorLoad("q", "qo", q.strides[r - 2], q.strides[r - 1], p.vw, t));
   src.Define("K_AT(r, c)", VectorLoad("k", "ko", k.strides[r - 2], k.strides[r - 1], p.vw, t));
   src.Define("V_AT(r, c)", VectorLoad("v", "vo", v.strides[r - 2], v.strides[r - 1], p.vw, t));
-  if (p.async_copy) {
-    src.Define("K_PTR(r, c)", fmt::format("(k + ko + (long)(r) * {} + (c) * 4)", k.strides[r - 2]));
-    src.Define("V_PTR(r, c)", fmt::format("(v + vo + (long)(r) * {} + (c) * 4)", v.strides[r - 2]));
+  if (p.async_copy || p.mma) {
+    // Chunk c of 16 bytes of row r.
+    int chunk_elems = p.mma ? 8 : 4;
+    src.Define("K_PTR(r, c)",
+               fmt::format("(k + ko + (long)(r) * {} + (c) * {})", k.strides[r - 2], chunk_elems));
+    src.Define("V_PTR(r, c)",
+               fmt::format("(v + vo + (long)(r) * {} + (c) * {})", v.strides[r - 2], chunk_elems));
   }
   src.Define("O_STORE(r, c, x)", VectorStore(o.strides[r - 2], o.strides[r - 1], p.vw, t));
   spec.source = src.Render();
-  spec.inline_ptx = p.warp_sync || (fixup && target.ptx);  // bar.warp.sync, membar.gl
+  // bar.warp.sync, membar.gl; mma.sync, ldmatrix, cp.async, shfl.sync
+  spec.inline_ptx = p.warp_sync || (fixup && target.ptx) || (p.mma && target.mma_sync);
+  spec.tensor_cores = p.mma && target.mma_sync;
   size_t groups = static_cast<size_t>((sq + p.bq - 1) / p.bq);
-  size_t lw = static_cast<size_t>(p.tiled ? p.bq / p.rm * 8 : p.bq);
+  size_t lw = static_cast<size_t>(p.mma ? p.bq / 16 * 32 : p.tiled ? p.bq / p.rm * 8 : p.bq);
   spec.global = {groups * lw, static_cast<size_t>(nb), static_cast<size_t>(p.splits)};
   spec.local = {lw, 1, 1};
   double pairs = static_cast<double>(nb) * static_cast<double>(sq) * static_cast<double>(sk);

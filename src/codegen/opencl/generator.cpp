@@ -94,6 +94,25 @@ void DefineAsyncCopy(KernelSource& src, const Target& t) {
   src.Define("CP_ASYNC_COMMIT()", "((void)0)").Define("CP_ASYNC_WAIT(n)", "((void)0)");
 }
 
+void DefineMatrixEngine(KernelSource& src, const Target& t) {
+  if (!t.mma_sync) return;
+  // Not volatile: a register-only operation the compiler may interleave with the next fragment
+  // reads.
+  for (auto [name, shape] : {std::pair{"MMA_TF32", "m16n8k8.row.col.f32.tf32.tf32.f32"},
+                             std::pair{"MMA_F16", "m16n8k16.row.col.f32.f16.f16.f32"}})
+    src.Define(std::string(name) + "(d, a0, a1, a2, a3, b0, b1)",
+               fmt::format(R"(__asm("mma.sync.aligned.{} )"
+                           R"({{%0,%1,%2,%3}}, {{%4,%5,%6,%7}}, {{%8,%9}}, {{%10,%11,%12,%13}};" )"
+                           R"(: "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]) )"
+                           R"(: "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), )"
+                           R"("f"(d[0]), "f"(d[1]), "f"(d[2]), "f"(d[3])))",
+                           shape));
+  src.Define("LDMATRIX_X4(trans, d, p)",
+             R"(__asm volatile("ldmatrix.sync.aligned.m8n8.x4" trans ".shared.b16 )"
+             R"({%0,%1,%2,%3}, [%4];" : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3]) )"
+             R"(: "r"((uint)(ulong)(p)) : "memory"))");
+}
+
 std::vector<KernelSpec> GenerateKernel(const ir::Node& node, const std::string& kernel_name,
                                        const Target& target) {
   return GenerateGroup({&node}, kernel_name, target);

@@ -105,9 +105,13 @@ struct AttentionParams {
   // Tiled: K and V tiles copied to local memory asynchronously (DefineAsyncCopy), the next K
   // tile during this one's step; needs K and V rows contiguous and 16-byte aligned.
   bool async_copy = false;
+  // f16 storage on NVIDIA's matrix engine (kernels/attention_mma.cl): bq / 16 warps of 16 rows,
+  // key tiles of bk (a multiple of 16), split over the keys `splits` ways (merged by a second
+  // kernel).
+  bool mma = false;
 };
 AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int64_t d, int64_t dv,
-                                      size_t elem_bytes, bool causal, const Target& target);
+                                      DType storage, bool causal, const Target& target);
 std::vector<KernelSpec> GenerateAttention(const ir::Node& node, const std::string& kernel_name,
                                           const Target& target);
 // The same with explicit parameters (null: the heuristic's), for benchmarks and tuning.
@@ -161,5 +165,11 @@ void DefineArrival(KernelSource& src, const Target& t);
 // CP_ASYNC_COMMIT() closes a group of them, CP_ASYNC_WAIT(n) waits until at most n groups are
 // pending. dst and src 16-byte aligned.
 void DefineAsyncCopy(KernelSource& src, const Target& t);
+// NVIDIA's matrix engine in inline PTX (defined only where the target has mma.sync; kernels use
+// them under MMA_PTX): MMA_TF32(d, a0, a1, a2, a3, b0, b1) (m16n8k8, tf32) and MMA_F16(...)
+// (m16n8k16, f16), d (4 floats) += A fragment (4 words) x B fragment (2 words), fp32
+// accumulation; LDMATRIX_X4(trans, d, p): four 8 x 8 blocks of 16-bit elements from local
+// memory into d[0..3] (trans "" or ".trans"), lane l naming row l % 8 of block l / 8 at p.
+void DefineMatrixEngine(KernelSource& src, const Target& t);
 
 }  // namespace texel::codegen

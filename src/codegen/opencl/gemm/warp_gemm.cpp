@@ -153,6 +153,7 @@ KernelSource WarpSource(const GemmProblem& g, const std::string& kernel_name, co
   src.Define("WM", p.wm).Define("WN", p.wn).Define("MODE", mode).Define("RAW_TF32", p.raw_tf32);
   src.Define("MMA_PTX", t.mma_sync).Define("EVEN", even).Define("ASYNC", async);
   if (async) DefineAsyncCopy(src, t);
+  DefineMatrixEngine(src, t);
   src.Define("STAGES", p.stages).Define("PENDING", p.stages - 2);
   src.Define("TRANS_A", g.trans_a).Define("TRANS_B", g.trans_b).Define("GATHER_B", g.gather_b);
   DefineOperandOffsets(src, g.trans_a, g.trans_b);

@@ -92,23 +92,7 @@ uint TO_TF32(float x) {
   __asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
   return r;
 }
-// d (4 floats) += A fragment (4 words) x B fragment (2 words), shape and types in `op`. Not
-// volatile: a register-only operation the compiler may interleave with the next fragment reads.
-#define MMA(op, d, a0, a1, a2, a3, b0, b1)                                                       \
-  __asm("mma.sync.aligned." op                                                                 \
-                 " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"                    \
-                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])                                \
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(d[0]), "f"(d[1]), \
-                   "f"(d[2]), "f"(d[3]))
-#define MMA_TF32(...) MMA("m16n8k8.row.col.f32.tf32.tf32.f32", __VA_ARGS__)
-// Four 8 x 8 blocks of 16-bit elements from local memory into d[0..3] (`trans`: "" or ".trans");
-// lane l names row l % 8 of block l / 8.
-#define LDMATRIX_X4(trans, d, row)                                                      \
-  __asm volatile("ldmatrix.sync.aligned.m8n8.x4" trans ".shared.b16 {%0,%1,%2,%3}, [%4];"  \
-                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])                     \
-                 : "r"((uint)(ulong)(row))                                            \
-                 : "memory")
-#define MMA_F16(...) MMA("m16n8k16.row.col.f32.f16.f16.f32", __VA_ARGS__)
+// MMA_TF32, MMA_F16, LDMATRIX_X4: DefineMatrixEngine (generator.h).
 // x as tf32 bits: hi, and with MODE 3 the rest as lo (x = hi + lo to 22 bits).
 #if MODE == 3
 #define SPLIT_TF32(x, hi, lo) (hi) = TO_TF32(x), (lo) = TO_TF32((x) - as_float(hi))
@@ -482,9 +466,6 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #undef A_DK
 #undef B_DC
 #undef B_DK
-#undef MMA
-#undef MMA_TF32
-#undef MMA_F16
 #undef SPLIT
 #undef SPLIT_TF32
 #undef USE_MMA
@@ -504,7 +485,6 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #undef B_IDX
 #undef CH
 #undef COPY_TILES
-#undef LDMATRIX_X4
 #undef RT
 #undef GLOADR
 #undef GLOADR4
