@@ -15,6 +15,7 @@
 
 #include "backends/native/bound_kernels.h"
 #include "backends/native/native_backend.h"
+#include "codegen/opencl/gemm/warp_gemm.h"
 #include "codegen/opencl/matmul.h"
 #include "kernel_test_util.h"
 
@@ -381,6 +382,33 @@ TEST(MatMulTest, WarpKernelForModels) {
   RunKernel(a, b, nullptr, cpu, {{"compute_mode", static_cast<int64_t>(ComputeMode::kTf32)}});
   EXPECT_EQ(warp_runs - before, runs);
   EXPECT_GT(split_runs - splits_before, 0) << "the GPU's tiling splits K somewhere";
+}
+
+// The tiles the GPU's products get on an H100 (docs/precision.md): a transformer layer's few rows
+// take 32 x 64 tiles of 4 warps, 5 stages deep in fp16 and tf32, split along K only where those
+// still leave compute units idle; a large product keeps 128 x 128; convolutions keep theirs.
+TEST(MatMulTest, WarpTilesForFewRows) {
+  codegen::Target gpu = H100Target();
+  gpu.mma_sync = true;
+  auto choose = [&](int64_t m, int64_t n, int64_t k, ComputeMode mode, bool conv = false) {
+    codegen::GemmOperands g;
+    g.shape.m = m, g.shape.n = n, g.shape.k = k, g.shape.mode = mode;
+    g.shape.dtype = mode == ComputeMode::kFp16 ? DType::kFloat16 : DType::kFloat32;
+    g.convolution = conv;
+    std::optional<codegen::WarpGemmParams> p = codegen::ChooseModelWarpGemm(g, gpu);
+    EXPECT_TRUE(p.has_value());
+    return p.value_or(codegen::WarpGemmParams{});
+  };
+  for (ComputeMode mode : {ComputeMode::kFp16, ComputeMode::kTf32}) {
+    codegen::WarpGemmParams ffn = choose(128, 3072, 768, mode);  // 192 tiles
+    EXPECT_EQ(ffn.ToString(), fmt::format("warp 32x64x{} / 16x32 s5", ffn.bk));
+    codegen::WarpGemmParams proj = choose(128, 768, 768, mode);  // 48 tiles: K split
+    EXPECT_EQ(proj.bm, 32);
+    EXPECT_GT(proj.split_k, 1);
+  }
+  EXPECT_EQ(choose(4096, 4096, 4096, ComputeMode::kFp16).bm, 128);
+  EXPECT_EQ(choose(128, 768, 768, ComputeMode::kTf32x3).bm, 128);
+  EXPECT_EQ(choose(256, 196, 1152, ComputeMode::kFp16, true).bm, 128);
 }
 
 // The warp-tiled kernel declares what it needs of the device (the plan's DeviceNeeds): PTX and
