@@ -386,7 +386,8 @@ TEST(MatMulTest, WarpKernelForModels) {
 
 // The tiles the GPU's products get on an H100 (docs/precision.md): a transformer layer's few rows
 // take 32 x 64 tiles of 4 warps, 5 stages deep in fp16 and tf32, split along K only where those
-// still leave compute units idle; a large product keeps 128 x 128; convolutions keep theirs.
+// still leave compute units idle; a convolution with few tiles 64 x 32; a large product keeps
+// 128 x 128.
 TEST(MatMulTest, WarpTilesForFewRows) {
   codegen::Target gpu = H100Target();
   gpu.mma_sync = true;
@@ -408,7 +409,9 @@ TEST(MatMulTest, WarpTilesForFewRows) {
   }
   EXPECT_EQ(choose(4096, 4096, 4096, ComputeMode::kFp16).bm, 128);
   EXPECT_EQ(choose(128, 768, 768, ComputeMode::kTf32x3).bm, 128);
-  EXPECT_EQ(choose(256, 196, 1152, ComputeMode::kFp16, true).bm, 128);
+  codegen::WarpGemmParams conv = choose(256, 196, 1152, ComputeMode::kFp16, true);
+  EXPECT_EQ(conv.bm * 1000 + conv.bn, 64032) << conv.ToString();
+  EXPECT_EQ(choose(256, 50176, 64, ComputeMode::kFp16, true).bm, 128);
 }
 
 // The warp-tiled kernel declares what it needs of the device (the plan's DeviceNeeds): PTX and

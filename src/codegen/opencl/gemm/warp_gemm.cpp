@@ -249,14 +249,18 @@ std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const T
   WarpGemmParams p = ChooseWarpGemmParams(problem, t);
   if (CheckWarpGemmParams(p, problem, t)) return std::nullopt;
   int64_t groups = CeilDiv(s.m, p.bm) * CeilDiv(s.n, p.bn) * s.batch;
-  // Too few tiles to fill the device (a transformer layer's 128-256 rows): 32 x 64 tiles of 4
-  // warps, 5 stages deep, where they fit (products; convolutions keep theirs). Measured on the
-  // H100 in fp16 (docs/precision.md): BERT-base 0.31 -> 0.24 ms, ViT-B/16 1.12 -> 0.94 against
-  // the 128 x 64 tiles with K split; 32 x 32, 64 x 32, 32 x 128 and 2-warp 32 x 64 tiles, and 3
-  // or 4 stages, were slower.
-  if (!g.convolution && groups < static_cast<int64_t>(t.compute_units) &&
+  // Too few tiles to fill the device (a transformer layer's 128-256 rows, a convolution's
+  // channels by a small image): smaller tiles of 4 warps, as deep as they fit, before any split of
+  // K. Measured on the H100 in fp16 (docs/precision.md) against the 128 x 64 tiles with K split:
+  // products 32 x 64 (5 stages): BERT-base 0.31 -> 0.24 ms, ViT-B/16 1.12 -> 0.94; convolutions
+  // 64 x 32, twice as deep (3 stages where B is copied as stored): ResNet-50 0.87 -> 0.69,
+  // ResNet-18 0.42 -> 0.33. Products: 32 x 32, 64 x 32, 32 x 128 and 2-warp 32 x 64 tiles, and 3
+  // or 4 stages, were slower; convolutions: 32 x 64, 32 x 32, 64 x 64, 64 x 16, 2-warp 64 x 32
+  // and 64 x 32 of BK 16 or 32 (0.72-0.82 ms on ResNet-50), 128 x 32 alike (0.70).
+  if (groups < static_cast<int64_t>(t.compute_units) &&
       (s.mode == ComputeMode::kFp16 || s.mode == ComputeMode::kTf32)) {
-    WarpGemmParams small{32, 64, p.bk, 16, 32, 5};
+    WarpGemmParams small = g.convolution ? WarpGemmParams{64, 32, 2 * p.bk, 32, 16, 3}
+                                         : WarpGemmParams{32, 64, p.bk, 16, 32, 5};
     while (small.stages > 2 &&
            (!AsyncCopies(problem, small, t) || CheckWarpGemmParams(small, problem, t)))
       --small.stages;
