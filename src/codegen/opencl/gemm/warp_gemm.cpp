@@ -257,8 +257,7 @@ std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const T
   // ResNet-18 0.42 -> 0.33. Products: 32 x 32, 64 x 32, 32 x 128 and 2-warp 32 x 64 tiles, and 3
   // or 4 stages, were slower; convolutions: 32 x 64, 32 x 32, 64 x 64, 64 x 16, 2-warp 64 x 32
   // and 64 x 32 of BK 16 or 32 (0.72-0.82 ms on ResNet-50), 128 x 32 alike (0.70).
-  if (groups < static_cast<int64_t>(t.compute_units) &&
-      (s.mode == ComputeMode::kFp16 || s.mode == ComputeMode::kTf32)) {
+  if (groups < static_cast<int64_t>(t.compute_units) && s.mode == ComputeMode::kFp16) {
     WarpGemmParams small = g.convolution ? WarpGemmParams{64, 32, 2 * p.bk, 32, 16, 3}
                                          : WarpGemmParams{32, 64, p.bk, 16, 32, 5};
     while (small.stages > 2 &&
