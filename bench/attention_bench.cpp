@@ -12,7 +12,8 @@
 //             64 per work-group, RM 4 or 8 per work-item, 64x4 if left out; fast: native_exp;
 //             warp: the rows' exchanges synchronise a warp, on NVIDIA; async: K and V tiles
 //             copied by cp.async, on NVIDIA compute capability 8.0 and later), or
-//             mmaWARPSxBKV:SPLITS (f16 on the matrix engine: WARPS of 16 rows, BKV keys a tile)
+//             mmaWARPSxBKV:SPLITS (f16 on the matrix engine: WARPS of 16 rows, BKV keys a tile;
+//             always native_exp)
 //   --dtype   storage of q, k, v and the output (f16: inputs rounded to f16, the host reference
 //             computed on the rounded values)
 //   --build-options  OpenCL build options for the kernels (e.g. -cl-nv-maxrregcount=96)

@@ -390,6 +390,19 @@ TEST(AttentionTest, HeadsAsViewsWithCausalMask) {
         want.data<float>()[i * e + hh * d + c] = F(ref, (hh * s + i) * d + c);
   testing::ExpectClose(r.fused.at(0), want, "causal attention");
   testing::ExpectClose(r.plain.at(0), want, "unfused");
+  // In fp16 on the (emulated) matrix engine: its kernel reads q, k and v through the same views
+  // of the projection (row stride 3 x 48) and writes the heads merged.
+  testing::ScopedEnv env("TEXEL_TARGET", "gpu:132:mma");
+  auto g = std::make_unique<ir::Graph>();
+  build(*g);
+  CompileOptions opts;
+  opts.precision = ComputeMode::kFp16;
+  CompiledModel m = CompileGraph(std::move(g), testing::SharedContext(), opts);
+  EXPECT_NE(m.executable->plan().source.find("texel-kernel: k"), std::string::npos);
+  EXPECT_NE(m.executable->plan().source.find("#define BKV "), std::string::npos)
+      << "the matrix-engine attention kernel";
+  runtime::Session session(*m.executable);
+  testing::ExpectClose(session.Run({{"x", x}}).at(0), want, "fp16 matrix engine", 5e-3f);
 }
 
 TEST(AttentionTest, HeadsGatheredFromPackedProjection) {

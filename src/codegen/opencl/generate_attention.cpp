@@ -1,6 +1,8 @@
-// Attention (kernels/attention.cl): one kernel per Attention node, generated for its head
-// dims, views and biases. Parameters (explicit, so that a tuner can choose them later): BQ
-// query rows per work-group, BK keys per local-memory tile, VW lanes per vector access.
+// Attention: one kernel per Attention node (and a merge kernel where the keys are split),
+// generated for its head dims, views and biases: kernels/attention.cl (a row per work-item),
+// attention_tiled.cl (GPUs, fp32 arithmetic) or attention_mma.cl (f16 on NVIDIA's matrix engine).
+// Parameters (AttentionParams, explicit so that a tuner or benchmark can choose them): BQ query
+// rows per work-group, BK keys per local-memory tile, VW lanes per vector access, the splits.
 #include <algorithm>
 #include <bit>
 
@@ -47,12 +49,13 @@ AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int
   AttentionParams p;
   size_t elem_bytes = storage == DType::kFloat64 ? 8 : 4;
   // f16 on the matrix engine: warps of 16 rows, 4 per work-group, halved while the work-groups
-  // number less than half the compute units; keys in tiles of 64 (32 where two tiles of K and V
-  // do not fit); split over the keys (a second kernel merges) only where the work-groups are
-  // still fewer than half the compute units, each split at least two tiles. Measured on the H100
-  // (texel_attention_bench --dtype f16, docs/attention.md): 2 warps at ViT's 197 x 12 heads
-  // (12.7 TFLOP/s against 11.3 with 1), 4 at 1024 x 12 (89.5 against 84.8 with 2), 1 and 2 alike
-  // at BERT's 128 x 12; splitting 2 ways was slower at each of those.
+  // number less than half the compute units; keys in tiles of 64, halved down to 16 while two
+  // tiles of K and V do not fit (else the fp32-arithmetic kernels); split over the keys (a second
+  // kernel merges) only where the work-groups are still fewer than half the compute units, each
+  // split at least two tiles. Measured on the H100 (texel_attention_bench --dtype f16,
+  // docs/attention.md): 2 warps at ViT's 197 x 12 heads (12.7 TFLOP/s against 11.3 with 1), 4 at
+  // 1024 x 12 (89.5 against 84.8 with 2), 1 and 2 alike at BERT's 128 x 12; splitting 2 ways was
+  // slower at each of those.
   if (storage == DType::kFloat16 && (t.mma_sync || t.mma_emulated) && d % 16 == 0 && dv % 16 == 0 &&
       d <= 128 && dv <= 128 && t.max_work_group_size >= 128) {
     p.mma = true;
@@ -220,6 +223,12 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
     p = ChooseAttentionParams(sq, sk, nb, dh, dv, t, causal, plain);
   }
   if (p.mma) {
+    if (p.tiled || p.warp_sync || p.async_copy)
+      Fail(ErrorCode::kUnsupported,
+           "matrix-engine attention is its own kernel: not tiled, warp_sync or async_copy");
+    if (static_cast<size_t>(p.bq / 16 * 32) > target.max_work_group_size)
+      Fail(ErrorCode::kUnsupported, "matrix-engine attention: {} warps exceed the work-group size",
+           p.bq / 16);
     if (!(target.mma_sync || target.mma_emulated) || t != DType::kFloat16)
       Fail(ErrorCode::kUnsupported, "matrix-engine attention needs mma.sync and f16 storage");
     if (!(dh % 16 == 0 && dv % 16 == 0 && p.bk % 16 == 0 && p.bk > 0 &&

@@ -91,9 +91,10 @@ struct NormPrologue {
 KernelSpec GenerateLayerNorm(const ir::Node& node, const std::string& kernel_name,
                              const Target& target, const Chain& epilogue = {},
                              const NormPrologue* prologue = nullptr);
-// Attention (generate_attention.cpp): bq query rows per work-group (one per work-item, or 64
-// with `tiled`: kernels/attention_tiled.cl), bk keys per local-memory tile, vw lanes per
-// vector load, the keys split `splits` ways (then a merge kernel follows).
+// Attention (generate_attention.cpp): bq query rows per work-group (one per work-item; 32 or 64
+// with `tiled`: kernels/attention_tiled.cl; 16 per warp with `mma`: attention_mma.cl), bk keys
+// per local-memory tile, vw lanes per vector load, the keys split `splits` ways (then a merge
+// kernel follows, or with `tiled` the last work-group merges where the device allows).
 struct AttentionParams {
   int bq = 16, bk = 32, vw = 1, splits = 1;
   bool tiled = false;

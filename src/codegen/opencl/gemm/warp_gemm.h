@@ -84,7 +84,8 @@ void DefineOperandOffsets(KernelSource& src, bool trans_a, bool trans_b);
 // emulates one for tests: Target::mma_emulated), a gathered B (a convolution's image) is stored
 // in the mode's operand type (f16 for fp16, f32 otherwise) and the product has at least 16 rows
 // and a depth of 256 (a convolution: 64), the tiling to use; else nullopt (the scalar kernels of
-// matmul.h run it).
+// matmul.h run it). In fp16, a product or convolution whose tiles would not fill the compute
+// units takes smaller ones (32 x 64 and 64 x 32) before K is split.
 std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const Target& t);
 // The kernel: sizes fixed, the epilogue applied as results are stored; with
 // g.partials_only the product alone, as one slice of float sums in scratch 0.
