@@ -216,7 +216,9 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
   bool causal = a.Int("causal", 0) != 0;
   AttentionParams p =
       params ? *params : ChooseAttentionParams(sq, sk, nb, dh, dv, t, causal, target);
-  if (!params && p.mma && !(RowsAligned(k, 8) && RowsAligned(v, 8))) {
+  // K's and V's rows as 16-byte chunks of f16 (the matrix-engine kernel's copies).
+  bool f16_rows = RowsAligned(k, 8) && RowsAligned(v, 8);
+  if (!params && p.mma && !f16_rows) {
     // K's and V's rows cannot be copied as 16-byte pieces: the fp32-arithmetic kernels.
     Target plain = target;
     plain.mma_sync = plain.mma_emulated = false;
@@ -235,7 +237,7 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
           (p.bq == 16 || p.bq == 32 || p.bq == 64)))
       Fail(ErrorCode::kUnsupported,
            "matrix-engine attention takes head dims and key tiles in sixteens, 16-64 rows");
-    if (!(RowsAligned(k, 8) && RowsAligned(v, 8)))
+    if (!f16_rows)
       Fail(ErrorCode::kUnsupported, "matrix-engine attention needs K and V rows 16-byte aligned");
     if (MmaLocalBytes(p, dh, dv, !target.mma_sync) > target.local_mem_bytes)
       Fail(ErrorCode::kUnsupported, "matrix-engine attention needs {} bytes of local memory",
@@ -294,7 +296,6 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
   // The tiled kernel merges its splits itself where work-groups can hand results over.
   bool fixup = p.splits > 1 && p.tiled && target.group_handoff;
   src.Define("FIXUP", fixup);
-  src.Define("FIXUP_PARAMS", fixup ? ", __global T* part, __global int* counters" : "");
   if (fixup) DefineArrival(src, target);
   std::string lanes = p.vw == 1 ? "" : std::to_string(p.vw);
   src.Define("PART_STORE(rec, c, x)",
@@ -323,7 +324,14 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
     spec.args.push_back(bv->id);
   }
   src.Define("BATCH_OFFSETS", offsets);
-  src.Define("BIAS(i, j)", "(" + bias + ")").Define("BIAS_PARAMS", bias_params);
+  src.Define("BIAS(i, j)", "(" + bias + ")");
+  // The kernels' parameters (one list for the three templates): q, k, v; the split records where
+  // a merge kernel follows, else the output; the biases; with the in-kernel merge its records and
+  // arrival counters.
+  std::string dest = p.splits > 1 && !fixup ? "__global T* part" : "__global T_STORE* o";
+  src.Define("ATTENTION_ARGS",
+             "__global const T_STORE* q, __global const T_STORE* k, __global const T_STORE* v, " +
+                 dest + bias_params + (fixup ? ", __global T* part, __global int* counters" : ""));
   src.Define("Q_AT(r, c)", VectorLoad("q", "qo", q.strides[r - 2], q.strides[r - 1], p.vw, t));
   src.Define("K_AT(r, c)", VectorLoad("k", "ko", k.strides[r - 2], k.strides[r - 1], p.vw, t));
   src.Define("V_AT(r, c)", VectorLoad("v", "vo", v.strides[r - 2], v.strides[r - 1], p.vw, t));

@@ -15,17 +15,11 @@
 // CAUSAL, BATCH_OFFSETS (statements: batch entry g -> offsets qo, ko, vo, oo, bo<k>),
 // Q_AT(i, c) / K_AT(j, c) / V_AT(j, c) (the VW elements c*VW.. of row i or j, as VT),
 // O_STORE(i, c, x) (stores x: VT), BIAS(i, j) (the sum of the biases at row i, key j, or 0),
-// BIAS_PARAMS (their buffer parameters), KEY_BEGIN / KEY_END(i0) (the keys a work-group whose
-// first row is i0 visits: its split's, and none past the diagonal with CAUSAL), SPLIT, NB (batch
+// ATTENTION_ARGS (the kernel's parameters: q, k, v, part or o, the biases), KEY_BEGIN /
+// KEY_END(i0) (the keys a work-group whose first row is i0 visits: its split's, and none past the diagonal with CAUSAL), SPLIT, NB (batch
 // entries), PART_REC(g, i) (the record of row i of batch entry g), PART_STORE(rec, c, x),
 // EXP(x) (exp or native_exp).
-__kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void KERNEL_NAME(
-    __global const T_STORE* q, __global const T_STORE* k, __global const T_STORE* v,
-#if SPLIT > 1
-    __global T* part BIAS_PARAMS) {
-#else
-    __global T_STORE* o BIAS_PARAMS) {
-#endif
+__kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void KERNEL_NAME(ATTENTION_ARGS) {
   const int l = get_local_id(0);
   const int i0 = get_group_id(0) * BQ;
   const int i = min(i0 + l, SQ - 1);

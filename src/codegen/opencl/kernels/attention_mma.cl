@@ -23,7 +23,7 @@
 // With SPLIT > 1 as attention.cl: records of DV + 2 (unnormalised row, m, l) for
 // attention_merge.cl.
 // Parameters: as attention.cl (T, T_STORE, D, DV, SQ, SK, SCALE, CAUSAL, BATCH_OFFSETS, BIAS,
-// BIAS_PARAMS, KEY_BEGIN, KEY_END, SPLIT, PART_REC, EXP), with D and DV multiples of 16; WARPS,
+// ATTENTION_ARGS, KEY_BEGIN, KEY_END, SPLIT, PART_REC, EXP), with D and DV multiples of 16; WARPS,
 // BKV (a multiple of 16); MMA_PTX; Q_H(r, c) (element c of Q's row r, as f16 bits),
 // K_PTR(r, c) / V_PTR(r, c) (the 8 elements from 8c of row r: 16 bytes, aligned), O_STORE1(r, c,
 // x); CP_ASYNC16, CP_ASYNC_COMMIT, CP_ASYNC_WAIT (DefineAsyncCopy); with MMA_PTX, MMA_F16 and
@@ -64,13 +64,7 @@
 #define QUAD_MAX(x) QUAD(x, fmax)
 #define QUAD_SUM(x) QUAD(x, ADD_)
 
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
-    __global const T_STORE* q, __global const T_STORE* k, __global const T_STORE* v,
-#if SPLIT > 1
-    __global T* part BIAS_PARAMS) {
-#else
-    __global T_STORE* o BIAS_PARAMS) {
-#endif
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(ATTENTION_ARGS) {
   __local ushort kbuf[2 * BKV * KS] __attribute__((aligned(16)));
   __local ushort vbuf[2 * BKV * VS] __attribute__((aligned(16)));
 #if !MMA_PTX

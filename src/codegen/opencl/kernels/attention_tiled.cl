@@ -24,8 +24,8 @@
 // tile's step into the second of two K buffers, V during this tile's Q·Kᵀ; P then takes the
 // place of the K tile it was computed from (48 KiB of local memory hold no more).
 // Parameters: as attention.cl, with D % 4 == 0, DV % 32 == 0, BK == 32, ROWS (32 or 64),
-// RM (4 or 8); ROW_SYNC(); FIXUP, FIXUP_PARAMS, ARRIVE_LAST, SPLIT_REC(s, g, i) (split s's record
-// of row i of batch entry g); ASYNC with K_PTR(r, c), V_PTR(r, c) (float4 c of row r),
+// RM (4 or 8); ROW_SYNC(); FIXUP (ATTENTION_ARGS then ends in part, counters), ARRIVE_LAST,
+// SPLIT_REC(s, g, i) (split s's record of row i of batch entry g); ASYNC with K_PTR(r, c), V_PTR(r, c) (float4 c of row r),
 // CP_ASYNC16(dst, src, ok) (zeros where !ok), CP_ASYNC_COMMIT(), CP_ASYNC_WAIT(n).
 #if BK != 32
 #error the tiled attention kernel takes 32 keys per tile
@@ -36,13 +36,7 @@
 #define WG (ROWS / RM * 8)
 #define PT_STRIDE (ROWS + 4)                           // P rows (one per key), padded by a float4
 #define RED(row, x) red[(row) * 8 + (row) / RM * 8 + (x)]  // 8 per row, +8 per row group
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
-    __global const T_STORE* q, __global const T_STORE* k, __global const T_STORE* v,
-#if SPLIT > 1 && !FIXUP
-    __global T* part BIAS_PARAMS) {
-#else
-    __global T_STORE* o BIAS_PARAMS FIXUP_PARAMS) {
-#endif
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(ATTENTION_ARGS) {
 #if FIXUP
   __local int last;
 #endif
