@@ -8,7 +8,10 @@
 //     Gather: their kernels apply an epilogue; the Gather's is an embedding's position term)
 //     or elementwise, and P's result is used once, by N, and is not a graph output,
 //   - both run on one backend that fuses epilogues (an unassigned node counts as native),
-//   - for an anchor's group, every output keeps the anchor's float type.
+//   - for an anchor's group, every output keeps the anchor's float type, except that the
+//     kernels of MatMul and LayerNorm store their group's result as f16 or f32 whatever they
+//     compute on: under --precision fp16 the Cast that gives a graph output its f32 (passes/
+//     precision.cpp) then runs in the kernel that computes the output.
 // Then an elementwise group H joins the group G whose result X it reads when every use of X is
 // in G or H (X was read twice, so the rule above stopped): GELU's x * (1 + erf(x / sqrt 2)) / 2,
 // SiLU's x * sigmoid(x) and HardSwish after a MatMul or Conv then run in its epilogue.
@@ -57,6 +60,14 @@ bool IsAnchor(const ir::Node& n) {
          IsFloat(n.outputs[0]->type.dtype);
 }
 
+// Whether a group led by `anchor` may end in a value of type t (see the first rule).
+bool StoresAs(const ir::Node& anchor, DType t) {
+  DType a = anchor.outputs[0]->type.dtype;
+  auto f16_or_f32 = [](DType d) { return d == DType::kFloat16 || d == DType::kFloat32; };
+  return t == a || ((anchor.op == OpKind::kMatMul || anchor.op == OpKind::kLayerNorm) &&
+                    f16_or_f32(a) && f16_or_f32(t));
+}
+
 bool BackendFuses(const ir::Node& n) {
   const backends::Backend* be = backends::FindBackend(n.backend.empty() ? "native" : n.backend);
   return be && be->FusesEpilogues();
@@ -102,8 +113,7 @@ int64_t MergeDiamonds(GraphIndex& ix) {
           !JoinsGroupOf(*gm.front(), x->type.shape, out_h->type.shape) ||
           p->backend != mh.front()->backend)
         continue;
-      if (IsAnchor(*gm.front()) && out_h->type.dtype != gm.front()->outputs[0]->type.dtype)
-        continue;
+      if (IsAnchor(*gm.front()) && !StoresAs(*gm.front(), out_h->type.dtype)) continue;
       bool inside = std::none_of(mh.begin(), mh.end(),
                                  [](const ir::Node* n) { return ir::ReadsThroughView(*n); });
       for (const ir::Node* u : ix.users[x->id]) inside &= u->group == p->group || u->group == h;
@@ -175,7 +185,7 @@ Stats Fuse(ir::Graph& g, const PassContext&) {
       if (p->backend != n.backend || !(IsAnchor(*p) || IsElementwise(*p))) continue;
       const ir::Node* first = p->group >= 0 ? root[p->group] : p;
       if (!JoinsGroupOf(*first, in->type.shape, n.outputs[0]->type.shape)) continue;
-      if (IsAnchor(*first) && n.outputs[0]->type.dtype != first->outputs[0]->type.dtype) continue;
+      if (IsAnchor(*first) && !StoresAs(*first, n.outputs[0]->type.dtype)) continue;
       if (p->group >= 0 && size[p->group] >= kMaxGroupNodes) continue;
       if (p->group < 0) {
         p->group = static_cast<int>(root.size());

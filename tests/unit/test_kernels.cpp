@@ -573,6 +573,79 @@ TEST(PrecisionTest, Fp16StorageWithKeepRuleAndCasts) {
   ExpectClose(got[1], want[1], "softmax after f16 relu", 1e-2f);
 }
 
+void CheckFp16Outputs(const CompiledModel& half, const std::vector<HostTensor>& want,
+                      const std::map<std::string, HostTensor>& in);
+
+// Graph outputs computed by a product or a LayerNorm in fp16 get their f32 from the kernel that
+// computes them: the Cast before each output joins that kernel's group (passes/fuse.cpp), whose
+// template stores the result as f32 (EPILOGUE_STORE): a product with its bias, a LayerNorm with
+// its scale, and a product whose LayerNorm sums its slices; on this device's kernels and on the
+// matrix-engine kernels in emulation (TEXEL_TARGET: the warp-tiled product with K split and a
+// sum kernel storing, with 132 compute units; storing itself, with 2). Results within f16
+// rounding of fp32.
+TEST(PrecisionTest, Fp16OutputsConvertedByTheirKernels) {
+  HostTensor x = testing::RandomF32({2, 37, 256}, 911);
+  // Weights in [-1/16, 1/16]: sums over K = 256 of order 1, their f16 error of order 1e-3.
+  auto konst = [](ir::Graph& g, const std::string& name, Shape s, uint32_t seed) {
+    auto t = std::make_shared<HostTensor>(testing::RandomF32(std::move(s), seed));
+    for (int64_t i = 0; i < t->size(); ++i) t->data<float>()[i] /= 16;
+    return g.AddConstant(name, t);
+  };
+  auto build = [&] {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* xv = g->AddInput("x", F32Type(x.shape));
+    auto add = [&](ir::OpKind op, std::vector<ir::Value*> in, ir::Attrs a, const char* name) {
+      return g->AddNode(op, std::move(in), std::move(a), name)->outputs[0];
+    };
+    ir::Attrs norm{{"axis", int64_t{2}}, {"epsilon", 1e-5}};
+    ir::Value* proj = add(ir::OpKind::kMatMul, {xv, konst(*g, "w", {256, 40}, 912)}, {}, "mm");
+    proj = add(ir::OpKind::kAdd, {proj, konst(*g, "b", {40}, 913)}, {}, "bias");
+    proj->name = "proj";
+    ir::Value* ln = add(ir::OpKind::kLayerNorm, {xv}, norm, "ln");
+    ln = add(ir::OpKind::kMul, {ln, konst(*g, "gamma", {256}, 914)}, {}, "scale");
+    ln->name = "norm";
+    ir::Value* pn = add(ir::OpKind::kMatMul, {xv, konst(*g, "w2", {256, 32}, 915)}, {}, "mm2");
+    pn = add(ir::OpKind::kLayerNorm, {pn}, norm, "ln2");
+    pn->name = "proj_norm";
+    for (ir::Value* v : {proj, ln, pn}) g->AddOutput(v);
+    return g;
+  };
+  std::map<std::string, HostTensor> in{{"x", x}};
+  CompiledModel plain = CompileGraph(build(), testing::SharedContext(), CompileOptions{});
+  auto want = runtime::Session(*plain.executable).Run(in);
+  for (const char* target : {"", "gpu:132:mma", "gpu:2:mma"}) {
+    SCOPED_TRACE(std::string("TEXEL_TARGET=") + target);
+    CompileOptions o;
+    o.precision = ComputeMode::kFp16;
+    if (*target) setenv("TEXEL_TARGET", target, 1);
+    CompiledModel half = CompileGraph(build(), testing::SharedContext(), o);
+    unsetenv("TEXEL_TARGET");
+    CheckFp16Outputs(half, want, in);
+  }
+}
+
+// (Fp16OutputsConvertedByTheirKernels)
+void CheckFp16Outputs(const CompiledModel& half, const std::vector<HostTensor>& want,
+                      const std::map<std::string, HostTensor>& in) {
+  int casts = 0;
+  for (const auto& n : half.graph->nodes()) {
+    if (n->op != ir::OpKind::kCast || n->inputs[0]->type.dtype != DType::kFloat16) continue;
+    ++casts;
+    EXPECT_GE(n->group, 0) << n->name << " runs in a kernel of its own";
+    EXPECT_EQ(n->group, n->inputs[0]->producer->group) << n->name;
+  }
+  EXPECT_EQ(casts, 3);
+  ASSERT_EQ(half.graph->outputs().size(), 3u);
+  for (const ir::Value* v : half.graph->outputs()) EXPECT_EQ(v->type.dtype, DType::kFloat32);
+  auto got = runtime::Session(*half.executable).Run(in);
+  ASSERT_EQ(got.size(), 3u);
+  const char* what[] = {"product + bias", "layernorm * gamma", "product -> layernorm"};
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(got[k].dtype, DType::kFloat32) << what[k];
+    ExpectClose(got[k], want[k], what[k], 2e-2f);
+  }
+}
+
 // A finite constant beyond half's range is saturated to ±65504 when converted for f16 nodes,
 // never made infinite: an attention mask written (1 - m) * FLT_MIN must stay 0 where m = 1
 // (0 * -inf would be NaN).

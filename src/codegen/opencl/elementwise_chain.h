@@ -54,9 +54,14 @@ ChainFunction ChainAsFunction(const std::string& name, const ir::Value* seed,
 // EPILOGUE(v, i) (i: flat output index) and EPILOGUE_PARAMS (extra buffer parameters after the
 // output), adds a helper function before the template, appends the extra operands to
 // spec.args and retargets the output argument to the chain's result. With no ops, EPILOGUE is
-// the identity. Call after spec.args lists the anchor's inputs and output, before Render().
+// the identity. Also EPILOGUE_T and EPILOGUE_STORE(p, i, v): the element type of the chain's
+// result and its store, which templates that declare `stores_any_float` use for their output
+// (a chain ending in a Cast between f16 and f32: a graph output converted by the kernel that
+// computes it, passes/fuse.cpp); for other templates a chain must keep the anchor's type.
+// Call after spec.args lists the anchor's inputs and output, before Render().
 void ApplyEpilogue(KernelSource& src, const std::string& kernel_name, const ir::Value* anchor_out,
-                   const std::vector<const ir::Node*>& ops, KernelSpec& spec);
+                   const std::vector<const ir::Node*>& ops, KernelSpec& spec,
+                   bool stores_any_float = false);
 // The same under another macro name (MACRO(v, i), MACRO_PARAMS) and parameter prefix: a chain
 // applied to values a kernel reads (LayerNorm's prologue) rather than writes.
 void ApplyChain(KernelSource& src, const std::string& kernel_name, const ir::Value* anchor_out,

@@ -458,9 +458,12 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
   src.Define("CLAMP_N", s.n % p.tile_n != 0 && !s.gather_b);
   // Partial sums (split-K's, a LayerNorm's prologue's) are T: f32 for f16 storage, as wide as
   // the scratch (ElemBytes).
-  DType out_t = split && t == DType::kFloat16 ? DType::kFloat32 : t;
-  src.Define("T_OUT", out_t == DType::kFloat16 ? "half" : VecType(t, 1));
-  src.Define("OSTORE(p, i, v)", out_t == DType::kFloat16 ? "STORE(p, i, v)" : "(p)[i] = (v)");
+  // Results: the epilogue's type (a graph output converted by a fused Cast may differ from t).
+  DType result = epilogue.empty() ? t : epilogue.back()->outputs[0]->type.dtype;
+  DType out_t = split ? (t == DType::kFloat16 ? DType::kFloat32 : t) : result;
+  src.Define("T_OUT", out_t == DType::kFloat16 ? "half" : VecType(out_t, 1));
+  src.Define("OSTORE(p, i, v)",
+             out_t == DType::kFloat16 ? "vstore_half_rte((v), (i), (p))" : "(p)[i] = (v)");
   if (direct) {
     src.Define("WM", p.wi_m).Define("TM", p.tile_m);
     src.Define("SPLIT_K", p.split_k).Define("PANEL_K", p.panel_k);
@@ -488,7 +491,7 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
   KernelSpec spec;
   spec.name = kernel_name;
   spec.args = split ? std::vector<int>{g.args[0], g.args[1], -1} : g.args;
-  ApplyEpilogue(src, kernel_name, g.out, split ? Chain{} : epilogue, spec);
+  ApplyEpilogue(src, kernel_name, g.out, split ? Chain{} : epilogue, spec, true);
   spec.source = src.Render();
   size_t lx = p.LocalX(), ly = p.LocalY();
   spec.global = {static_cast<size_t>(CeilDiv(s.n, p.tile_n)) * lx,
@@ -518,7 +521,7 @@ KernelSpec GenerateSplitSum(const GemmOperands& g, const std::string& kernel_nam
   add.args = {-1};
   if (bias) add.args.push_back(g.args[2]);
   add.args.push_back(g.args.back());
-  ApplyEpilogue(sum, kernel_name, g.out, epilogue, add);
+  ApplyEpilogue(sum, kernel_name, g.out, epilogue, add, true);
   add.source = sum.Render();
   add.global = {RoundUp(static_cast<size_t>(outputs), 256)};
   add.local = {256};

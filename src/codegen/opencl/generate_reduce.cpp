@@ -219,7 +219,7 @@ KernelSpec GenerateLayerNorm(const ir::Node& n, const std::string& kernel_name,
   }
   bool write_x = prologue && prologue->write_input;
   src.Define("WRITE_X", write_x).Define("XOUT_PARAM", write_x ? ", __global T_STORE* xo" : "");
-  ApplyEpilogue(src, kernel_name, n.outputs[0], epilogue, spec);
+  ApplyEpilogue(src, kernel_name, n.outputs[0], epilogue, spec, true);
   spec.source = src.Render();
   SetRowLaunch(spec, rows, lw);
   spec.flops = 8.0 * static_cast<double>(NumElements(xs));

@@ -307,7 +307,7 @@ std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::
   // the epilogue in the sum kernel.
   spec.args = partials ? std::vector<int>{g.args[0], g.args[1], -1} : g.args;
   if (partials) spec.scratch_bytes = {splits * outputs * 4};
-  ApplyEpilogue(src, kernel_name, g.out, partials ? Chain{} : epilogue, spec);
+  ApplyEpilogue(src, kernel_name, g.out, partials ? Chain{} : epilogue, spec, true);
   spec.source = src.Render();
   spec.inline_ptx = spec.tensor_cores = t.mma_sync;  // mma.sync, cp.async, ldmatrix, cvt
   spec.gathers_b = problem.gather_b;

@@ -11,9 +11,10 @@
 // Parameters: KERNEL_NAME, T / T_STORE / LOAD / STORE (element storage), X_TYPE (the element
 // type behind x), ROWS, R, EPS, RMS (0 or 1: no centring), X_AT(x, r, k), XN, LW, ROW_SUM(v) (v
 // summed over the work-group, returned to every work-item), PROLOGUE_PARAMS, WRITE_X,
-// XOUT_PARAM, EPILOGUE(v, i) / EPILOGUE_PARAMS (fused elementwise ops: scale, bias, ...).
+// XOUT_PARAM, EPILOGUE(v, i) / EPILOGUE_PARAMS (fused elementwise ops: scale, bias, ...) /
+// EPILOGUE_T and EPILOGUE_STORE (the output's type and store: a fused Cast may change it).
 __kernel void KERNEL_NAME(__global const X_TYPE* x PROLOGUE_PARAMS XOUT_PARAM,
-                          __global T_STORE* out EPILOGUE_PARAMS) {
+                          __global EPILOGUE_T* out EPILOGUE_PARAMS) {
 #if LW == 1
   const long row = get_global_id(0);
   const int l = 0;
@@ -54,7 +55,7 @@ __kernel void KERNEL_NAME(__global const X_TYPE* x PROLOGUE_PARAMS XOUT_PARAM,
 #if WRITE_X && XN == 0
     STORE(xo, obase + k, X_K(k, j));
 #endif
-    STORE(out, obase + k, EPILOGUE((X_K(k, j) - mean) * inv, obase + k));
+    EPILOGUE_STORE(out, obase + k, EPILOGUE((X_K(k, j) - mean) * inv, obase + k));
   }
 #undef X_K
 }

@@ -9,7 +9,8 @@
 // adjacent work-items read adjacent vectors, which keeps local reads free of bank conflicts and
 // output stores coalesced.
 // Parameters: KERNEL_NAME; T, T_STORE, LOAD, STORE (element storage); T_OUT, OSTORE(p, i, v) (the
-// output's: T_STORE and STORE, or with SPLITS > 1 the compute type T); M, N, K, BATCH;
+// output's: the epilogue's result type, f16 or f32 where a fused Cast converts it, or with
+// SPLITS > 1 the compute type T); M, N, K, BATCH;
 // A_OFFSET(b), B_OFFSET(b) (element offsets of batch b's matrices); A_RS, A_KS (A's element
 // (row, k) is at row * A_RS + k * A_KS: K, 1 row-major, 1, M transposed); TM, TN, TK, WM, WN, LX, LY;
 // VA, VB (global load widths of A along K and B along N) with types TVA, TVB and loads

@@ -11,7 +11,8 @@
 // turns the strided walk down B (whose rows often alias in the caches) into one copy per panel
 // per TM rows.
 // Parameters: KERNEL_NAME; T, T_STORE, LOAD, STORE; T_OUT, OSTORE(p, i, v) (the output's: the
-// storage's, or T for a LayerNorm's partial sums); M, N, K, BATCH; A_OFFSET(b), B_OFFSET(b);
+// epilogue's result type, or T for a LayerNorm's partial sums); M, N, K, BATCH; A_OFFSET(b),
+// B_OFFSET(b);
 // A_RS, A_KS (A's element (row, k) is at row * A_RS + k * A_KS);
 // WM, TM, LX, LY, SPLIT_K (a power of two), PANEL_K; VB, TVB, LOAD_B(p, k, col) (VB elements of
 // B's row k from column col), BIAS_PARAM, BIAS(b, row), ELEM(v, e), CLAMP_N (as in matmul.cl);

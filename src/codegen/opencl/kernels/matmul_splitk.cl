@@ -1,9 +1,9 @@
 // The second half of a split-K product (kernels/matmul.cl with SPLITS > 1): out[i] =
 // EPILOGUE(sum over s of parts[s][i] + BIAS(b, row), i), one work-item per output element.
 // Parameters: KERNEL_NAME; T, T_STORE, LOAD, STORE; M, N, BATCH, SPLITS; BIAS_PARAM, BIAS(b, row);
-// EPILOGUE(v, i), EPILOGUE_PARAMS.
+// EPILOGUE(v, i), EPILOGUE_PARAMS, EPILOGUE_T, EPILOGUE_STORE (the output's type and store).
 __kernel void KERNEL_NAME(__global const T* restrict parts BIAS_PARAM,
-                          __global T_STORE* restrict out EPILOGUE_PARAMS) {
+                          __global EPILOGUE_T* restrict out EPILOGUE_PARAMS) {
   const long i = get_global_id(0);
   const long total = (long)BATCH * M * N;
   if (i >= total) return;
@@ -11,5 +11,5 @@ __kernel void KERNEL_NAME(__global const T* restrict parts BIAS_PARAM,
 #pragma unroll
   for (int s = 0; s < SPLITS; ++s) acc += parts[s * total + i];
   const long row = i / N % M, batch = i / ((long)M * N);
-  STORE(out, i, EPILOGUE(acc + BIAS(batch, row), i));
+  EPILOGUE_STORE(out, i, EPILOGUE(acc + BIAS(batch, row), i));
 }

@@ -171,8 +171,8 @@ ushort TO_F16(float x) {
 #define T_C float
 #else
 // (r: the row in the batch's matrix, in scope where results are stored)
-#define C_STORE(p, i, v) GSTORE(p, i, EPILOGUE((v) + BIAS(z, r), i))
-#define T_C T_STORE
+#define C_STORE(p, i, v) EPILOGUE_STORE(p, i, EPILOGUE((v) + BIAS(z, r), i))
+#define T_C EPILOGUE_T
 #endif
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     __global const T_STORE* restrict a, __global const T_STORE* restrict b BIAS_PARAM,
