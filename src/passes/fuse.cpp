@@ -4,8 +4,8 @@
 // A node N joins the group of the producer P of one of its inputs when
 //   - N is elementwise (unary, binary, ternary) with P's output shape (up to leading dims of
 //     size 1; exactly after a Gather),
-//   - P is an anchor (Conv, ConvTranspose, MatMul, pooling, reduction, LayerNorm, an f32
-//     Gather: their kernels apply an epilogue; the Gather's is an embedding's position term)
+//   - P is an anchor (Conv, ConvTranspose, MatMul, pooling, reduction, LayerNorm, an f32 or
+//     f16 Gather: their kernels apply an epilogue; the Gather's is an embedding's position term)
 //     or elementwise, and P's result is used once, by N, and is not a graph output,
 //   - both run on one backend that fuses epilogues (an unassigned node counts as native),
 //   - for an anchor's group, every output keeps the anchor's float type, except that the
@@ -52,7 +52,9 @@ bool IsElementwise(const ir::Node& n) {
 
 bool IsAnchor(const ir::Node& n) {
   OpClass c = n.info().cls;
-  if (n.op == OpKind::kGather) return n.outputs[0]->type.dtype == DType::kFloat32;
+  if (n.op == OpKind::kGather)
+    return n.outputs[0]->type.dtype == DType::kFloat32 ||
+           n.outputs[0]->type.dtype == DType::kFloat16;
   return (c == OpClass::kConv || c == OpClass::kMatMul ||
           (c == OpClass::kPool && n.op != OpKind::kMaxPoolIndices) ||
           (c == OpClass::kReduce && n.op != OpKind::kArgMax && n.op != OpKind::kArgMin) ||

@@ -646,6 +646,46 @@ void CheckFp16Outputs(const CompiledModel& half, const std::vector<HostTensor>& 
   }
 }
 
+// An embedding lookup and its position term are one kernel in fp16 too: the f16 Gather reads
+// its table as float (vload_half) and applies the Add as its epilogue (passes/fuse.cpp).
+TEST(PrecisionTest, Fp16EmbeddingAndPositionOneKernel) {
+  HostTensor ids(DType::kInt64, {2, 10});
+  for (int64_t i = 0; i < ids.size(); ++i)
+    ids.data<int64_t>()[i] = (i * 7) % 50 - (i % 3 == 0 ? 50 : 0);
+  auto build = [&] {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* iv = g->AddInput("ids", {DType::kInt64, ids.shape});
+    auto table = std::make_shared<HostTensor>(testing::RandomF32({50, 16}, 921));
+    auto pos = std::make_shared<HostTensor>(testing::RandomF32({10, 16}, 922));
+    ir::Value* e = g->AddNode(ir::OpKind::kGather, {g->AddConstant("table", table), iv},
+                              {{"axis", int64_t{0}}}, "embed")
+                       ->outputs[0];
+    ir::Value* y =
+        g->AddNode(ir::OpKind::kAdd, {e, g->AddConstant("pos", pos)}, {}, "pos")->outputs[0];
+    y->name = "y";
+    g->AddOutput(y);
+    return g;
+  };
+  std::map<std::string, HostTensor> in{{"ids", ids}};
+  CompiledModel plain = CompileGraph(build(), testing::SharedContext(), CompileOptions{});
+  CompileOptions o;
+  o.precision = ComputeMode::kFp16;
+  CompiledModel half = CompileGraph(build(), testing::SharedContext(), o);
+  const ir::Node *gather = nullptr, *add = nullptr;
+  for (const auto& n : half.graph->nodes()) {
+    if (n->op == ir::OpKind::kGather) gather = n.get();
+    if (n->op == ir::OpKind::kAdd) add = n.get();
+  }
+  ASSERT_TRUE(gather && add);
+  EXPECT_EQ(gather->outputs[0]->type.dtype, DType::kFloat16);
+  EXPECT_GE(gather->group, 0);
+  EXPECT_EQ(add->group, gather->group) << "the position term in the lookup's kernel";
+  auto want = runtime::Session(*plain.executable).Run(in);
+  auto got = runtime::Session(*half.executable).Run(in);
+  ASSERT_EQ(got.size(), 1u);
+  ExpectClose(got[0], want[0], "embedding + position, f16", 1e-2f);
+}
+
 // A finite constant beyond half's range is saturated to ±65504 when converted for f16 nodes,
 // never made infinite: an attention mask written (1 - m) * FLT_MIN must stay 0 where m = 1
 // (0 * -inf would be NaN).

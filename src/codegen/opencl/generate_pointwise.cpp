@@ -62,7 +62,7 @@ std::string MovementBody(const ir::Node& n) {
       // bounds; the importer rejects constant out-of-range indices).
       return fmt::format(
           "long g = (long)in1[{}]; if (g < 0) g += {}; g = clamp(g, 0L, {}L); "
-          "v = in0[{} + g * {}];",
+          "v = LOAD_X(in0, {} + g * {});",
           OffsetExpr(idx_st), dim, dim - 1, OffsetExpr(x_st), xst[axis]);
     }
     case OpKind::kGatherElements: {
@@ -176,11 +176,13 @@ std::string MovementBody(const ir::Node& n) {
 // The pointwise template over `params` and `body`, writing `out` (`wide`: 64-bit coordinates).
 // With `epilogue` (ops consuming `seed`, the value BODY leaves in v), the kernel applies them
 // (ApplyEpilogue: EPILOGUE(v, i), its operands after PARAMS) and writes their result.
+// LOAD_X(p, i): a Gather's element i of its data p (f16 data with an epilogue is read as float).
 KernelSpec PointwiseKernel(const std::string& kernel_name, const std::string& params,
                            const std::string& body, const ir::Value* out, bool movement, bool wide,
                            KernelSpec spec, const std::vector<const ir::Node*>& epilogue = {},
-                           const ir::Value* seed = nullptr) {
+                           const ir::Value* seed = nullptr, bool half_x = false) {
   KernelSource src(kernel_name, "pointwise");
+  src.Define("LOAD_X(p, i)", half_x ? "vload_half((i), (p))" : "(p)[i]");
   if (!epilogue.empty()) ApplyEpilogue(src, kernel_name, seed, epilogue, spec);
   int64_t count = NumElements(out->type.shape);
   bool store_half = out->type.dtype == DType::kFloat16 && !movement;
@@ -240,13 +242,16 @@ KernelSpec GeneratePointwise(const ir::Node& n, const std::string& kernel_name,
                              const std::vector<const ir::Node*>& epilogue) {
   if (n.info().cls != ir::OpClass::kMovement) return GenerateElementwise({&n}, kernel_name);
   const ir::Value* out = epilogue.empty() ? n.outputs[0] : epilogue.back()->outputs[0];
-  // An epilogue (fuse lets one follow an f32 Gather: an embedding lookup and the position
-  // embedding added to it) computes in float from the moved value, at the movement's own
-  // coordinates (fuse requires equal shapes).
-  TEXEL_CHECK(epilogue.empty() || (n.outputs[0]->type.dtype == DType::kFloat32 &&
-                                   out->type.dtype == DType::kFloat32 &&
-                                   out->type.shape == n.outputs[0]->type.shape),
-              "{} takes an epilogue only in f32, of its own shape", OpName(n.op));
+  // An epilogue (fuse lets one follow an f32 or f16 Gather: an embedding lookup and the
+  // position embedding added to it) computes in float from the moved value (f16 data read by
+  // vload_half), at the movement's own coordinates (fuse requires equal shapes).
+  DType moved = n.outputs[0]->type.dtype;
+  bool half_x = !epilogue.empty() && moved == DType::kFloat16;
+  TEXEL_CHECK(
+      epilogue.empty() ||
+          (n.op == OpKind::kGather && (moved == DType::kFloat32 || moved == DType::kFloat16) &&
+           out->type.dtype == moved && out->type.shape == n.outputs[0]->type.shape),
+      "{} takes an epilogue only as an f32 or f16 Gather, of its own shape", OpName(n.op));
   std::string params;
   KernelSpec spec;
   bool computes = n.op == OpKind::kResize || n.op == OpKind::kCumSum ||
@@ -256,12 +261,12 @@ KernelSpec GeneratePointwise(const ir::Node& n, const std::string& kernel_name,
     if (v->type.dtype == DType::kFloat16 && computes)
       Fail(ErrorCode::kUnsupported, "{} on f16 is not supported on the device", OpName(n.op));
   for (size_t k = 0; k < n.inputs.size(); ++k) {
-    params +=
-        fmt::format("__global const {}* in{}, ", PointerType(n.inputs[k]->type.dtype, true), k);
+    params += fmt::format("__global const {}* in{}, ",
+                          PointerType(n.inputs[k]->type.dtype, !(half_x && k == 0)), k);
     spec.args.push_back(n.inputs[k]->id);
   }
   std::string body = MovementBody(n);
-  params += fmt::format("__global {}* out", PointerType(out->type.dtype, true));
+  params += fmt::format("__global {}* out", PointerType(out->type.dtype, epilogue.empty()));
   spec.args.push_back(n.outputs[0]->id);
   if (!epilogue.empty()) {
     params += " EPILOGUE_PARAMS";
@@ -271,7 +276,7 @@ KernelSpec GeneratePointwise(const ir::Node& n, const std::string& kernel_name,
   std::vector<const ir::Value*> operands(n.inputs.begin(), n.inputs.end());
   operands.push_back(out);
   return PointwiseKernel(kernel_name, params, body, out, epilogue.empty(), WideIndex(operands),
-                         std::move(spec), epilogue, n.outputs[0]);
+                         std::move(spec), epilogue, n.outputs[0], half_x);
 }
 
 }  // namespace texel::codegen
