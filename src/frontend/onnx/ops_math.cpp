@@ -210,10 +210,12 @@ void Lrn(NodeImporter& n) {
   const Shape& xs = x->type.shape;
   if (xs.size() < 3) n.Invalid("input must have rank >= 3");
   int64_t size = n.AttrInt("size");
+  if (size < 1) n.Invalid(fmt::format("size {} must be positive", size));
   double alpha = n.AttrFloat("alpha", 1e-4), beta = n.AttrFloat("beta", 0.75);
   double bias = n.AttrFloat("bias", 1.0);
   DType t = x->type.dtype;
-  int64_t spatial = NumElements(xs) / (xs[0] * xs[1]);
+  // (Not NumElements / (N * C): a batch of 0 would divide by zero.)
+  int64_t spatial = NumElements(Shape(xs.begin() + 2, xs.end()));
   ir::Value* sq = n.Reshape(n.Emit(OpKind::kMul, {x, x}), {xs[0], 1, xs[1], spatial});
   int64_t before = (size - 1) / 2, after = size - 1 - before;
   ir::Value* avg = n.Emit(OpKind::kAveragePool, {sq},
