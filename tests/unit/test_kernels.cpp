@@ -532,6 +532,13 @@ TEST(KernelTest, DataMovement) {
 namespace texel {
 namespace {
 
+// g compiled for the shared device in `mode` (--precision).
+CompiledModel CompileIn(std::unique_ptr<ir::Graph> g, ComputeMode mode) {
+  CompileOptions o;
+  o.precision = mode;
+  return CompileGraph(std::move(g), testing::SharedContext(), o);
+}
+
 // --precision fp16 (passes/precision.cpp): the conv and relu store f16 (the filters converted
 // once), softmax reads an f32 input through a Cast (the keep-in-fp32 rule), the graph input and
 // both outputs keep f32 and their names; results within f16 rounding (a few 2^-11) of fp32.
@@ -553,10 +560,8 @@ TEST(PrecisionTest, Fp16StorageWithKeepRuleAndCasts) {
     return g;
   };
   std::map<std::string, HostTensor> in{{"x", x}};
-  CompiledModel plain = CompileGraph(build(), testing::SharedContext(), CompileOptions{});
-  CompileOptions o;
-  o.precision = ComputeMode::kFp16;
-  CompiledModel half = CompileGraph(build(), testing::SharedContext(), o);
+  CompiledModel plain = CompileIn(build(), ComputeMode::kFp32);
+  CompiledModel half = CompileIn(build(), ComputeMode::kFp16);
   std::map<std::string, DType> types;
   for (const auto& n : half.graph->nodes())
     types[std::string(OpName(n->op))] = n->outputs[0]->type.dtype;
@@ -611,14 +616,12 @@ TEST(PrecisionTest, Fp16OutputsConvertedByTheirKernels) {
     return g;
   };
   std::map<std::string, HostTensor> in{{"x", x}};
-  CompiledModel plain = CompileGraph(build(), testing::SharedContext(), CompileOptions{});
+  CompiledModel plain = CompileIn(build(), ComputeMode::kFp32);
   auto want = runtime::Session(*plain.executable).Run(in);
   for (const char* target : {"", "gpu:132:mma", "gpu:2:mma"}) {
     SCOPED_TRACE(std::string("TEXEL_TARGET=") + target);
-    CompileOptions o;
-    o.precision = ComputeMode::kFp16;
     if (*target) setenv("TEXEL_TARGET", target, 1);
-    CompiledModel half = CompileGraph(build(), testing::SharedContext(), o);
+    CompiledModel half = CompileIn(build(), ComputeMode::kFp16);
     unsetenv("TEXEL_TARGET");
     CheckFp16Outputs(half, want, in);
   }
@@ -667,10 +670,8 @@ TEST(PrecisionTest, Fp16EmbeddingAndPositionOneKernel) {
     return g;
   };
   std::map<std::string, HostTensor> in{{"ids", ids}};
-  CompiledModel plain = CompileGraph(build(), testing::SharedContext(), CompileOptions{});
-  CompileOptions o;
-  o.precision = ComputeMode::kFp16;
-  CompiledModel half = CompileGraph(build(), testing::SharedContext(), o);
+  CompiledModel plain = CompileIn(build(), ComputeMode::kFp32);
+  CompiledModel half = CompileIn(build(), ComputeMode::kFp16);
   const ir::Node *gather = nullptr, *add = nullptr;
   for (const auto& n : half.graph->nodes()) {
     if (n->op == ir::OpKind::kGather) gather = n.get();
@@ -704,9 +705,7 @@ TEST(PrecisionTest, Fp16ConstantsSaturateFinite) {
       g->AddNode(ir::OpKind::kMul, {keep, Const(*g, "lowest", lowest)}, {}, "mul")->outputs[0];
   bias->name = "bias";
   g->AddOutput(bias);
-  CompileOptions o;
-  o.precision = ComputeMode::kFp16;
-  CompiledModel half = CompileGraph(std::move(g), testing::SharedContext(), o);
+  CompiledModel half = CompileIn(std::move(g), ComputeMode::kFp16);
   auto got = runtime::Session(*half.executable).Run({{"m", m}});
   ASSERT_EQ(got.size(), 1u);
   const float want[4] = {0, -65504, 0, -65504};

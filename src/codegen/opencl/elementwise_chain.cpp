@@ -186,10 +186,14 @@ ChainCode ElementwiseChain(const std::vector<const ir::Node*>& ops, const ir::Va
   return c;
 }
 
+DType ChainResultType(const ir::Value* anchor_out, const std::vector<const ir::Node*>& ops) {
+  return ops.empty() ? anchor_out->type.dtype : ops.back()->outputs[0]->type.dtype;
+}
+
 void ApplyEpilogue(KernelSource& src, const std::string& kernel_name, const ir::Value* anchor_out,
                    const std::vector<const ir::Node*>& ops, KernelSpec& spec,
                    bool stores_any_float) {
-  DType out = ops.empty() ? anchor_out->type.dtype : ops.back()->outputs[0]->type.dtype;
+  DType out = ChainResultType(anchor_out, ops);
   TEXEL_CHECK(out == anchor_out->type.dtype || stores_any_float,
               "an epilogue of this kernel must keep the type");
   src.Define("EPILOGUE_T", StorageTypeName(out));
@@ -206,9 +210,6 @@ void ApplyChain(KernelSource& src, const std::string& kernel_name, const ir::Val
     return;
   }
   const ir::Value* result = ops.back()->outputs[0];
-  // (ApplyEpilogue checks the result's type: a chain that ends in a Cast stores another.)
-  TEXEL_CHECK(result->type.dtype == anchor_out->type.dtype || macro == "EPILOGUE",
-              "a prologue must keep the type");
   // External operands, each one parameter e<k> in first-use order.
   std::vector<const ir::Value*> ext = ir::ExternalInputs(ops);
   std::erase(ext, anchor_out);

@@ -50,6 +50,9 @@ ChainFunction ChainAsFunction(const std::string& name, const ir::Value* seed,
                               const std::vector<const ir::Node*>& ops,
                               const std::function<bool(const ir::Value*)>& by_lane);
 
+// The type of what `ops` (consuming anchor_out) leave: anchor_out's when there are none.
+DType ChainResultType(const ir::Value* anchor_out, const std::vector<const ir::Node*>& ops);
+
 // Lets an anchor template apply `ops` (which consume anchor_out) to each result: defines
 // EPILOGUE(v, i) (i: flat output index) and EPILOGUE_PARAMS (extra buffer parameters after the
 // output), adds a helper function before the template, appends the extra operands to
@@ -63,7 +66,8 @@ void ApplyEpilogue(KernelSource& src, const std::string& kernel_name, const ir::
                    const std::vector<const ir::Node*>& ops, KernelSpec& spec,
                    bool stores_any_float = false);
 // The same under another macro name (MACRO(v, i), MACRO_PARAMS) and parameter prefix: a chain
-// applied to values a kernel reads (LayerNorm's prologue) rather than writes.
+// applied to values a kernel reads (LayerNorm's prologue) rather than writes. It computes in
+// float whatever the chain's types; what a kernel stores is ApplyEpilogue's to check.
 void ApplyChain(KernelSource& src, const std::string& kernel_name, const ir::Value* anchor_out,
                 const std::vector<const ir::Node*>& ops, KernelSpec& spec, const std::string& macro,
                 const std::string& prefix);

@@ -459,8 +459,8 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
   // Partial sums (split-K's, a LayerNorm's prologue's) are T: f32 for f16 storage, as wide as
   // the scratch (ElemBytes).
   // Results: the epilogue's type (a graph output converted by a fused Cast may differ from t).
-  DType result = epilogue.empty() ? t : epilogue.back()->outputs[0]->type.dtype;
-  DType out_t = split ? (t == DType::kFloat16 ? DType::kFloat32 : t) : result;
+  DType out_t =
+      split ? (t == DType::kFloat16 ? DType::kFloat32 : t) : ChainResultType(g.out, epilogue);
   src.Define("T_OUT", out_t == DType::kFloat16 ? "half" : VecType(out_t, 1));
   src.Define("OSTORE(p, i, v)",
              out_t == DType::kFloat16 ? "vstore_half_rte((v), (i), (p))" : "(p)[i] = (v)");
