@@ -233,6 +233,13 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
       {{1, 64, 8, 8}, {48, 64, 1, 1}, ConvAttrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1), false},
       // a stem of 3 channels, 7x7 stride 2: shallow (K = 147), gathered
       {{1, 3, 21, 19}, {24, 3, 7, 7}, ConvAttrs({2, 2}, {3, 3, 3, 3}, {1, 1}, 1), true},
+      // 3-D: 27 taps, strides and padding per axis
+      {{1, 8, 5, 6, 7},
+       {20, 8, 3, 3, 3},
+       ConvAttrs({1, 2, 1}, {1, 0, 1, 1, 1, 0}, {1, 1, 1}, 1),
+       true},
+      // 81 taps: more than a mask holds, gathered by the per-step load
+      {{1, 2, 12, 11}, {16, 2, 9, 9}, ConvAttrs({1, 1}, {4, 4, 4, 4}, {1, 1}, 1), false},
   };
   struct Mode {
     ComputeMode mode;
@@ -255,7 +262,7 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
   whole.compute_units = 1;  // K not split
   const cl::Context& ctx = *SharedContext();
   uint32_t seed = 700;
-  int gathered = 0;
+  int gathered = 0, hoisted = 0;
   std::map<bool, int> bias_runs;  // by whether K is split
   for (size_t mi = 0; mi < std::size(modes); ++mi)
     for (size_t ci = 0; ci < cases.size(); ++ci) {
@@ -280,6 +287,7 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
                                      ShapeStr(c.w), c.bias ? " bias" : "", summed ? " split" : "");
       ASSERT_NE(specs[0].source.find("#define MODEL 1"), std::string::npos) << what;
       gathered += specs[0].source.find("#define GATHER_B 1") != std::string::npos;
+      hoisted += specs[0].source.find("#define GATHER_HOISTED 1") != std::string::npos;
       if (c.bias) ++bias_runs[summed];
       cl::Buffer dx(ctx, x.bytes.size()), dw(ctx, w.bytes.size()), db(ctx, b.bytes.size()),
           dy(ctx, yt.bytes());
@@ -311,7 +319,8 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
       }
       EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << y.size() << " elements differ";
     }
-  EXPECT_EQ(gathered, 12) << "four of the six cases gather the image, in every mode";
+  EXPECT_EQ(gathered, 18) << "six of the eight cases gather the image, in every mode";
+  EXPECT_EQ(hoisted, 12) << "all but the 1- and 81-tap cases gather with the per-column state";
   EXPECT_GT(bias_runs[true], 0) << "the sum kernel adds a bias somewhere";
   EXPECT_GT(bias_runs[false], 0) << "the product's own kernel adds a bias somewhere";
 }

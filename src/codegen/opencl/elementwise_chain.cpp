@@ -112,7 +112,14 @@ std::string LoadExpr(const ir::Node& n, size_t k, const Shape& out, const std::s
     size_t d = out.size() - m.shape.size() + e;  // right-aligned, as broadcasting
     if (m.shape[e] != 1) st[d] = m.strides[e];
   }
-  std::string off = OffsetExpr(st);
+  // An operand laid out as the output (a residual) is read at i itself: the coordinates' divisions
+  // then go unused, and the compiler drops them.
+  bool same = m.offset == 0;
+  for (int64_t d = static_cast<int64_t>(out.size()) - 1, stride = 1; d >= 0 && same; --d) {
+    same = out[d] == 1 || st[d] == stride;
+    stride *= out[d];
+  }
+  std::string off = same ? "i" : OffsetExpr(st);
   if (m.offset != 0) off = fmt::format("({} + {})", off, m.offset);
   if (v->type.dtype == DType::kFloat16) return fmt::format("vload_half({}, {})", off, param);
   return fmt::format("{}[{}]", param, off);

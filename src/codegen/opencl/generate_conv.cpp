@@ -43,6 +43,42 @@ constexpr const char* kIm2ColLoad =
   }
   return v;)";
 
+// The same gather in two parts for the warp-tiled kernel, whose work-items keep their VB
+// columns at every step: per column, once, the offset of its window's origin in the image and
+// a mask of the window's taps inside it (bit (kd * KH + kh) * KW + kw; none past N); per row k
+// (ic, tap), the tap's offset, and each element is one test and one load. KWIN (taps, at most
+// 64) and GMASK_T (uint, or ulong past 32 taps) come with the defines; GI: the index type.
+constexpr const char* kIm2ColFields = "  GI base[VB];\n  GMASK_T mask[VB];";
+constexpr const char* kIm2ColInit =
+    R"(  GATHER_T s;
+  int ow = col % OW, oh = col / OW % OH, od = col / (OW * OH);
+#pragma unroll
+  for (int e = 0; e < VB; ++e) {
+    const int id = od * SD - PD, ih = oh * SH - PH, iw = ow * SW - PW;
+    s.base[e] = ((GI)id * IH + ih) * IW + iw;
+    GMASK_T m = 0;
+    if (col + e < N)
+      for (int kd = 0; kd < KD; ++kd)
+        for (int kh = 0; kh < KH; ++kh)
+          for (int kw = 0; kw < KW; ++kw)
+            if ((uint)(id + kd * DD) < ID && (uint)(ih + kh * DH) < IH && (uint)(iw + kw * DW) < IW)
+              m |= (GMASK_T)1 << ((kd * KH + kh) * KW + kw);
+    s.mask[e] = m;
+    if (++ow == OW) {
+      ow = 0;
+      if (++oh == OH) oh = 0, ++od;
+    }
+  }
+  return s;)";
+constexpr const char* kIm2ColStep =
+    R"(  const int tap = k % KWIN, ic = k / KWIN;
+  const int kw = tap % KW, kh = tap / KW % KH, kd = KD == 1 ? 0 : tap / (KW * KH);
+  const GI off = (GI)ic * (ID * IH * IW) + ((GI)kd * DD * IH + kh * DH) * IW + kw * DW;
+  TVB v;
+#pragma unroll
+  for (int e = 0; e < VB; ++e) ELEM(v, e) = (s->mask[e] >> tap) & 1 ? LOAD_E(p, s->base[e] + off) : 0;
+  return v;)";
+
 bool IsPlainGemm(const Window3& w) {
   for (int i = 0; i < 3; ++i)
     if (w.k[i] != 1 || w.s[i] != 1 || w.pb[i] != 0 || w.pe[i] != 0) return false;
@@ -78,6 +114,14 @@ GemmOperands ConvGemm(const ir::Node& n, const Target& target) {
     g.shape.gather_b = true;
     g.load_b = kIm2ColLoad;
     g.defines = WindowDefines(win);
+    int64_t taps = win.k[0] * win.k[1] * win.k[2];
+    if (taps > 1 && taps <= 64) {
+      g.gather_fields = kIm2ColFields, g.gather_init = kIm2ColInit, g.gather_load = kIm2ColStep;
+      bool narrow = x[1] * in_pixels < (int64_t{1} << 31);  // the image's offsets fit an int
+      g.defines.insert(g.defines.end(), {{"KWIN", std::to_string(taps)},
+                                         {"GMASK_T", taps <= 32 ? "uint" : "ulong"},
+                                         {"GI", narrow ? "int" : "long"}});
+    }
   }
   bool bias = n.inputs.size() > 2;
   if (bias) g.bias = grouped ? fmt::format("(b) % {} * {} + (row)", groups, oc_g) : "(row)";

@@ -416,12 +416,26 @@ MatMulParams TunedMatMulParams(const GemmShape& s, const Target& t) {
   return MatMulParamsOf(Choose(MatMulTunable(s, t), t));
 }
 
-void DefineLoadB(KernelSource& src, const GemmOperands& g, const std::string& kernel_name) {
+void DefineLoadB(KernelSource& src, const GemmOperands& g, const std::string& kernel_name,
+                 bool hoisted) {
   for (const auto& [key, value] : g.defines) src.Define(key, value);
   src.Define("LOAD_B(p, k, col)", kernel_name + "_load_b(p, k, col)");
   src.Prelude(fmt::format(
       "inline TVB {}_load_b(const __global T_STORE* restrict p, int k, int col) {{\n{}\n}}\n",
       kernel_name, g.load_b));
+  hoisted = hoisted && !g.gather_init.empty();
+  src.Define("GATHER_HOISTED", hoisted);
+  if (!hoisted) return;
+  const std::string& n = kernel_name;
+  src.Define("GATHER_T", n + "_gather_t");
+  src.Define("GATHER_INIT(col)", n + "_gather_init(col)");
+  src.Define("GATHER_LOAD(p, k, s)", n + "_gather_load(p, k, s)");
+  src.Prelude(
+      fmt::format("typedef struct {{\n{1}\n}} {0}_gather_t;\n"
+                  "inline {0}_gather_t {0}_gather_init(int col) {{\n{2}\n}}\n"
+                  "inline TVB {0}_gather_load(const __global T_STORE* restrict p, int k,\n"
+                  "                           const {0}_gather_t* s) {{\n{3}\n}}\n",
+                  n, g.gather_fields, g.gather_init, g.gather_load));
 }
 
 std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& kernel_name,

@@ -101,6 +101,12 @@ struct GemmOperands {
   // it: a float in the scalar kernels, f16 bits in the warp-tiled one's fp16) and its defines.
   std::string load_b;
   std::vector<std::pair<std::string, std::string>> defines;  // macros for load_b
+  // The same gather split in two for the warp-tiled kernel, whose work-items keep their columns
+  // at every step of K (empty: it calls load_b at every step): gather_init is the body of
+  // `GATHER_T init(int col)`, which computes what VB columns from col need of it once
+  // (GATHER_T: a struct of gather_fields), gather_load the body of `TVB load(const __global
+  // T_STORE* p, int k, const GATHER_T* s)`, which loads row k's elements with it.
+  std::string gather_fields, gather_init, gather_load;
   std::string bias;       // element index (an expression in b and row) of a bias per row, or ""
   std::vector<int> args;  // value ids bound to a, b[, bias], out
   const ir::Value* out = nullptr;
@@ -111,8 +117,10 @@ struct GemmOperands {
 };
 
 // LOAD_B(p, k, col): g.load_b as a function of the kernel's, with g.defines; the caller defines
-// TVB, VB, ELEM and LOAD_E.
-void DefineLoadB(KernelSource& src, const GemmOperands& g, const std::string& kernel_name);
+// TVB, VB, ELEM and LOAD_E. With `hoisted` and g.gather_init, also GATHER_T, GATHER_INIT(col)
+// and GATHER_LOAD(p, k, s) (GATHER_HOISTED 1).
+void DefineLoadB(KernelSource& src, const GemmOperands& g, const std::string& kernel_name,
+                 bool hoisted = false);
 
 // The kernels for g with explicit parameters (CheckMatMulParams must pass: kInvalidArgument):
 // one, or two with split-K.

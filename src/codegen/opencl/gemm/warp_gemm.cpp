@@ -38,6 +38,30 @@ bool Even(const GemmProblem& g, const WarpGemmParams& p) {
   return g.m % p.bm == 0 && g.n % p.bn == 0 && g.k % p.bk == 0 && g.k > 0;
 }
 
+int64_t GroupSize(const WarpGemmParams& p) {
+  return static_cast<int64_t>(p.bm / p.wm) * (p.bn / p.wn) * 32;
+}
+
+// The local memory of p's stages (the template's smem): A and B tiles as staged, padded rows.
+uint64_t StageBytes(const WarpGemmParams& p, const GemmProblem& g, bool async) {
+  bool f16 = g.mode == ComputeMode::kFp16;
+  uint64_t eb = f16 ? 2 : 4, ls = static_cast<uint64_t>(p.bk + (f16 ? 8 : 4));
+  uint64_t a_tile = async && g.trans_a ? p.bk * (p.bm + 8ull) : p.bm * ls;
+  uint64_t b_tile = async && !g.trans_b ? p.bk * (p.bn + 8ull) : p.bn * ls;
+  return p.stages * (a_tile + b_tile) * eb;
+}
+
+// Whether the template stores C through the stages' local memory (STAGED): 16 rows of each
+// warp's block at a time, WN + 8 floats per row. Only work-groups of up to 4 warps: on the H100
+// (docs/precision.md) staging made 4-warp tiles faster (n = 1024 fp16 98 -> 107 TFLOP/s,
+// BERT-base fp16 0.240 -> 0.225 ms), but it took 8-warp 128 x 128 tiles past 128 registers
+// (126 -> 159), so past 2 work-groups per compute unit: ResNet-50's 1x1 convolutions at batch 32
+// ran 2.7x slower.
+bool StagedStore(const WarpGemmParams& p, const GemmProblem& g, const Target& t) {
+  return GroupSize(p) <= 128 &&
+         GroupSize(p) / 32 * 16 * (p.wn + 8ull) * 4 <= StageBytes(p, g, AsyncCopies(g, p, t));
+}
+
 }  // namespace
 
 std::string WarpGemmParams::ToString() const {
@@ -74,7 +98,7 @@ std::optional<std::string> CheckWarpGemmParams(const WarpGemmParams& p, const Ge
   int depth = MmaDepth(g.mode);
   if (p.bk <= 0 || p.bk % depth != 0)
     return fmt::format("tile depth {}: want a multiple of {}", p.bk, depth);
-  int64_t wg = static_cast<int64_t>(p.bm / p.wm) * (p.bn / p.wn) * 32;
+  int64_t wg = GroupSize(p);
   if (static_cast<size_t>(wg) > t.max_work_group_size)
     return fmt::format("{} work-items per group, the device takes {}", wg, t.max_work_group_size);
   if ((p.bm * p.bk) % (4 * wg) != 0 || (p.bn * p.bk) % (4 * wg) != 0)
@@ -85,16 +109,13 @@ std::optional<std::string> CheckWarpGemmParams(const WarpGemmParams& p, const Ge
     return fmt::format("{} stages: only asynchronous copies take other than 2", p.stages);
   if (p.stages < 2 || p.stages > 8) return fmt::format("{} stages: want 2 to 8", p.stages);
   if (p.split_k < 1 || p.split_k > 64) return fmt::format("split {}: want 1 to 64", p.split_k);
-  bool f16 = g.mode == ComputeMode::kFp16;
-  uint64_t eb = f16 ? 2 : 4, ls = static_cast<uint64_t>(p.bk + (f16 ? 8 : 4));
-  uint64_t a_tile = async && g.trans_a ? p.bk * (p.bm + 8ull) : p.bm * ls;
-  uint64_t b_tile = async && !g.trans_b ? p.bk * (p.bn + 8ull) : p.bn * ls;
+  int64_t eb = g.mode == ComputeMode::kFp16 ? 2 : 4;
   if (async && ((p.bm * p.bk) % (16 / eb * wg) != 0 || (p.bn * p.bk) % (16 / eb * wg) != 0))
     return fmt::format(
         "tiles {}x{} and {}x{} do not share out in 16-byte chunks over {} "
         "work-items",
         p.bm, p.bk, p.bn, p.bk, wg);
-  uint64_t local = p.stages * (a_tile + b_tile) * eb;
+  uint64_t local = StageBytes(p, g, async);
   if (local > t.local_mem_bytes)
     return fmt::format("{} bytes of local memory, the device has {}", local, t.local_mem_bytes);
   return std::nullopt;
@@ -155,6 +176,7 @@ KernelSource WarpSource(const GemmProblem& g, const std::string& kernel_name, co
   if (async) DefineAsyncCopy(src, t);
   DefineMatrixEngine(src, t);
   src.Define("STAGES", p.stages).Define("PENDING", p.stages - 2);
+  src.Define("STAGED", StagedStore(p, g, t));
   src.Define("TRANS_A", g.trans_a).Define("TRANS_B", g.trans_b).Define("GATHER_B", g.gather_b);
   DefineOperandOffsets(src, g.trans_a, g.trans_b);
   // 4-wide loads along each operand's contiguous dimension; unaligned ones (f16, or an offset or
@@ -298,7 +320,7 @@ std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::
     src.Define("VB", 4).Define("TVB", fmt::format("{}4", rt));
     src.Define("ELEM(v, e)", fmt::format("((({}*)&(v))[e])", rt));
     src.Define("LOAD_E(p, i)", fmt::format("(((__global const {}*)(p))[i])", rt));
-    DefineLoadB(src, g, kernel_name);
+    DefineLoadB(src, g, kernel_name, true);
   }
   KernelSpec spec;
   spec.name = kernel_name;

@@ -26,7 +26,8 @@
 // (element offsets of op(A)[r, k] and op(B)[k, c]), VEC_A, VEC_B (4: the operand's contiguous
 // dimension is loaded as float4; 1: scalars), GATHER_B (B is not stored as a matrix: LOAD_B(p,
 // k, col) returns VEC_B elements of its row k from column col as staged, zeros past N: a
-// convolution's image gathered as im2col; never with TRANS_B or ASYNC),
+// convolution's image gathered as im2col; never with TRANS_B or ASYNC; with GATHER_HOISTED its
+// per-column part GATHER_INIT(col) once and GATHER_LOAD(p, k, state) per step instead),
 // EVEN (M, N, K are multiples of BM, BN, BK: no bounds checks), T_STORE, F16_STORAGE, GLOAD(p,
 // i), GLOAD4(p, i) (4 elements at i as float4), GSTORE(p, i, v); TO_TF32, ROUND_TF32, TO_F16
 // (helper names unique to the kernel); MODEL (a model's product: M, N, K, lda, ldb, ldc, A_OFF(z),
@@ -77,6 +78,7 @@
 #define B_IDX(c, k) ((c) * LS + (k))
 #endif
 #define CH (MODE == 16 ? 8 : 4)  // elements per 16-byte chunk
+#define LSW (WN + 8)  // floats per row of staged results: the fragments' pairs meet no conflicts
 #define A_FRAG(at, r, k) (at)[A_IDX(r, k)]
 #define B_FRAG(bt, c, k) (bt)[B_IDX(c, k)]
 
@@ -198,9 +200,11 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   const int z = get_group_id(2), k_begin = 0, k_end = K;
   const long c_off = c_off0 + z * stride_c;
 #endif
-  // Aligned for the 32-bit fragment reads of f16 pairs.
-  __local TL as[STAGES][A_TILE] __attribute__((aligned(16)));
-  __local TL bs[STAGES][B_TILE] __attribute__((aligned(16)));
+  // The stages' A tiles, then their B tiles, in one array, which STAGED reuses for the
+  // results. Aligned for the 16-byte copies and 32-bit fragment reads.
+  __local TL smem[STAGES * (A_TILE + B_TILE)] __attribute__((aligned(16)));
+#define AS(st) (smem + (st) * A_TILE)
+#define BS(st) (smem + STAGES * A_TILE + (st) * B_TILE)
   const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32;
   const int g = lane >> 2, t = lane & 3;
   const int wm = warp / WARPS_N * WM, wn = warp % WARPS_N * WN;
@@ -229,9 +233,17 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   }
 // VEC_B elements of B from column col of row kk on into rb.
 #if GATHER_B
+#if GATHER_HOISTED && WG % (BN / VEC_B) == 0
+  // A work-item's columns are the same at every step (WG is a multiple of BN / VEC_B): what the
+  // gather needs of them is computed once.
+  const GATHER_T gather = GATHER_INIT(n0 + lid % (BN / VEC_B) * VEC_B);
+#define GATHER_VEC(col, kk) GATHER_LOAD(b, kk, &gather)
+#else
+#define GATHER_VEC(col, kk) LOAD_B(b, kk, col)
+#endif
 #define LOAD_B_VEC(rb, col, kk)                                                            \
   if (EVEN || (kk) < K) {                                                                  \
-    vstore4(LOAD_B(b, kk, col), 0, rb);                                                    \
+    vstore4(GATHER_VEC(col, kk), 0, rb);                                                   \
   } else {                                                                                 \
     for (int v = 0; v < VEC_B; ++v) (rb)[v] = 0;                                           \
   }
@@ -250,12 +262,12 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   for (int l = 0; l < LA; ++l) {                                                           \
     A_VEC(lid + l * WG, VEC_A, r, k);                                                             \
     for (int v = 0; v < VEC_A; ++v)                                                           \
-      as[buf][A_IDX(r + A_DR(v), k + A_DK(v))] = ra[l * VEC_A + v];                          \
+      AS(buf)[A_IDX(r + A_DR(v), k + A_DK(v))] = ra[l * VEC_A + v];                          \
   }                                                                                        \
   for (int l = 0; l < LB; ++l) {                                                           \
     B_VEC(lid + l * WG, VEC_B, cc, k);                                                            \
     for (int v = 0; v < VEC_B; ++v)                                                           \
-      bs[buf][B_IDX(cc + B_DC(v), k + B_DK(v))] = rb[l * VEC_B + v];                         \
+      BS(buf)[B_IDX(cc + B_DC(v), k + B_DK(v))] = rb[l * VEC_B + v];                         \
   }
 #if ASYNC
   // 16-byte chunks of both tiles of step k0 into stage st, as stored; chunks past the matrix's
@@ -266,12 +278,12 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     for (int l = 0; l < BM * BK / (CH * WG); ++l) {                                          \
       A_VEC(lid + l * WG, CH, r, k);                                                         \
       const bool ok = EVEN || (m0 + r < M && (k0) + k < k_end);                              \
-      CP_ASYNC16(&A_FRAG(as[st], r, k), a + (ok ? A_AT(m0 + r, (k0) + k) : 0), ok);          \
+      CP_ASYNC16(&A_FRAG(AS(st), r, k), a + (ok ? A_AT(m0 + r, (k0) + k) : 0), ok);          \
     }                                                                                        \
     for (int l = 0; l < BN * BK / (CH * WG); ++l) {                                          \
       B_VEC(lid + l * WG, CH, c, k);                                                         \
       const bool ok = EVEN || (n0 + c < N && (k0) + k < k_end);                              \
-      CP_ASYNC16(&B_FRAG(bs[st], c, k), b + (ok ? B_AT((k0) + k, n0 + c) : 0), ok);          \
+      CP_ASYNC16(&B_FRAG(BS(st), c, k), b + (ok ? B_AT((k0) + k, n0 + c) : 0), ok);          \
     }                                                                                        \
   } while (0)
 #endif
@@ -292,8 +304,8 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   barrier(CLK_LOCAL_MEM_FENCE);
 #endif
   for (int s = 0; s < steps; ++s) {
-    __local const TL* at = as[s % STAGES];
-    __local const TL* bt = bs[s % STAGES];
+    __local const TL* at = AS(s % STAGES);
+    __local const TL* bt = BS(s % STAGES);
 #if ASYNC
     CP_ASYNC_WAIT(PENDING);
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -445,15 +457,41 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
   }
+#if STAGED
+  // C through local memory, 16 rows of each warp's block at a time, so that a warp stores (and
+  // the epilogue reads its operands in) runs of adjacent elements of a row, where the fragments
+  // hold pairs 8 rows apart. Every warp takes the same steps, so barriers can order them.
+  __local float* ws = (__local float*)smem + warp * 16 * LSW;
+  barrier(CLK_LOCAL_MEM_FENCE);  // every warp is done with the stages
+#pragma unroll
+  for (int i = 0; i < MI; ++i) {
+#pragma unroll
+    for (int j = 0; j < NI; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        vstore2((float2)(acc[i][j][2 * h], acc[i][j][2 * h + 1]), 0,
+                ws + (g + h * 8) * LSW + j * 8 + 2 * t);
+    barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+    for (int q = 0; q < WN / 2; ++q) {
+      const int e = lane + q * 32, row = e / WN, cc = e % WN;
+      const int r = m0 + wm + i * 16 + row, col = n0 + wn + cc;
+      if (EVEN || (r < M && col < N)) C_STORE(c, c_off + (long)r * ldc + col, ws[row * LSW + cc]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);  // read before the next rows overwrite them
+  }
+#else
   // C: rows g, g + 8 and columns 2t, 2t + 1 of each 16 x 8 tile.
   FOR_TILE(i, j, e) {
     const int r = m0 + wm + i * 16 + g + (e >> 1) * 8;
     const int col = n0 + wn + j * 8 + 2 * t + (e & 1);
     if (EVEN || (r < M && col < N)) C_STORE(c, c_off + (long)r * ldc + col, acc[i][j][e]);
   }
+#endif
 }
 #undef LOAD_TILES
 #undef LOAD_B_VEC
+#undef GATHER_VEC
 #undef C_STORE
 #undef T_C
 #undef A_OFF
@@ -489,6 +527,9 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #undef GLOADR
 #undef GLOADR4
 #undef TL
+#undef AS
+#undef BS
+#undef LSW
 #undef LREAD
 #undef LA
 #undef LB
