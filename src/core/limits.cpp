@@ -8,13 +8,13 @@
 namespace texel {
 namespace {
 
-uint64_t FromEnv(const char* name, uint64_t fallback) {
+uint64_t FromEnv(const char* name, uint64_t fallback, const char* unit = "bytes") {
   const char* v = std::getenv(name);
   if (!v || !*v) return fallback;
   char* end = nullptr;
   unsigned long long x = std::strtoull(v, &end, 10);
   if (*end != '\0' || x == 0)
-    Fail(ErrorCode::kInvalidArgument, "{}='{}': want a positive number of bytes", name, v);
+    Fail(ErrorCode::kInvalidArgument, "{}='{}': want a positive number of {}", name, v, unit);
   return x;
 }
 
@@ -25,6 +25,7 @@ const Limits& CurrentLimits() {
     Limits l;
     l.tensor_bytes = FromEnv("TEXEL_MAX_TENSOR_BYTES", l.tensor_bytes);
     l.host_bytes = FromEnv("TEXEL_MAX_HOST_BYTES", l.host_bytes);
+    l.subgraph_depth = FromEnv("TEXEL_MAX_SUBGRAPH_DEPTH", l.subgraph_depth, "levels");
     return l;
   }();
   return limits;

@@ -1,4 +1,5 @@
 // Tests for the ONNX frontend on models built in C++ with the ONNX protobuf classes.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 #include <unistd.h>
@@ -480,6 +481,44 @@ TEST(OnnxImportTest, IfWithRunTimeConditionSelectsBothBranchesWithWhere) {
   EXPECT_EQ(CountOps(*g, ir::OpKind::kWhere), 0);
   EXPECT_EQ(CountOps(*g, ir::OpKind::kNeg), 1);
   EXPECT_EQ(CountOps(*g, ir::OpKind::kMul), 0);
+}
+
+// If nodes nested `depth` deep, each one's then_branch holding the next; the condition is a
+// constant (true), so that one branch per level is imported. y = x.
+ModelBuilder NestedIfs(int depth) {
+  ModelBuilder m;
+  m.Input("x", onnx::TensorProto::FLOAT, {3});
+  auto* cond = m.model().mutable_graph()->add_initializer();
+  cond->set_name("cond");
+  cond->set_data_type(onnx::TensorProto::BOOL);
+  cond->set_raw_data(std::string(1, '\1'));
+  onnx::NodeProto* node = m.Node("If", {"cond"}, {"y"}, "if1");
+  for (int d = 1;; ++d) {
+    std::string t = fmt::format("t{}", d), e = fmt::format("e{}", d);
+    onnx::GraphProto* then_g = AttrGraph(node, "then_branch");
+    onnx::GraphProto* else_g = AttrGraph(node, "else_branch");
+    AddNode(else_g, "Neg", {"x"}, {e});
+    else_g->add_output()->set_name(e);
+    then_g->add_output()->set_name(t);
+    if (d == depth) {
+      AddNode(then_g, "Identity", {"x"}, {t});
+      break;
+    }
+    node = AddNode(then_g, "If", {"cond"}, {t});
+    node->set_name(fmt::format("if{}", d + 1));
+  }
+  m.Output("y");
+  return m;
+}
+
+// Subgraphs nest up to Limits::subgraph_depth (16) levels; one more is refused before the
+// recursion goes on, naming the limit and the nodes on the way down.
+TEST(OnnxImportTest, SubgraphsNestedPastTheLimitAreRefused) {
+  EXPECT_EQ(CountOps(*Import(NestedIfs(16)), ir::OpKind::kNeg), 0);
+  std::string msg = ExpectError([&] { Import(NestedIfs(17)); }, ErrorCode::kInvalidModel);
+  EXPECT_NE(msg.find("subgraphs nested 17 deep, over the limit of 16"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("TEXEL_MAX_SUBGRAPH_DEPTH"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("node 'if17' (If)"), std::string::npos) << msg;
 }
 
 // Loop(M=3, cond=true, y0=x): y = y + x each step, scan output y; runs unrolled on the device.

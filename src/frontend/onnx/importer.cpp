@@ -92,6 +92,13 @@ std::vector<ir::Value*> ImportSubgraph(ir::Graph& g, const onnx::GraphProto& bod
                                        int opset, const std::string& base_dir) {
   Scope scope;
   scope.parent = &outer;
+  // A hostile model could nest bodies until the importer's recursion exhausts the stack.
+  uint64_t depth = 0;
+  for (const Scope* s = &scope; s->parent; s = s->parent) ++depth;
+  if (depth > CurrentLimits().subgraph_depth)
+    Fail(ErrorCode::kInvalidModel,
+         "subgraphs nested {} deep, over the limit of {} (TEXEL_MAX_SUBGRAPH_DEPTH raises it)",
+         depth, CurrentLimits().subgraph_depth);
   for (int i = 0; i < body.input_size(); ++i) scope.values[body.input(i).name()] = inputs[i];
   for (const auto& init : body.initializer())
     scope.values[init.name()] =
