@@ -201,6 +201,24 @@ TEST(GemmTest, HeuristicTilesOnAnEvenProblem) {
   RunAndCheck(g, 1.0f, 0.0f, Emulated(), nullptr, "fp32 even");
 }
 
+// Tiles for an H100 (132 compute units): 128 x 128 where they fill it; where they do not (n =
+// 1024), fp16 takes 64 x 64 tiles for texel_gemm and 128 x 64 for a model's product (whose
+// few tiles ChooseModelWarpGemm refines), tf32 128 x 64.
+TEST(GemmTest, HeuristicTilesByProblemSize) {
+  codegen::Target t = testing::H100Target();
+  t.mma_sync = true;
+  auto chosen = [&](int64_t n, ComputeMode mode, bool model) {
+    GemmProblem g;
+    g.m = g.n = g.k = g.lda = g.ldb = g.ldc = n;
+    g.mode = mode, g.elem = mode == ComputeMode::kFp16 ? DType::kFloat16 : DType::kFloat32;
+    return codegen::ChooseWarpGemmParams(g, t, model).ToString();
+  };
+  EXPECT_EQ(chosen(4096, ComputeMode::kFp16, false), "warp 128x128x32 / 64x32");
+  EXPECT_EQ(chosen(1024, ComputeMode::kFp16, false), "warp 64x64x32 / 32x32 s4");
+  EXPECT_EQ(chosen(1024, ComputeMode::kFp16, true), "warp 128x64x32 / 64x32 s3");
+  EXPECT_EQ(chosen(1024, ComputeMode::kTf32, false), "warp 128x64x16 / 64x32 s3");
+}
+
 // The matrix-engine modes as the kernel emulates them: tf32 and fp16 match the host with the
 // operands rounded as the engine rounds them and differ from exact fp32 by their rounding;
 // tf32x3 matches exact fp32.

@@ -121,16 +121,21 @@ std::optional<std::string> CheckWarpGemmParams(const WarpGemmParams& p, const Ge
   return std::nullopt;
 }
 
-WarpGemmParams ChooseWarpGemmParams(const GemmProblem& g, const Target& t) {
-  // 128 x 128 tiles, 2 stages (a third would pass 48 KiB); 128 x 64 with 3 stages where
-  // 128 x 128 tiles would leave compute units idle. Measured on the H100 (texel_gemm_bench
-  // --warp, docs/precision.md): at n = 4096 128 x 128 is the fastest of nine tilings in tf32
-  // and fp16; at n = 1024 128 x 64 is 1.5x faster than 128 x 128.
+WarpGemmParams ChooseWarpGemmParams(const GemmProblem& g, const Target& t, bool model) {
+  // 128 x 128 tiles, 2 stages (a third would pass 48 KiB); where 128 x 128 tiles would leave
+  // compute units idle, 64 x 64 with 4 stages in fp16, 128 x 64 with 3 otherwise. Measured on
+  // the H100 (texel_gemm_bench --warp, docs/precision.md): at n = 4096 128 x 128 is the fastest
+  // of nine tilings in tf32 and fp16; at n = 1024 128 x 64 is 1.5x faster than 128 x 128.
   WarpGemmParams p;
   bool f16 = g.mode == ComputeMode::kFp16;
   p.bk = f16 ? 32 : 16;
   int64_t tiles = (g.m + p.bm - 1) / p.bm * ((g.n + p.bn - 1) / p.bn) * g.batch;
-  if (tiles < static_cast<int64_t>(t.compute_units)) {
+  if (tiles < static_cast<int64_t>(t.compute_units) && f16 && !model) {
+    // n = 1024 on the H100 (with the staged result stores): 124-126 TFLOP/s against 105-108
+    // with 128 x 64 tiles. Not for models, whose few tiles ChooseModelWarpGemm refines: BERT,
+    // ViT and ResNet-50 in fp16 were 1-10% slower with it.
+    p.bm = p.bn = 64, p.wm = p.wn = 32, p.stages = 4;
+  } else if (tiles < static_cast<int64_t>(t.compute_units)) {
     p.bn = 64;
     p.stages = 3;  // with asynchronous copies; else (below) 2
   } else if (g.mode == ComputeMode::kTf32) {
@@ -268,7 +273,7 @@ std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const T
   // A gathered B is staged as it is stored (LOAD_E): in the mode's operand type.
   if (problem.gather_b && (s.dtype == DType::kFloat16) != (s.mode == ComputeMode::kFp16))
     return std::nullopt;
-  WarpGemmParams p = ChooseWarpGemmParams(problem, t);
+  WarpGemmParams p = ChooseWarpGemmParams(problem, t, true);
   if (CheckWarpGemmParams(p, problem, t)) return std::nullopt;
   int64_t groups = CeilDiv(s.m, p.bm) * CeilDiv(s.n, p.bn) * s.batch;
   // Too few tiles to fill the device (a transformer layer's 128-256 rows, a convolution's

@@ -60,7 +60,9 @@ bool AsyncCopies(const GemmProblem& g, const WarpGemmParams& p, const Target& t)
 // is the caller's question (Target::mma_sync).
 std::optional<std::string> CheckWarpGemmParams(const WarpGemmParams& p, const GemmProblem& g,
                                                const Target& t);
-WarpGemmParams ChooseWarpGemmParams(const GemmProblem& g, const Target& t);
+// The heuristic's tiling for g on t; `model`: for ChooseModelWarpGemm, which refines the tiles of
+// products too small to fill the device itself.
+WarpGemmParams ChooseWarpGemmParams(const GemmProblem& g, const Target& t, bool model = false);
 
 // g's shape class: every fact the source of GenerateWarpGemm's kernel depends on besides its
 // name (transposes, element type, mode, tiles, evenness, alignment, the matrix engine), cheap to
