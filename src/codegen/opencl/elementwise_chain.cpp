@@ -114,11 +114,9 @@ std::string LoadExpr(const ir::Node& n, size_t k, const Shape& out, const std::s
   }
   // An operand laid out as the output (a residual) is read at i itself: the coordinates' divisions
   // then go unused, and the compiler drops them.
+  std::vector<int64_t> dense = Strides(out);
   bool same = m.offset == 0;
-  for (int64_t d = static_cast<int64_t>(out.size()) - 1, stride = 1; d >= 0 && same; --d) {
-    same = out[d] == 1 || st[d] == stride;
-    stride *= out[d];
-  }
+  for (size_t d = 0; d < out.size(); ++d) same = same && (out[d] == 1 || st[d] == dense[d]);
   std::string off = same ? "i" : OffsetExpr(st);
   if (m.offset != 0) off = fmt::format("({} + {})", off, m.offset);
   if (v->type.dtype == DType::kFloat16) return fmt::format("vload_half({}, {})", off, param);

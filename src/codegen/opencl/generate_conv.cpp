@@ -22,26 +22,38 @@
 namespace texel::codegen {
 namespace {
 
-// B's row k (ic, kd, kh, kw) from column col (od, oh, ow): VB gathered elements, zero in the
-// padding and beyond N. The column's coordinates are divided out once and then stepped (the
-// divisions cost more than the loads on GPUs); unsigned compares test both bounds at once.
-constexpr const char* kIm2ColLoad =
-    R"(  const int kw = k % KW, kr = k / KW, kh = kr % KH, kc = kr / KH;
-  const int kd = kc % KD, ic = kc / KD;
+// A loop over VB columns from col (od, oh, ow) between `before` and `after`: the column's
+// coordinates are divided out once and then stepped (the divisions cost more than the loads on
+// GPUs), `body` sees them as od, oh, ow and the column as col + e.
+std::string ForColumns(const std::string& before, const std::string& body,
+                       const std::string& after) {
+  return before + R"(
   int ow = col % OW, oh = col / OW % OH, od = col / (OW * OH);
-  TVB v;
 #pragma unroll
   for (int e = 0; e < VB; ++e) {
-    const int id = od * SD - PD + kd * DD, ih = oh * SH - PH + kh * DH, iw = ow * SW - PW + kw * DW;
-    ELEM(v, e) = col + e < N && (uint)id < ID && (uint)ih < IH && (uint)iw < IW
-                     ? LOAD_E(p, ((long)(ic * ID + id) * IH + ih) * IW + iw)
-                     : 0;
+)" + body +
+         R"(
     if (++ow == OW) {
       ow = 0;
       if (++oh == OH) oh = 0, ++od;
     }
   }
-  return v;)";
+)" + after;
+}
+
+// B's row k (ic, kd, kh, kw) from column col (od, oh, ow): VB gathered elements, zero in the
+// padding and beyond N; unsigned compares test both bounds at once.
+std::string Im2ColLoad() {
+  return ForColumns(
+      R"(  const int kw = k % KW, kr = k / KW, kh = kr % KH, kc = kr / KH;
+  const int kd = kc % KD, ic = kc / KD;
+  TVB v;)",
+      R"(    const int id = od * SD - PD + kd * DD, ih = oh * SH - PH + kh * DH, iw = ow * SW - PW + kw * DW;
+    ELEM(v, e) = col + e < N && (uint)id < ID && (uint)ih < IH && (uint)iw < IW
+                     ? LOAD_E(p, ((long)(ic * ID + id) * IH + ih) * IW + iw)
+                     : 0;)",
+      "  return v;");
+}
 
 // The same gather in two parts for the warp-tiled kernel, whose work-items keep their VB
 // columns at every step: per column, once, the offset of its window's origin in the image and
@@ -49,12 +61,9 @@ constexpr const char* kIm2ColLoad =
 // (ic, tap), the tap's offset, and each element is one test and one load. KWIN (taps, at most
 // 64) and GMASK_T (uint, or ulong past 32 taps) come with the defines; GI: the index type.
 constexpr const char* kIm2ColFields = "  GI base[VB];\n  GMASK_T mask[VB];";
-constexpr const char* kIm2ColInit =
-    R"(  GATHER_T s;
-  int ow = col % OW, oh = col / OW % OH, od = col / (OW * OH);
-#pragma unroll
-  for (int e = 0; e < VB; ++e) {
-    const int id = od * SD - PD, ih = oh * SH - PH, iw = ow * SW - PW;
+std::string Im2ColInit() {
+  return ForColumns("  GATHER_T s;",
+                    R"(    const int id = od * SD - PD, ih = oh * SH - PH, iw = ow * SW - PW;
     s.base[e] = ((GI)id * IH + ih) * IW + iw;
     GMASK_T m = 0;
     if (col + e < N)
@@ -63,13 +72,9 @@ constexpr const char* kIm2ColInit =
           for (int kw = 0; kw < KW; ++kw)
             if ((uint)(id + kd * DD) < ID && (uint)(ih + kh * DH) < IH && (uint)(iw + kw * DW) < IW)
               m |= (GMASK_T)1 << ((kd * KH + kh) * KW + kw);
-    s.mask[e] = m;
-    if (++ow == OW) {
-      ow = 0;
-      if (++oh == OH) oh = 0, ++od;
-    }
-  }
-  return s;)";
+    s.mask[e] = m;)",
+                    "  return s;");
+}
 constexpr const char* kIm2ColStep =
     R"(  const int tap = k % KWIN, ic = k / KWIN;
   const int kw = tap % KW, kh = tap / KW % KH, kd = KD == 1 ? 0 : tap / (KW * KH);
@@ -112,11 +117,11 @@ GemmOperands ConvGemm(const ir::Node& n, const Target& target) {
   // GPU, 16 on a CPU); otherwise gathering pays for the wider vectors.
   if (!IsPlainGemm(win) || g.shape.n % (target.gpu ? 4 : 16) != 0) {
     g.shape.gather_b = true;
-    g.load_b = kIm2ColLoad;
+    g.load_b = Im2ColLoad();
     g.defines = WindowDefines(win);
     int64_t taps = win.k[0] * win.k[1] * win.k[2];
     if (taps > 1 && taps <= 64) {
-      g.gather_fields = kIm2ColFields, g.gather_init = kIm2ColInit, g.gather_load = kIm2ColStep;
+      g.gather_fields = kIm2ColFields, g.gather_init = Im2ColInit(), g.gather_load = kIm2ColStep;
       bool narrow = x[1] * in_pixels < (int64_t{1} << 31);  // the image's offsets fit an int
       g.defines.insert(g.defines.end(), {{"KWIN", std::to_string(taps)},
                                          {"GMASK_T", taps <= 32 ? "uint" : "ulong"},
