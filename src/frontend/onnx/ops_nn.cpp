@@ -27,6 +27,10 @@ Window ReadWindow(NodeImporter& n, const Shape& x, Shape kernel) {
   w.pads = n.AttrInts("pads", Shape(2 * nsp, 0));
   if (w.strides.size() != nsp || w.dilations.size() != nsp || w.pads.size() != 2 * nsp)
     n.Invalid("strides, dilations or pads do not match the input rank");
+  for (size_t i = 0; i < nsp; ++i)
+    if (w.strides[i] < 1 || w.dilations[i] < 1)
+      n.Invalid(fmt::format("strides and dilations must be positive, got {} and {}",
+                            ShapeStr(w.strides), ShapeStr(w.dilations)));
   std::string auto_pad = n.AttrString("auto_pad", "NOTSET");
   if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     for (size_t i = 0; i < nsp; ++i) {
