@@ -31,6 +31,7 @@
 #include "api/gemm.h"
 #include "backends/native/native_backend.h"
 #include "bench_util.h"
+#include "codegen/opencl/gemm/wgmma_gemm.h"
 #include "codegen/opencl/matmul.h"
 #include "core/error.h"
 #include "core/tensor.h"
@@ -205,18 +206,22 @@ void RunEngine(const std::shared_ptr<cl::Context>& ctx, Problem& p, const GemmRu
     for (const auto& w : runs.warp) tilings.push_back(&w);
     for (const codegen::WarpGemmParams* params : tilings) {
       codegen::WarpGemmParams chosen = params ? *params : codegen::ChooseWarpGemmParams(g, target);
+      bool wgmma = !params && codegen::WgmmaApplies(g, target);  // texel_gemm's own choice
       std::string label =
-          fmt::format("gemm {}{} {}{}{}", name, runs.nt ? " nt" : "", chosen.ToString(),
-                      codegen::AsyncCopies(g, chosen, target) ? " async" : "", params ? "" : " *");
+          wgmma ? fmt::format("gemm {}{} {} *", name, runs.nt ? " nt" : "",
+                              codegen::WgmmaGemmClass(g))
+                : fmt::format("gemm {}{} {}{}{}", name, runs.nt ? " nt" : "", chosen.ToString(),
+                              codegen::AsyncCopies(g, chosen, target) ? " async" : "",
+                              params ? "" : " *");
       double secs = 0;
       try {
         api::CheckGemm(g, ops, target);
-        if (auto why = codegen::CheckWarpGemmParams(chosen, g, target))
+        if (auto why = wgmma ? std::nullopt : codegen::CheckWarpGemmParams(chosen, g, target))
           Fail(ErrorCode::kInvalidArgument, "{}", *why);
         std::vector<uint8_t> nan(static_cast<size_t>(p.m * p.n) * DTypeSize(g.elem), 0xff);
         (half ? hc : p.dc).Write(*ctx, nan.data(), nan.size());
         secs = bench::TimeRuns(*ctx, g_seconds, [&] {
-          kernels.Enqueue(g, ops, nullptr, {}, nullptr, target, &chosen);
+          kernels.Enqueue(g, ops, nullptr, {}, nullptr, target, params ? &chosen : nullptr);
         });
       } catch (const Error& e) {
         std::printf("%5lldx%-5lldx%-5lld  %-36s  skipped: %s\n", (long long)p.m, (long long)p.n,

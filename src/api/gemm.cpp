@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "codegen/opencl/gemm/dpas_gemm.h"
+#include "codegen/opencl/gemm/wgmma_gemm.h"
 #include "core/error.h"
 #include "runtime/cl/program_cache.h"
 
@@ -111,21 +112,28 @@ void GemmKernels::Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops
   }
   // NVIDIA's tensor cores (or any device in fp32: the warp-tiled kernel), else Intel's matrix
   // engine for fp16.
+  // Hopper's warpgroup MMA where the problem suits it (unless tiles are asked for).
   bool dpas = !target.mma_sync && !params && codegen::DpasApplies(g, target);
+  bool wgmma = !params && codegen::WgmmaApplies(g, target);
   codegen::WarpGemmParams p = params ? *params : codegen::ChooseWarpGemmParams(g, target);
   // The kernel is generated only when its class has none yet: rendering the source per call
   // cost more host time than a small product takes on the device.
-  std::string key = dpas ? codegen::DpasGemmClass(g, target) : codegen::WarpGemmClass(g, target, p);
+  std::string key = dpas    ? codegen::DpasGemmClass(g, target)
+                    : wgmma ? codegen::WgmmaGemmClass(g)
+                            : codegen::WarpGemmClass(g, target, p);
   std::vector<size_t> global, local;
   if (dpas)
     codegen::DpasGemmGeometry(g, target, &global, &local);
+  else if (wgmma)
+    codegen::WgmmaGemmGeometry(g, &global, &local);
   else
     codegen::WarpGemmGeometry(g, p, &global, &local);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = kernels_.find(key);
   if (it == kernels_.end()) {  // a failed build leaves no entry
-    codegen::KernelSpec spec = dpas ? codegen::GenerateDpasGemm(g, "texel_gemm", target)
-                                    : codegen::GenerateWarpGemm(g, "texel_gemm", target, p);
+    codegen::KernelSpec spec = dpas    ? codegen::GenerateDpasGemm(g, "texel_gemm", target)
+                               : wgmma ? codegen::GenerateWgmmaGemm(g, "texel_gemm", target)
+                                       : codegen::GenerateWarpGemm(g, "texel_gemm", target, p);
     auto built = std::make_unique<Built>();
     cl::ProgramCache cache = cl::ProgramCache::Default();
     built->program =
@@ -154,7 +162,7 @@ void GemmKernels::Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops
   cl_int err = clEnqueueNDRangeKernel(queue, k.get(), static_cast<cl_uint>(global.size()), nullptr,
                                       global.data(), local.data(), nw, wl, event);
   if (err != CL_SUCCESS)
-    Fail(ErrorCode::kDevice, "clEnqueueNDRangeKernel(texel_gemm {}): error {}", p.ToString(), err);
+    Fail(ErrorCode::kDevice, "clEnqueueNDRangeKernel(texel_gemm {}): error {}", key, err);
 }
 
 }  // namespace texel::api

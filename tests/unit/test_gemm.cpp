@@ -12,9 +12,11 @@
 #include "api/gemm.h"
 #include "backends/native/native_backend.h"
 #include "codegen/opencl/gemm/dpas_gemm.h"
+#include "codegen/opencl/gemm/wgmma_gemm.h"
 #include "core/error.h"
 #include "core/tensor.h"
 #include "kernel_test_util.h"
+#include "runtime/cl/ptx_sm90a.h"
 
 namespace texel {
 namespace {
@@ -111,7 +113,8 @@ double RunAndCheck(const GemmProblem& g, float alpha, float beta, const codegen:
   kernels.Enqueue(g, ops, nullptr, {}, done.out(), target, params);
   done.Wait();
   std::vector<float> got = ReadBack(*ctx, c.buffer, c.values.size(), g.elem);
-  const bool raw = params && params->raw_tf32;
+  // The warpgroup kernel reads tf32 operands from local memory as stored: the engine truncates.
+  const bool raw = params ? params->raw_tf32 : codegen::WgmmaApplies(g, target);
   double worst_exact = 0;
   int bad = 0;
   for (int64_t bi = 0; bi < g.batch; ++bi)
@@ -406,6 +409,95 @@ TEST(GemmTest, MatrixEngineOnThisDevice) {
             if (!codegen::CheckWarpGemmParams(p, g, t))
               RunAndCheck(g, 1.0f, 0.0f, t, &p, what + " " + p.ToString(), rel);
         }
+}
+
+// Hopper's warpgroup kernel takes whole 128 x 128 tiles of k-contiguous operands, 16-byte
+// aligned, in fp16 on f16 or tf32 on f32, where the device has it; the rest stays on the
+// warp-tiled kernel.
+TEST(GemmTest, WarpgroupKernelSelection) {
+  codegen::Target t;
+  t.gpu = t.ptx = t.mma_sync = t.wgmma = true;
+  t.max_work_group_size = 1024;
+  GemmProblem g;
+  g.mode = ComputeMode::kFp16, g.elem = DType::kFloat16, g.trans_b = true;
+  g.m = 256, g.n = 384, g.k = 64, g.lda = 72, g.ldb = 64, g.ldc = 384;
+  EXPECT_TRUE(codegen::WgmmaApplies(g, t));
+  GemmProblem tf32 = g;
+  tf32.mode = ComputeMode::kTf32, tf32.elem = DType::kFloat32, tf32.k = 48, tf32.lda = 52;
+  EXPECT_TRUE(codegen::WgmmaApplies(tf32, t));
+  auto refused = [&](auto change, const char* why) {
+    GemmProblem h = g;
+    change(h);
+    EXPECT_FALSE(codegen::WgmmaApplies(h, t)) << why;
+  };
+  refused([](GemmProblem& h) { h.trans_b = false; }, "B n-contiguous");
+  refused([](GemmProblem& h) { h.trans_a = true; }, "A m-contiguous");
+  refused([](GemmProblem& h) { h.m = 200; }, "rows off the tile");
+  refused([](GemmProblem& h) { h.n = 192; }, "columns off the tile");
+  refused([](GemmProblem& h) { h.k = 48; }, "depth off the 32-half step");
+  refused([](GemmProblem& h) { h.lda = 68; }, "lda off 16 bytes");
+  refused([](GemmProblem& h) { h.b_offset = 4; }, "B's offset off 16 bytes");
+  refused([](GemmProblem& h) { h.batch = 2, h.stride_a = 256 * 72 + 4; }, "batch stride");
+  refused([](GemmProblem& h) { h.elem = DType::kFloat32; }, "fp16 on f32 storage");
+  refused([](GemmProblem& h) { h.mode = ComputeMode::kTf32x3, h.elem = DType::kFloat32; },
+          "tf32x3");
+  codegen::Target ampere = t;
+  ampere.wgmma = false;
+  EXPECT_FALSE(codegen::WgmmaApplies(g, ampere));
+  // The source hides each sm_90a instruction for the runtime, in the mode's shape.
+  for (const GemmProblem& p : {g, tf32}) {
+    codegen::KernelSpec spec = codegen::GenerateWgmmaGemm(p, "texel_gemm", t);
+    EXPECT_TRUE(cl::NeedsSm90a(spec.source));
+    EXPECT_NE(spec.source.find(p.mode == ComputeMode::kFp16 ? "m64n128k16.f32.f16.f16"
+                                                            : "m64n128k8.f32.tf32.tf32"),
+              std::string::npos);
+    EXPECT_EQ(spec.local, (std::vector<size_t>{256, 1, 1}));
+    EXPECT_EQ(spec.global, (std::vector<size_t>{3 * 256, 2, 1}));
+  }
+  EXPECT_THROW(codegen::GenerateWgmmaGemm(g, "texel_gemm", ampere), Error);
+}
+
+// The PTX rewrite that makes the hidden instructions live.
+TEST(GemmTest, Sm90aRewrite) {
+  std::string ptx =
+      ".version 8.8\n.target sm_90, texmode_independent\n.address_size 64\n"
+      "\t// begin inline asm\n\t// sm_90a: wgmma.fence.sync.aligned;\n\t// end inline asm\n";
+  std::optional<std::string> out = cl::ActivateSm90a(ptx);
+  ASSERT_TRUE(out);
+  EXPECT_EQ(*out,
+            ".version 8.8\n.target sm_90a, texmode_independent\n.address_size 64\n"
+            "\t// begin inline asm\n\twgmma.fence.sync.aligned;\n\t// end inline asm\n");
+  EXPECT_EQ(*cl::ActivateSm90a(".target sm_90\n// sm_90a: a;// sm_90a: b;"),
+            ".target sm_90a\na;b;");
+  EXPECT_FALSE(cl::ActivateSm90a(".target sm_80\n// sm_90a: x;"));  // another device
+  EXPECT_FALSE(cl::ActivateSm90a(".target sm_90a\n"));              // already raised
+  EXPECT_FALSE(cl::ActivateSm90a(".target sm_900\n"));
+  EXPECT_FALSE(
+      cl::ActivateSm90a("\x7f"
+                        "ELF binary"));
+  EXPECT_FALSE(cl::NeedsSm90a("__kernel void k() {}"));
+}
+
+// On a Hopper GPU, the warpgroup kernel against the host: batches, offsets, leading dimensions
+// past the row, alpha and beta, in both modes.
+TEST(GemmTest, WarpgroupKernelOnThisDevice) {
+  codegen::Target t = backends::NativeBackend::TargetOf(testing::SharedContext()->info());
+  if (!t.wgmma) GTEST_SKIP() << "no warpgroup MMA (sm_90a) on this device";
+  for (ComputeMode mode : {ComputeMode::kFp16, ComputeMode::kTf32}) {
+    bool half = mode == ComputeMode::kFp16;
+    GemmProblem g;
+    g.mode = mode, g.elem = half ? DType::kFloat16 : DType::kFloat32, g.trans_b = true;
+    g.m = 256, g.n = 384, g.k = 320, g.batch = 2;
+    int64_t chunk = half ? 8 : 4;
+    g.lda = g.k + chunk, g.ldb = g.k + 2 * chunk, g.ldc = g.n + 3;
+    g.a_offset = chunk, g.b_offset = 3 * chunk, g.c_offset = 5;
+    g.stride_a = g.m * g.lda + chunk, g.stride_b = 0, g.stride_c = g.m * g.ldc + 7;
+    ASSERT_TRUE(codegen::WgmmaApplies(g, t));
+    std::string what = fmt::format("wgmma {}", ComputeModeName(mode));
+    RunAndCheck(g, 1.25f, 0.5f, t, nullptr, what, 3e-5);
+    g.batch = 1, g.k = 2048, g.lda = g.ldb = g.k, g.a_offset = g.b_offset = g.c_offset = 0;
+    RunAndCheck(g, 1.0f, 0.0f, t, nullptr, what + " deep", 3e-5);
+  }
 }
 
 // Sizes, strides and scalars are arguments: problems of one shape class share a kernel.

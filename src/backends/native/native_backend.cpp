@@ -21,6 +21,8 @@ codegen::Target NativeBackend::TargetOf(const cl::DeviceInfo& device) {
   t.warp_size = device.nv_warp_size;
   t.ptx = device.nv_warp_size > 0;
   t.mma_sync = t.ptx && device.nv_cc_major >= 8;
+  // sm_90a's instructions are Hopper's alone: later architectures do not run them.
+  t.wgmma = t.ptx && device.nv_cc_major == 9 && device.nv_cc_minor == 0;
   // The extension's functions need the device's smallest subgroup size, which is 8 or 16.
   if (device.HasExtension("cl_intel_subgroup_matrix_multiply_accumulate") &&
       !device.intel_sub_group_sizes.empty()) {

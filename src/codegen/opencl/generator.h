@@ -30,6 +30,9 @@ struct Target {
   // NVIDIA tensor cores through inline PTX mma.sync (compute capability >= 8.0, from
   // cl_nv_device_attribute_query): m16n8k8 on tf32, m16n8k16 on f16, fp32 accumulation.
   bool mma_sync = false;
+  // Hopper's warpgroup MMA (wgmma, PTX target sm_90a: compute capability exactly 9.0), hidden
+  // from the driver's sm_90 compiler and made live from the PTX (runtime/cl/ptx_sm90a.h).
+  bool wgmma = false;
   // Intel's matrix engine (cl_intel_subgroup_matrix_multiply_accumulate): the subgroup size its
   // functions need, the device's smallest (8 or 16); 0 without it. texel_gemm's fp16 mode.
   uint32_t dpas_sub_group = 0;

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "runtime/cl/program_cache.h"
+#include "runtime/cl/ptx_sm90a.h"
 
 namespace texel::cl {
 namespace {
@@ -498,10 +499,28 @@ Program::Program(const Context& ctx, const std::string& source, const std::strin
     }
   }
   program_ = BuildFromSource(ctx, source, options);
+  if (NeedsSm90a(source)) RebuildForSm90a(ctx, options);
   if (use_cache) {
     std::vector<uint8_t> binary = ProgramBinary(program_);
     if (!binary.empty()) cache->Store(key, binary);
   }
+}
+
+void Program::RebuildForSm90a(const Context& ctx, const std::string& options) {
+  std::vector<uint8_t> binary = ProgramBinary(program_);
+  std::optional<std::string> ptx =
+      ActivateSm90a(std::string(binary.begin(), std::find(binary.begin(), binary.end(), 0)));
+  if (!ptx)
+    Fail(ErrorCode::kUnsupported,
+         "a kernel needs sm_90a instructions (wgmma), but the device's program binary is not PTX "
+         "for sm_90");
+  std::vector<uint8_t> patched(ptx->begin(), ptx->end());
+  patched.push_back(0);
+  cl_program rebuilt = BuildFromBinary(ctx, patched, options);
+  if (rebuilt == nullptr)
+    Fail(ErrorCode::kBuild, "the driver did not assemble the kernel's PTX retargeted to sm_90a");
+  clReleaseProgram(program_);
+  program_ = rebuilt;
 }
 
 std::vector<uint8_t> Program::Binary(

@@ -138,7 +138,8 @@ class Program {
   // whose source lines the build log points at (source marks each kernel with a line
   // "// texel-kernel: NAME") followed by the full build log.
   // With binary (an artifact's, for this device), that is tried first, then the cache, then
-  // the source.
+  // the source. A source with hidden sm_90a instructions (ptx_sm90a.h) is rebuilt from its PTX
+  // with them made live.
   Program(const Context& ctx, const std::string& source, const std::string& options,
           ProgramCache* cache, const std::vector<uint8_t>* binary = nullptr);
   ~Program();
@@ -154,6 +155,10 @@ class Program {
   std::vector<uint8_t> Binary(const std::vector<std::vector<size_t>>& pocl_local_sizes = {}) const;
 
  private:
+  // A source with hidden sm_90a instructions (ptx_sm90a.h): the program built again from its
+  // PTX with them made live; what the cache then stores.
+  void RebuildForSm90a(const Context& ctx, const std::string& options);
+
   cl_program program_ = nullptr;
   bool from_cache_ = false, from_binary_ = false;
 };

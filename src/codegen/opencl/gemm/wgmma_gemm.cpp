@@ -1,0 +1,89 @@
+// Warpgroup-MMA GEMM kernels (wgmma_gemm.h, kernels/wgmma_gemm.cl).
+#include "codegen/opencl/gemm/wgmma_gemm.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace texel::codegen {
+namespace {
+
+// 128 x 128 tiles of two warpgroups, 3 stages of 16 KiB: on the H100 at n = 4096 (one session,
+// docs/precision.md) 410 TFLOP/s in fp16 and 236 in tf32; 128 x 256 tiles in 2 stages (all that
+// fits 48 KiB) 199 and 110.
+constexpr int kBm = 128, kBn = 128, kStages = 3;
+
+int ElemBytes(const GemmProblem& g) { return g.elem == DType::kFloat16 ? 2 : 4; }
+
+// The instruction over d[kBn / 2] with descriptors da and db (operands 0 .. kBn / 2 - 1 the
+// accumulators, then the descriptors and the scale-d flag).
+std::string WgmmaMacro(bool f16) {
+  std::string regs, operands;
+  const int n = kBn / 2;
+  for (int i = 0; i < n; ++i) {
+    regs += fmt::format("{}%{}", i ? "," : "", i);
+    operands += fmt::format("{}\"+f\"(d[{}])", i ? ", " : "", i);
+  }
+  std::string shape =
+      f16 ? fmt::format("m64n{}k16.f32.f16.f16", kBn) : fmt::format("m64n{}k8.f32.tf32.tf32", kBn);
+  // fp16 takes the transpose flags (both operands k-major: 0); tf32 has none.
+  std::string tail = f16 ? "p, 1, 1, 0, 0" : "p, 1, 1";
+  return fmt::format(
+      "__asm volatile(\"// sm_90a: {{ .reg .pred p; setp.ne.b32 p, %{}, 0; "
+      "wgmma.mma_async.sync.aligned.{} {{{}}}, %{}, %{}, {}; }}\" : {} : \"l\"(da), \"l\"(db), "
+      "\"r\"(1) : \"memory\")",
+      n + 2, shape, regs, n, n + 1, tail, operands);
+}
+
+}  // namespace
+
+bool WgmmaApplies(const GemmProblem& g, const Target& t) {
+  if (!t.wgmma || g.gather_b || g.trans_a || !g.trans_b || g.k <= 0) return false;
+  bool f16 = g.mode == ComputeMode::kFp16 && g.elem == DType::kFloat16;
+  bool tf32 = g.mode == ComputeMode::kTf32 && g.elem == DType::kFloat32;
+  if (!f16 && !tf32) return false;
+  int64_t chunk = 16 / ElemBytes(g);  // elements per 16 bytes
+  auto aligned = [&](int64_t offset, int64_t ld, int64_t stride) {
+    return offset % chunk == 0 && ld % chunk == 0 && (g.batch == 1 || stride % chunk == 0);
+  };
+  return g.m % kBm == 0 && g.n % kBn == 0 && g.k % (64 / ElemBytes(g)) == 0 &&
+         aligned(g.a_offset, g.lda, g.stride_a) && aligned(g.b_offset, g.ldb, g.stride_b) &&
+         t.max_work_group_size >= static_cast<size_t>(kBm / 64 * 128);
+}
+
+std::string WgmmaGemmClass(const GemmProblem& g) {
+  return fmt::format("wgmma {}x{} s{} {}", kBm, kBn, kStages, ComputeModeName(g.mode));
+}
+
+void WgmmaGemmGeometry(const GemmProblem& g, std::vector<size_t>* global,
+                       std::vector<size_t>* local) {
+  size_t wg = kBm / 64 * 128;
+  *global = {static_cast<size_t>(g.n / kBn) * wg, static_cast<size_t>(g.m / kBm),
+             static_cast<size_t>(g.batch)};
+  *local = {wg, 1, 1};
+}
+
+KernelSpec GenerateWgmmaGemm(const GemmProblem& g, const std::string& kernel_name,
+                             const Target& t) {
+  if (!WgmmaApplies(g, t))
+    Fail(ErrorCode::kInvalidArgument,
+         "texel_gemm: the warpgroup kernel does not take this problem");
+  bool half = g.elem == DType::kFloat16;
+  KernelSource src(kernel_name, "wgmma_gemm");
+  src.Define("BM", kBm).Define("BN", kBn).Define("STAGES", kStages).Define("ELEM", ElemBytes(g));
+  src.Define("T_STORE", half ? "half" : "float");
+  src.Define("GLOAD(p, i)", half ? "vload_half((i), (p))" : "(p)[i]");
+  src.Define("GSTORE(p, i, v)", half ? "vstore_half_rte((v), (i), (p))" : "(p)[i] = (v)");
+  src.Define("WGMMA(d, da, db)", WgmmaMacro(half));
+  DefineAsyncCopy(src, t);
+  KernelSpec spec;
+  spec.name = kernel_name;
+  spec.source = src.Render();
+  spec.inline_ptx = spec.tensor_cores = true;
+  WgmmaGemmGeometry(g, &spec.global, &spec.local);
+  spec.flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) *
+               static_cast<double>(g.k) * static_cast<double>(g.batch);
+  return spec;
+}
+
+}  // namespace texel::codegen
