@@ -411,13 +411,14 @@ TEST(GemmTest, MatrixEngineOnThisDevice) {
         }
 }
 
-// Hopper's warpgroup kernel takes whole 128 x 128 tiles of k-contiguous operands, 16-byte
-// aligned, in fp16 on f16 or tf32 on f32, where the device has it; the rest stays on the
-// warp-tiled kernel.
+// Hopper's warpgroup kernel takes whole 128 x 128 tiles of operands 16-byte aligned, in fp16 on
+// f16 (every transpose) or tf32 on f32 (k-contiguous operands), where the device has it; the
+// rest stays on the warp-tiled kernel.
 TEST(GemmTest, WarpgroupKernelSelection) {
   codegen::Target t;
   t.gpu = t.ptx = t.mma_sync = t.wgmma = true;
   t.max_work_group_size = 1024;
+  t.compute_units = 6;  // the 2 x 3 tiles below fill them
   GemmProblem g;
   g.mode = ComputeMode::kFp16, g.elem = DType::kFloat16, g.trans_b = true;
   g.m = 256, g.n = 384, g.k = 64, g.lda = 72, g.ldb = 64, g.ldc = 384;
@@ -430,8 +431,14 @@ TEST(GemmTest, WarpgroupKernelSelection) {
     change(h);
     EXPECT_FALSE(codegen::WgmmaApplies(h, t)) << why;
   };
-  refused([](GemmProblem& h) { h.trans_b = false; }, "B n-contiguous");
-  refused([](GemmProblem& h) { h.trans_a = true; }, "A m-contiguous");
+  for (int layout = 0; layout < 4; ++layout) {
+    GemmProblem h = g;
+    h.trans_a = layout & 1, h.trans_b = layout >> 1;
+    h.lda = h.trans_a ? 264 : 72, h.ldb = h.trans_b ? 64 : 392;
+    EXPECT_TRUE(codegen::WgmmaApplies(h, t)) << "fp16 layout " << layout;
+    h.mode = ComputeMode::kTf32, h.elem = DType::kFloat32;
+    EXPECT_EQ(codegen::WgmmaApplies(h, t), layout == 2) << "tf32 layout " << layout;
+  }
   refused([](GemmProblem& h) { h.m = 200; }, "rows off the tile");
   refused([](GemmProblem& h) { h.n = 192; }, "columns off the tile");
   refused([](GemmProblem& h) { h.k = 48; }, "depth off the 32-half step");
@@ -439,6 +446,7 @@ TEST(GemmTest, WarpgroupKernelSelection) {
   refused([](GemmProblem& h) { h.b_offset = 4; }, "B's offset off 16 bytes");
   refused([](GemmProblem& h) { h.batch = 2, h.stride_a = 256 * 72 + 4; }, "batch stride");
   refused([](GemmProblem& h) { h.elem = DType::kFloat32; }, "fp16 on f32 storage");
+  refused([](GemmProblem& h) { h.n = 256; }, "fewer tiles than compute units");
   refused([](GemmProblem& h) { h.mode = ComputeMode::kTf32x3, h.elem = DType::kFloat32; },
           "tf32x3");
   codegen::Target ampere = t;
@@ -452,7 +460,7 @@ TEST(GemmTest, WarpgroupKernelSelection) {
                                                             : "m64n128k8.f32.tf32.tf32"),
               std::string::npos);
     EXPECT_EQ(spec.local, (std::vector<size_t>{256, 1, 1}));
-    EXPECT_EQ(spec.global, (std::vector<size_t>{3 * 256, 2, 1}));
+    EXPECT_EQ(spec.global, (std::vector<size_t>{2 * 256, 3, 1}));  // down M first
   }
   EXPECT_THROW(codegen::GenerateWgmmaGemm(g, "texel_gemm", ampere), Error);
 }
@@ -483,19 +491,26 @@ TEST(GemmTest, Sm90aRewrite) {
 TEST(GemmTest, WarpgroupKernelOnThisDevice) {
   codegen::Target t = backends::NativeBackend::TargetOf(testing::SharedContext()->info());
   if (!t.wgmma) GTEST_SKIP() << "no warpgroup MMA (sm_90a) on this device";
-  for (ComputeMode mode : {ComputeMode::kFp16, ComputeMode::kTf32}) {
+  t.compute_units = 1;  // these problems of a few tiles take the warpgroup kernel too
+  for (int layout = 0; layout < 5; ++layout) {
+    // fp16 in the four layouts, tf32 with k-contiguous operands.
+    ComputeMode mode = layout < 4 ? ComputeMode::kFp16 : ComputeMode::kTf32;
     bool half = mode == ComputeMode::kFp16;
     GemmProblem g;
-    g.mode = mode, g.elem = half ? DType::kFloat16 : DType::kFloat32, g.trans_b = true;
+    g.mode = mode, g.elem = half ? DType::kFloat16 : DType::kFloat32;
+    g.trans_a = layout < 4 && (layout & 1), g.trans_b = layout == 4 || (layout >> 1);
     g.m = 256, g.n = 384, g.k = 320, g.batch = 2;
     int64_t chunk = half ? 8 : 4;
-    g.lda = g.k + chunk, g.ldb = g.k + 2 * chunk, g.ldc = g.n + 3;
+    g.lda = (g.trans_a ? g.m : g.k) + chunk, g.ldb = (g.trans_b ? g.k : g.n) + 2 * chunk;
+    g.ldc = g.n + 3;
     g.a_offset = chunk, g.b_offset = 3 * chunk, g.c_offset = 5;
-    g.stride_a = g.m * g.lda + chunk, g.stride_b = 0, g.stride_c = g.m * g.ldc + 7;
-    ASSERT_TRUE(codegen::WgmmaApplies(g, t));
-    std::string what = fmt::format("wgmma {}", ComputeModeName(mode));
+    g.stride_a = (g.trans_a ? g.k : g.m) * g.lda + chunk, g.stride_b = 0;
+    g.stride_c = g.m * g.ldc + 7;
+    ASSERT_TRUE(codegen::WgmmaApplies(g, t)) << layout;
+    std::string what = fmt::format("wgmma {} layout {}", ComputeModeName(mode), layout);
     RunAndCheck(g, 1.25f, 0.5f, t, nullptr, what, 3e-5);
-    g.batch = 1, g.k = 2048, g.lda = g.ldb = g.k, g.a_offset = g.b_offset = g.c_offset = 0;
+    g.batch = 1, g.k = 2048, g.a_offset = g.b_offset = g.c_offset = 0;
+    g.lda = g.trans_a ? g.m : g.k, g.ldb = g.trans_b ? g.k : g.n;
     RunAndCheck(g, 1.0f, 0.0f, t, nullptr, what + " deep", 3e-5);
   }
 }

@@ -1,8 +1,8 @@
 // texel_gemm on Hopper's warpgroup MMA (kernels/wgmma_gemm.cl): wgmma.mma_async with both
-// operands in 64-byte-swizzled local memory, for whole 128 x 128 tiles of k-contiguous operands
-// (A [M, K], B stored [N, K]) in fp16 (f16 storage) or tf32 (f32 storage, the engine truncating
-// the operands). Other problems take the warp-tiled kernel (warp_gemm.h). Thread safety: pure
-// functions.
+// operands in 64-byte-swizzled local memory, for whole 128 x 128 tiles in fp16 (f16 storage,
+// every transpose) or tf32 (f32 storage, the engine truncating the operands; k-contiguous
+// operands only: A [M, K], B stored [N, K]). Other problems take the warp-tiled kernel
+// (warp_gemm.h). Thread safety: pure functions.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// BLAS-style GEMM C = alpha * A B^T + beta * C (row-major, batched by get_group_id(2)) on
+// BLAS-style GEMM C = alpha * op(A) op(B) + beta * C (row-major, batched by get_group_id(2)) on
 // Hopper's warpgroup MMA: wgmma.mma_async reads both operands from local memory through matrix
 // descriptors and accumulates in fp32 registers. The instructions are sm_90a's, which NVIDIA's
 // OpenCL compiler does not assemble: each is a PTX comment (SM90A, "// sm_90a: ") that the
@@ -6,28 +6,64 @@
 //
 // A work-group of BM / 64 warpgroups (128 work-items each) computes a BM x BN tile; warpgroup w
 // rows [64 w, 64 w + 64), all BN columns, as one m64nBNk16 (f16) or m64nBNk8 (tf32) instruction
-// per 32 bytes of K. Both operands are k-contiguous (A [M, K], B stored [N, K]); each stage holds
-// 64 bytes of K of every row (32 halves, 16 floats), copied by cp.async STAGES - 1 steps ahead.
-// Rows are stored in the engine's 64-byte swizzle: row r at 64 r, its 16-byte chunk c at
-// (c ^ ((r >> 1) & 3)) * 16, which spreads the engine's reads of 8 rows over every bank (the
-// unswizzled core-matrix layouts ran at a third of the speed on the H100); a stage's tiles start
-// on 1 KiB boundaries, as the swizzle is of address bits.
+// per 32 bytes of K. Each stage holds 64 bytes of K (32 halves, 16 floats) of both tiles, copied
+// by cp.async STAGES - 1 steps ahead, in the engine's 64-byte swizzle, which spreads its reads
+// over every bank (the unswizzled layouts ran at a third of the speed on the H100):
+// - k-contiguous operands (A [M, K], B stored [N, K]): tile row r at 64 r, its 16-byte chunk c
+//   at (c ^ ((r >> 1) & 3)) * 16; 8-row groups 512 bytes apart (the descriptor's stride).
+// - m- or n-contiguous ones (TRANS_A: A stored [K, M]; !TRANS_B: B stored [K, N]; f16 only, the
+//   instruction transposing them): 512-byte atoms of 8 k by 32 elements, row k % 8 at 64 (k % 8)
+//   with the same chunk swizzle; atoms along M or N 512 bytes apart (the descriptor's leading
+//   offset), 8-k groups R / 32 atoms apart (its stride), R the tile's extent.
+// A stage's tiles start on 1 KiB boundaries, as the swizzle is of address bits. Work-groups run
+// down M first (get_group_id(0)): tf32 at n = 4096 was 4% faster than across N first.
 // Parameters: BM, BN, STAGES, ELEM (bytes per operand element: 2 for f16, 4 for tf32 on f32),
-// WGMMA(d, da, db) (one instruction over d[BN / 2]), T_STORE, GLOAD(p, i), GSTORE(p, i, v),
-// CP_ASYNC16, CP_ASYNC_COMMIT, CP_ASYNC_WAIT (generator.h). Sizes: M % BM, N % BN and
-// K % (64 / ELEM) are 0, and each operand's offset, leading dimension and batch stride are
-// multiples of 16 bytes (wgmma_gemm.h WgmmaApplies).
+// TRANS_A, TRANS_B, WGMMA(d, da, db) (one instruction over d[BN / 2]), T_STORE, GLOAD(p, i),
+// GSTORE(p, i, v), CP_ASYNC16, CP_ASYNC_COMMIT, CP_ASYNC_WAIT (generator.h). Sizes: M % BM,
+// N % BN and K % (64 / ELEM) are 0, and each operand's offset, leading dimension and batch
+// stride are multiples of 16 bytes (wgmma_gemm.h WgmmaApplies).
 #define WG (BM / 64 * 128)
 #define KSTEP (64 / ELEM)  // elements of K per stage
 #define A_BYTES (BM * 64)
 #define STAGE_BYTES ((BM + BN) * 64)
 #define SM90A(x) __asm volatile("// sm_90a: " x ::: "memory")
-// The descriptor of a K-major operand at local address addr: 8-row groups 512 bytes apart, the
-// 64-byte swizzle (mode 2).
-#define DESC(addr) \
-  ((ulong)(((addr) & 0x3FFFF) >> 4) | (1ul << 16) | ((ulong)(512 >> 4) << 32) | (2ul << 62))
-// Where chunk c of tile row r goes.
+// A descriptor: start address, leading and stride byte offsets, the 64-byte swizzle (mode 2).
+#define DESC(addr, lead, stride)                                                     \
+  ((ulong)(((addr) & 0x3FFFF) >> 4) | ((ulong)((lead) >> 4) << 16) |                 \
+   ((ulong)((stride) >> 4) << 32) | (2ul << 62))
+// Where chunk c (16 bytes) of swizzled row r goes within its 8-row group or atom.
 #define SWIZZLE(r, c) ((r) * 64 + (((c) ^ (((r) >> 1) & 3)) << 4))
+// A tile of R rows along M or N: where chunk e of a step goes, the global offset it comes from
+// (bytes from the tile's first element at k = 0; rb: bytes per stored row), and the descriptor of
+// the rows from `row`, 32 bytes of K from `kbyte` (0 or 32).
+#define K_AT(R, e) SWIZZLE((e) >> 2, (e) & 3)
+#define K_FROM(R, e, kt, rb) (((e) >> 2) * (rb) + (kt) * 64 + ((e) & 3) * 16)
+#define K_DESC(base, R, row, kbyte) DESC((base) + (row) * 64 + (kbyte), 16, 512)
+#define MN_AT(R, e) \
+  ((((e) % ((R) / 8)) >> 2) * 512 + ((e) / ((R) / 8) >> 3) * ((R) / 32 * 512) + \
+   SWIZZLE(((e) / ((R) / 8)) & 7, ((e) % ((R) / 8)) & 3))
+#define MN_FROM(R, e, kt, rb) \
+  (((long)(kt) * KSTEP + (e) / ((R) / 8)) * (rb) + ((e) % ((R) / 8)) * 16)
+#define MN_DESC(base, R, row, kbyte) \
+  DESC((base) + (row) / 32 * 512 + (kbyte) / 32 * 2 * ((R) / 32 * 512), 512, (R) / 32 * 512)
+#if TRANS_A
+#define A_AT MN_AT
+#define A_FROM MN_FROM
+#define A_DESC MN_DESC
+#else
+#define A_AT K_AT
+#define A_FROM K_FROM
+#define A_DESC K_DESC
+#endif
+#if TRANS_B
+#define B_AT K_AT
+#define B_FROM K_FROM
+#define B_DESC K_DESC
+#else
+#define B_AT MN_AT
+#define B_FROM MN_FROM
+#define B_DESC MN_DESC
+#endif
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     const int M, const int N, const int K, const float alpha, __global const T_STORE* a,
@@ -36,22 +72,24 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     const long c_off0, const int ldc, const long stride_c) {
   __local uint4 smem[STAGES * STAGE_BYTES / 16] __attribute__((aligned(1024)));
   const int tid = get_local_id(0), wg = tid / 128, warp = tid % 128 / 32, lane = tid % 32;
-  const int z = get_group_id(2), m0 = get_group_id(1) * BM, n0 = get_group_id(0) * BN;
-  __global const uchar* pa = (__global const uchar*)(a + a_off + z * stride_a + (long)m0 * lda);
-  __global const uchar* pb = (__global const uchar*)(b + b_off + z * stride_b + (long)n0 * ldb);
+  const int z = get_group_id(2), m0 = get_group_id(0) * BM, n0 = get_group_id(1) * BN;
+  // The tiles' first elements at k = 0.
+  __global const uchar* pa =
+      (__global const uchar*)(a + a_off + z * stride_a + (TRANS_A ? m0 : (long)m0 * lda));
+  __global const uchar* pb =
+      (__global const uchar*)(b + b_off + z * stride_b + (TRANS_B ? (long)n0 * ldb : n0));
   const long row_a = (long)lda * ELEM, row_b = (long)ldb * ELEM;
   const int steps = K / KSTEP;
   const uint base = (uint)(ulong)smem;
-  // Step kt's tiles into stage st: 4 chunks of 16 bytes per row, 4 work-items per row.
-#define LOAD(kt, st)                                                                   \
-  do {                                                                                 \
-    __local uchar* sa_ = (__local uchar*)smem + (st) * STAGE_BYTES;                    \
-    for (int e = tid; e < BM * 4; e += WG)                                             \
-      CP_ASYNC16(sa_ + SWIZZLE(e >> 2, e & 3), pa + (e >> 2) * row_a + (kt) * 64 + (e & 3) * 16, \
-                 1);                                                                   \
-    for (int e = tid; e < BN * 4; e += WG)                                             \
-      CP_ASYNC16(sa_ + A_BYTES + SWIZZLE(e >> 2, e & 3),                               \
-                 pb + (e >> 2) * row_b + (kt) * 64 + (e & 3) * 16, 1);                 \
+  // Step kt's tiles into stage st: R x 4 chunks of 16 bytes per tile, consecutive work-items on
+  // consecutive chunks of a stored row.
+#define LOAD(kt, st)                                                                      \
+  do {                                                                                    \
+    __local uchar* sa_ = (__local uchar*)smem + (st) * STAGE_BYTES;                       \
+    for (int e = tid; e < BM * 4; e += WG)                                                \
+      CP_ASYNC16(sa_ + A_AT(BM, e), pa + A_FROM(BM, e, kt, row_a), 1);                    \
+    for (int e = tid; e < BN * 4; e += WG)                                                \
+      CP_ASYNC16(sa_ + A_BYTES + B_AT(BN, e), pb + B_FROM(BN, e, kt, row_b), 1);          \
   } while (0)
 
   float d[BN / 2];
@@ -70,8 +108,8 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     const uint sa = base + kt % STAGES * STAGE_BYTES, sb = sa + A_BYTES;
     SM90A("wgmma.fence.sync.aligned;");
 #pragma unroll
-    for (int j = 0; j < 2; ++j)  // 32 bytes of K each: the start moves within the swizzled row
-      WGMMA(d, DESC(sa + wg * 64 * 64 + j * 32), DESC(sb + j * 32));
+    for (int j = 0; j < 2; ++j)  // 32 bytes of K each
+      WGMMA(d, A_DESC(sa, BM, wg * 64, j * 32), B_DESC(sb, BN, 0, j * 32));
     SM90A("wgmma.commit_group.sync.aligned;");
     // Step kt stays in flight; step kt - 1 is done in this warpgroup, and after the barrier in
     // every one, so its stage takes step kt + STAGES - 1 (tf32 on the H100: 236 TFLOP/s at
