@@ -1,0 +1,255 @@
+// texel_soak: many sessions of one model on one context, on several threads, for a long time.
+//
+//   texel_soak MODEL [--threads N] [--runs N | --seconds S] [--own-context] [--device NAME]
+//                    [--max-rss-growth-mb M]
+//
+// Compiles MODEL once. By default the OpenCL context and in-order queue are the tool's own,
+// made with plain OpenCL calls and adopted (texel_context_adopt), as a host framework's would
+// be; --own-context lets texel make them. Before the threads start, one session computes each
+// thread's reference outputs for two input sets (random, from the thread's seed). Then every
+// thread makes its own session and runs it N times (or for S seconds), alternating the two sets
+// through host memory, and compares each output bit for bit with its reference. Resident
+// memory (/proc/self/statm) is sampled once every thread has done a tenth of its runs (or after
+// a tenth of the time) and again at the end: growth past --max-rss-growth-mb (default 32) fails.
+// Exit status 0 when every run matched and memory stayed flat, 1 otherwise, 2 on bad usage.
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#include <texel/texel.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <texel/texel.hpp>
+#include <thread>
+#include <vector>
+
+namespace {
+
+struct Options {
+  std::string model, device;
+  int threads = 8;
+  long runs = 1000;
+  double seconds = 0;  // > 0: run for this long instead of `runs` times
+  bool own_context = false;
+  double max_rss_growth_mb = 32;
+};
+
+[[noreturn]] void Usage(const std::string& why) {
+  std::fprintf(stderr,
+               "texel_soak: %s\nusage: texel_soak MODEL [--threads N] [--runs N | --seconds S] "
+               "[--own-context] [--device NAME] [--max-rss-growth-mb M]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+Options Parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) Usage(a + " needs a value");
+      return argv[++i];
+    };
+    auto number = [&](double lo) {
+      std::string v = value();
+      char* end = nullptr;
+      double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(x >= lo))
+        Usage(a + " '" + v + "': want a number >= " + std::to_string(lo));
+      return x;
+    };
+    if (a == "--threads")
+      o.threads = static_cast<int>(number(1));
+    else if (a == "--runs")
+      o.runs = static_cast<long>(number(1));
+    else if (a == "--seconds")
+      o.seconds = number(0.001);
+    else if (a == "--own-context")
+      o.own_context = true;
+    else if (a == "--device")
+      o.device = value();
+    else if (a == "--max-rss-growth-mb")
+      o.max_rss_growth_mb = number(0);
+    else if (!a.empty() && a[0] == '-')
+      Usage("unknown option " + a);
+    else if (o.model.empty())
+      o.model = a;
+    else
+      Usage("more than one model");
+  }
+  if (o.model.empty()) Usage("no model");
+  return o;
+}
+
+double ResidentMb() {
+  std::ifstream f("/proc/self/statm");
+  long pages = 0, resident = 0;
+  f >> pages >> resident;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1 << 20);
+}
+
+// The host's side: a context and an in-order queue on the first GPU, else the first device.
+struct HostQueue {
+  cl_context context = nullptr;
+  cl_device_id device = nullptr;
+  cl_command_queue queue = nullptr;
+  HostQueue() {
+    cl_platform_id platforms[8];
+    cl_uint n = 0;
+    if (clGetPlatformIDs(8, platforms, &n) != CL_SUCCESS || n == 0)
+      throw std::runtime_error("no OpenCL platform");
+    for (cl_device_type type :
+         {cl_device_type{CL_DEVICE_TYPE_GPU}, cl_device_type{CL_DEVICE_TYPE_ALL}})
+      for (cl_uint p = 0; p < n && !device; ++p)
+        if (clGetDeviceIDs(platforms[p], type, 1, &device, nullptr) != CL_SUCCESS) device = nullptr;
+    if (!device) throw std::runtime_error("no OpenCL device");
+    cl_int err = CL_SUCCESS;
+    context = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &err);
+    if (err != CL_SUCCESS) throw std::runtime_error("clCreateContext failed");
+    queue = clCreateCommandQueueWithProperties(context, device, nullptr, &err);
+    if (err != CL_SUCCESS) throw std::runtime_error("clCreateCommandQueueWithProperties failed");
+  }
+  ~HostQueue() {
+    if (queue) clReleaseCommandQueue(queue);
+    if (context) clReleaseContext(context);
+  }
+};
+
+// Random bytes for one input: floats in [-1, 1] (f32 and f16), zeros for other types (indices
+// and masks stay in range).
+std::vector<uint8_t> RandomInput(const texel_tensor_info_t& info, uint64_t seed) {
+  std::vector<uint8_t> bytes(info.bytes, 0);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  if (info.dtype == TEXEL_DTYPE_F32) {
+    for (size_t i = 0; i + 4 <= bytes.size(); i += 4) {
+      float x = u(rng);
+      std::memcpy(&bytes[i], &x, 4);
+    }
+  } else if (info.dtype == TEXEL_DTYPE_F16) {
+    for (size_t i = 0; i + 2 <= bytes.size(); i += 2) {
+      // A half in [-1, 1): sign, exponent 1..14, random mantissa.
+      uint16_t h =
+          static_cast<uint16_t>((rng() & 0x8000) | ((1 + rng() % 14) << 10) | (rng() & 0x3ff));
+      std::memcpy(&bytes[i], &h, 2);
+    }
+  }
+  return bytes;
+}
+
+using Bytes = std::vector<std::vector<uint8_t>>;  // one entry per input or output
+
+void Bind(texel::Session& s, const std::vector<texel_tensor_info_t>& ins,
+          const std::vector<texel_tensor_info_t>& outs, const Bytes& in, Bytes& out) {
+  for (size_t i = 0; i < ins.size(); ++i)
+    s.BindInput(ins[i].name,
+                texel::Tensor::Host(static_cast<const void*>(in[i].data()), in[i].size()));
+  for (size_t i = 0; i < outs.size(); ++i)
+    s.BindOutput(outs[i].name,
+                 texel::Tensor::Host(static_cast<void*>(out[i].data()), out[i].size()));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = Parse(argc, argv);
+  try {
+    std::unique_ptr<HostQueue> host;
+    std::unique_ptr<texel::Context> ctx;
+    if (o.own_context) {
+      ctx = std::make_unique<texel::Context>(o.device);
+    } else {
+      if (!o.device.empty()) Usage("--device goes with --own-context");
+      host = std::make_unique<HostQueue>();
+      ctx = std::make_unique<texel::Context>(
+          texel::Context::Adopt(host->context, host->device, host->queue));
+    }
+    texel::Model model = texel::Model::FromFile(*ctx, o.model);
+    std::vector<texel_tensor_info_t> ins = model.inputs(), outs = model.outputs();
+
+    // Each thread's two input sets and their outputs from one session, before any concurrency.
+    std::vector<Bytes> inputs(2 * o.threads), want(2 * o.threads);
+    {
+      texel::Session s(model);
+      for (int i = 0; i < 2 * o.threads; ++i) {
+        for (size_t k = 0; k < ins.size(); ++k)
+          inputs[i].push_back(RandomInput(ins[k], 1000 * static_cast<uint64_t>(i) + k));
+        for (const auto& info : outs) want[i].emplace_back(info.bytes, 0);
+        Bind(s, ins, outs, inputs[i], want[i]);
+        s.Run();
+      }
+    }
+    for (int t = 0; t < o.threads; ++t)
+      if (want[2 * t] == want[2 * t + 1]) {
+        std::fprintf(stderr, "texel_soak: thread %d's two input sets give the same outputs\n", t);
+        return 1;
+      }
+
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    const auto deadline = start + std::chrono::duration<double>(o.seconds);
+    const long warm_runs = std::max(1L, o.runs / 10);
+    std::atomic<long> runs{0}, mismatches{0}, warm{0};
+    std::atomic<int> failed{0};
+    std::vector<std::string> errors(o.threads);
+    double rss_warm = 0;
+    std::atomic<bool> sampled{false};
+    auto sample_once = [&] {
+      bool no = false;
+      if (sampled.compare_exchange_strong(no, true)) rss_warm = ResidentMb();
+    };
+    std::vector<std::thread> threads;
+    for (int t = 0; t < o.threads; ++t)
+      threads.emplace_back([&, t] {
+        try {
+          texel::Session s(model);
+          bool counted = false;
+          Bytes got[2];
+          for (int v = 0; v < 2; ++v)
+            for (const auto& info : outs) got[v].emplace_back(info.bytes, 0);
+          for (long r = 0;; ++r) {
+            if (o.seconds > 0 ? Clock::now() >= deadline : r >= o.runs) break;
+            int v = static_cast<int>(r % 2);
+            Bind(s, ins, outs, inputs[2 * t + v], got[v]);  // every run: binding is exercised too
+            s.Run();
+            if (got[v] != want[2 * t + v]) ++mismatches;
+            ++runs;
+            // The last thread through its warm-up samples resident memory.
+            if (!counted && (o.seconds > 0 ? Clock::now() - start >= (deadline - start) / 10
+                                           : r + 1 >= warm_runs)) {
+              counted = true;
+              if (++warm == o.threads) sample_once();
+            }
+          }
+        } catch (const std::exception& e) {
+          errors[t] = e.what();
+          ++failed;
+        }
+      });
+    for (std::thread& th : threads) th.join();
+    double secs = std::chrono::duration<double>(Clock::now() - start).count();
+    if (!sampled) rss_warm = ResidentMb();
+    double rss_end = ResidentMb();
+    for (int t = 0; t < o.threads; ++t)
+      if (!errors[t].empty())
+        std::fprintf(stderr, "texel_soak: thread %d: %s\n", t, errors[t].c_str());
+    bool flat = rss_end - rss_warm <= o.max_rss_growth_mb;
+    std::printf(
+        "texel_soak: %s, %d threads, %ld runs in %.1f s (%.0f runs/s), %ld mismatches, %d failed "
+        "threads; resident memory %.1f MB after warm-up, %.1f MB at the end (%+.1f MB, limit "
+        "%.0f)%s\n",
+        o.model.c_str(), o.threads, runs.load(), secs, runs.load() / secs, mismatches.load(),
+        failed.load(), rss_warm, rss_end, rss_end - rss_warm, o.max_rss_growth_mb,
+        o.own_context ? "" : "; adopted context and queue");
+    return mismatches == 0 && failed == 0 && flat ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "texel_soak: %s\n", e.what());
+    return 1;
+  }
+}
