@@ -8,9 +8,10 @@
 namespace texel::codegen {
 namespace {
 
-// 128 x 128 tiles of two warpgroups, 3 stages of 16 KiB: on the H100 at n = 4096 (one session,
-// docs/precision.md) 410 TFLOP/s in fp16 and 236 in tf32; 128 x 256 tiles in 2 stages (all that
-// fits 48 KiB) 199 and 110.
+// 128 x 128 tiles of two warpgroups, 3 stages of 16 KiB: on the H100 at n = 4096
+// (docs/precision.md) 408-419 TFLOP/s in fp16 and 236-242 in tf32 timed product by product,
+// 355-367 and 189-194 in texel_gemm_bench's sustained runs; 128 x 256 tiles in 2 stages (all
+// that fits 48 KiB) 199 and 110, 64 x 128 in 4 stages 304 and 152.
 constexpr int kBm = 128, kBn = 128, kStages = 3;
 
 int ElemBytes(const GemmProblem& g) { return g.elem == DType::kFloat16 ? 2 : 4; }
