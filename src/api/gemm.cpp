@@ -110,9 +110,9 @@ void GemmKernels::Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops
     if (err != CL_SUCCESS) Fail(ErrorCode::kDevice, "clEnqueueMarkerWithWaitList: error {}", err);
     return;
   }
-  // NVIDIA's tensor cores (or any device in fp32: the warp-tiled kernel), else Intel's matrix
-  // engine for fp16.
-  // Hopper's warpgroup MMA where the problem suits it (unless tiles are asked for).
+  // NVIDIA's tensor cores (or any device in fp32: the warp-tiled kernel; on Hopper the warpgroup
+  // kernel where the problem suits it, unless tiles are asked for), else Intel's matrix engine
+  // for fp16.
   bool dpas = !target.mma_sync && !params && codegen::DpasApplies(g, target);
   bool wgmma = !params && codegen::WgmmaApplies(g, target);
   codegen::WarpGemmParams p = params ? *params : codegen::ChooseWarpGemmParams(g, target);

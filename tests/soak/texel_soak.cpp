@@ -60,8 +60,11 @@ Options Parse(int argc, char** argv) {
       std::string v = value();
       char* end = nullptr;
       double x = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || !(x >= lo))
-        Usage(a + " '" + v + "': want a number >= " + std::to_string(lo));
+      if (v.empty() || *end != '\0' || !(x >= lo)) {
+        char bound[32];
+        std::snprintf(bound, sizeof bound, "%g", lo);
+        Usage(a + " '" + v + "': want a number >= " + bound);
+      }
       return x;
     };
     if (a == "--threads")
@@ -198,12 +201,7 @@ int main(int argc, char** argv) {
     std::atomic<long> runs{0}, mismatches{0}, warm{0};
     std::atomic<int> failed{0};
     std::vector<std::string> errors(o.threads);
-    double rss_warm = 0;
-    std::atomic<bool> sampled{false};
-    auto sample_once = [&] {
-      bool no = false;
-      if (sampled.compare_exchange_strong(no, true)) rss_warm = ResidentMb();
-    };
+    double rss_warm = 0;  // written by the one thread that completes the warm-up count
     std::vector<std::thread> threads;
     for (int t = 0; t < o.threads; ++t)
       threads.emplace_back([&, t] {
@@ -224,7 +222,7 @@ int main(int argc, char** argv) {
             if (!counted && (o.seconds > 0 ? Clock::now() - start >= (deadline - start) / 10
                                            : r + 1 >= warm_runs)) {
               counted = true;
-              if (++warm == o.threads) sample_once();
+              if (++warm == o.threads) rss_warm = ResidentMb();
             }
           }
         } catch (const std::exception& e) {
@@ -234,7 +232,7 @@ int main(int argc, char** argv) {
       });
     for (std::thread& th : threads) th.join();
     double secs = std::chrono::duration<double>(Clock::now() - start).count();
-    if (!sampled) rss_warm = ResidentMb();
+    if (warm < o.threads) rss_warm = ResidentMb();  // a thread failed before its warm-up
     double rss_end = ResidentMb();
     for (int t = 0; t < o.threads; ++t)
       if (!errors[t].empty())

@@ -13,12 +13,6 @@ namespace {
 
 int MmaDepth(ComputeMode m) { return m == ComputeMode::kFp16 ? 16 : 8; }
 
-// An operand's offset, leading dimension and batch stride are multiples of `elems` elements:
-// its loads of that many are aligned to as many elements (buffers themselves are).
-bool Aligned(int64_t offset, int64_t ld, int64_t stride, int64_t batch, int64_t elems) {
-  return offset % elems == 0 && ld % elems == 0 && (batch == 1 || stride % elems == 0);
-}
-
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The shallowest product the warp-tiled kernel takes in models: on the H100 it was slower than
@@ -63,6 +57,10 @@ bool StagedStore(const WarpGemmParams& p, const GemmProblem& g, const Target& t)
 }
 
 }  // namespace
+
+bool Aligned(int64_t offset, int64_t ld, int64_t stride, int64_t batch, int64_t elems) {
+  return offset % elems == 0 && ld % elems == 0 && (batch == 1 || stride % elems == 0);
+}
 
 std::string WarpGemmParams::ToString() const {
   return fmt::format("warp {}x{}x{} / {}x{}{}{}{}", bm, bn, bk, wm, wn,

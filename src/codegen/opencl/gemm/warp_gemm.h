@@ -49,6 +49,10 @@ struct WarpGemmParams {
   std::string ToString() const;  // "warp 128x128x16 / 64x32 s3 split 4"
 };
 
+// Whether an operand's offset, leading dimension and batch stride are multiples of `elems`
+// elements: its loads of that many are then aligned to as many elements (buffers themselves are).
+bool Aligned(int64_t offset, int64_t ld, int64_t stride, int64_t batch, int64_t elems);
+
 // Whether g's tiles go to local memory by cp.async on t (or, on the emulated engine, by plain
 // copies of the same layout), copied as stored: the matrix engine, operands 16-byte aligned and
 // stored in the mode's type (f32 for tf32 and tf32x3, f16 for fp16), and unless the tiles are

@@ -48,15 +48,13 @@ bool WgmmaApplies(const GemmProblem& g, const Target& t) {
   bool tf32 = g.mode == ComputeMode::kTf32 && g.elem == DType::kFloat32 && !g.trans_a && g.trans_b;
   if (!f16 && !tf32) return false;
   int64_t chunk = 16 / ElemBytes(g);  // elements per 16 bytes
-  auto aligned = [&](int64_t offset, int64_t ld, int64_t stride) {
-    return offset % chunk == 0 && ld % chunk == 0 && (g.batch == 1 || stride % chunk == 0);
-  };
   // Enough tiles for every compute unit: at n = 1024 (64 tiles on 132 units) the warp-tiled
   // kernel's 64 x 64 tiles were faster (124 against 114 TFLOP/s in fp16 on the H100).
   int64_t tiles = g.m / kBm * (g.n / kBn) * g.batch;
   if (tiles < static_cast<int64_t>(t.compute_units)) return false;
   return g.m % kBm == 0 && g.n % kBn == 0 && g.k % (64 / ElemBytes(g)) == 0 &&
-         aligned(g.a_offset, g.lda, g.stride_a) && aligned(g.b_offset, g.ldb, g.stride_b) &&
+         Aligned(g.a_offset, g.lda, g.stride_a, g.batch, chunk) &&
+         Aligned(g.b_offset, g.ldb, g.stride_b, g.batch, chunk) &&
          t.max_work_group_size >= static_cast<size_t>(kBm / 64 * 128);
 }
 
@@ -78,12 +76,9 @@ KernelSpec GenerateWgmmaGemm(const GemmProblem& g, const std::string& kernel_nam
   if (!WgmmaApplies(g, t))
     Fail(ErrorCode::kInvalidArgument,
          "texel_gemm: the warpgroup kernel does not take this problem");
-  bool half = g.elem == DType::kFloat16;
   KernelSource src(kernel_name, "wgmma_gemm");
   src.Define("BM", kBm).Define("BN", kBn).Define("STAGES", kStages).Define("ELEM", ElemBytes(g));
-  src.Define("T_STORE", half ? "half" : "float");
-  src.Define("GLOAD(p, i)", half ? "vload_half((i), (p))" : "(p)[i]");
-  src.Define("GSTORE(p, i, v)", half ? "vstore_half_rte((v), (i), (p))" : "(p)[i] = (v)");
+  DefineStorage(src, g.elem);
   src.Define("TRANS_A", g.trans_a).Define("TRANS_B", g.trans_b);
   src.Define("WGMMA(d, da, db)", WgmmaMacro(g));
   DefineAsyncCopy(src, t);

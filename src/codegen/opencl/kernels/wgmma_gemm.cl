@@ -16,34 +16,35 @@
 //   with the same chunk swizzle; atoms along M or N 512 bytes apart (the descriptor's leading
 //   offset), 8-k groups R / 32 atoms apart (its stride), R the tile's extent.
 // A stage's tiles start on 1 KiB boundaries, as the swizzle is of address bits. Work-groups run
-// down M first (get_group_id(0)): tf32 at n = 4096 was 4% faster than across N first.
+// down M first (get_group_id(0)): in the probe of docs/precision.md, tf32 at n = 4096 was 4%
+// faster than across N first.
 // Parameters: BM, BN, STAGES, ELEM (bytes per operand element: 2 for f16, 4 for tf32 on f32),
-// TRANS_A, TRANS_B, WGMMA(d, da, db) (one instruction over d[BN / 2]), T_STORE, GLOAD(p, i),
-// GSTORE(p, i, v), CP_ASYNC16, CP_ASYNC_COMMIT, CP_ASYNC_WAIT (generator.h). Sizes: M % BM,
-// N % BN and K % (64 / ELEM) are 0, and each operand's offset, leading dimension and batch
-// stride are multiples of 16 bytes (wgmma_gemm.h WgmmaApplies).
+// TRANS_A, TRANS_B, WGMMA(d, da, db) (one instruction over d[BN / 2]), T_STORE, LOAD(p, i),
+// STORE(p, i, v) (generator.h DefineStorage), CP_ASYNC16, CP_ASYNC_COMMIT, CP_ASYNC_WAIT
+// (generator.h DefineAsyncCopy). Sizes: M % BM, N % BN and K % (64 / ELEM) are 0, and each
+// operand's offset, leading dimension and batch stride are multiples of 16 bytes (wgmma_gemm.h
+// WgmmaApplies).
 #define WG (BM / 64 * 128)
 #define KSTEP (64 / ELEM)  // elements of K per stage
 #define A_BYTES (BM * 64)
 #define STAGE_BYTES ((BM + BN) * 64)
 #define SM90A(x) __asm volatile("// sm_90a: " x ::: "memory")
 // A descriptor: start address, leading and stride byte offsets, the 64-byte swizzle (mode 2).
-#define DESC(addr, lead, stride)                                                     \
-  ((ulong)(((addr) & 0x3FFFF) >> 4) | ((ulong)((lead) >> 4) << 16) |                 \
+#define DESC(addr, lead, stride)                                   \
+  ((ulong)(((addr)&0x3FFFF) >> 4) | ((ulong)((lead) >> 4) << 16) | \
    ((ulong)((stride) >> 4) << 32) | (2ul << 62))
 // Where chunk c (16 bytes) of swizzled row r goes within its 8-row group or atom.
-#define SWIZZLE(r, c) ((r) * 64 + (((c) ^ (((r) >> 1) & 3)) << 4))
+#define SWIZZLE(r, c) ((r)*64 + (((c) ^ (((r) >> 1) & 3)) << 4))
 // A tile of R rows along M or N: where chunk e of a step goes, the global offset it comes from
 // (bytes from the tile's first element at k = 0; rb: bytes per stored row), and the descriptor of
 // the rows from `row`, 32 bytes of K from `kbyte` (0 or 32).
-#define K_AT(R, e) SWIZZLE((e) >> 2, (e) & 3)
-#define K_FROM(R, e, kt, rb) (((e) >> 2) * (rb) + (kt) * 64 + ((e) & 3) * 16)
-#define K_DESC(base, R, row, kbyte) DESC((base) + (row) * 64 + (kbyte), 16, 512)
-#define MN_AT(R, e) \
+#define K_AT(R, e) SWIZZLE((e) >> 2, (e)&3)
+#define K_FROM(R, e, kt, rb) (((e) >> 2) * (rb) + (kt)*64 + ((e)&3) * 16)
+#define K_DESC(base, R, row, kbyte) DESC((base) + (row)*64 + (kbyte), 16, 512)
+#define MN_AT(R, e)                                                             \
   ((((e) % ((R) / 8)) >> 2) * 512 + ((e) / ((R) / 8) >> 3) * ((R) / 32 * 512) + \
    SWIZZLE(((e) / ((R) / 8)) & 7, ((e) % ((R) / 8)) & 3))
-#define MN_FROM(R, e, kt, rb) \
-  (((long)(kt) * KSTEP + (e) / ((R) / 8)) * (rb) + ((e) % ((R) / 8)) * 16)
+#define MN_FROM(R, e, kt, rb) (((long)(kt)*KSTEP + (e) / ((R) / 8)) * (rb) + ((e) % ((R) / 8)) * 16)
 #define MN_DESC(base, R, row, kbyte) \
   DESC((base) + (row) / 32 * 512 + (kbyte) / 32 * 2 * ((R) / 32 * 512), 512, (R) / 32 * 512)
 #if TRANS_A
@@ -83,20 +84,20 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   const uint base = (uint)(ulong)smem;
   // Step kt's tiles into stage st: R x 4 chunks of 16 bytes per tile, consecutive work-items on
   // consecutive chunks of a stored row.
-#define LOAD(kt, st)                                                                      \
-  do {                                                                                    \
-    __local uchar* sa_ = (__local uchar*)smem + (st) * STAGE_BYTES;                       \
-    for (int e = tid; e < BM * 4; e += WG)                                                \
-      CP_ASYNC16(sa_ + A_AT(BM, e), pa + A_FROM(BM, e, kt, row_a), 1);                    \
-    for (int e = tid; e < BN * 4; e += WG)                                                \
-      CP_ASYNC16(sa_ + A_BYTES + B_AT(BN, e), pb + B_FROM(BN, e, kt, row_b), 1);          \
+#define LOAD_STEP(kt, st)                                                        \
+  do {                                                                           \
+    __local uchar* sa_ = (__local uchar*)smem + (st)*STAGE_BYTES;                \
+    for (int e = tid; e < BM * 4; e += WG)                                       \
+      CP_ASYNC16(sa_ + A_AT(BM, e), pa + A_FROM(BM, e, kt, row_a), 1);           \
+    for (int e = tid; e < BN * 4; e += WG)                                       \
+      CP_ASYNC16(sa_ + A_BYTES + B_AT(BN, e), pb + B_FROM(BN, e, kt, row_b), 1); \
   } while (0)
 
   float d[BN / 2];
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
   for (int st = 0; st < STAGES - 1; ++st) {
-    if (st < steps) LOAD(st, st);
+    if (st < steps) LOAD_STEP(st, st);
     CP_ASYNC_COMMIT();
   }
   for (int kt = 0; kt < steps; ++kt) {
@@ -114,7 +115,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     // Every warpgroup finished step kt - 1 before this step's barrier (the wait below), so its
     // stage takes step kt + STAGES - 1 while the engine runs step kt. Keeping step kt in flight
     // past a second barrier instead (wait_group 1) measured no faster on the H100.
-    if (kt + STAGES - 1 < steps) LOAD(kt + STAGES - 1, (kt + STAGES - 1) % STAGES);
+    if (kt + STAGES - 1 < steps) LOAD_STEP(kt + STAGES - 1, (kt + STAGES - 1) % STAGES);
     CP_ASYNC_COMMIT();
     SM90A("wgmma.wait_group.sync.aligned 0;");
   }
@@ -127,7 +128,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     for (int e = 0; e < 4; ++e) {
       const long i = c_off + (long)(r + e / 2 * 8) * ldc + n0 + j * 8 + 2 * (lane % 4) + e % 2;
       float x = alpha * d[4 * j + e];
-      if (beta != 0) x += beta * GLOAD(c, i);
-      GSTORE(c, i, x);
+      if (beta != 0) x += beta * LOAD(c, i);
+      STORE(c, i, x);
     }
 }
