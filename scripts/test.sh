@@ -1,9 +1,10 @@
 #!/bin/bash
 # Runs texel's whole test suite: sets up and builds texel (scripts/setup.sh) and runs ctest; then
 # builds texel again with clang, AddressSanitizer, UndefinedBehaviorSanitizer and the libFuzzer
-# harnesses (TEXEL_SANITIZE, TEXEL_FUZZ) into build-sanitize and runs the unit, C API, CLI, fuzz
-# and soak tests there (docs/reliability.md). Extra arguments go to the first ctest (e.g. -LE models
-# to skip the model tests, -R cli). The exit status is non-zero when either run failed.
+# harnesses (TEXEL_SANITIZE, TEXEL_FUZZ) into build-sanitize and runs the unit, C API, CLI, fuzz,
+# soak and fault-injection tests there (docs/reliability.md). Extra arguments go to the first
+# ctest (e.g. -LE models to skip the model tests, -R cli). The exit status is non-zero when
+# either run failed.
 # Usage: bash scripts/test.sh [ctest options...]
 # Env: TEXEL_BUILD_DIR     build directory (default: build)
 #      TEXEL_SANITIZE_DIR  the sanitized build's directory (default: build-sanitize)
@@ -30,6 +31,6 @@ if [[ ${TEXEL_SANITIZE:-1} != 0 ]]; then
   # memory until exit; the fuzz harnesses, which make no OpenCL calls, check for leaks.
   export ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=0:abort_on_error=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  ctest --test-dir "$san_dir" --output-on-failure -j2 -L 'unit|capi|cli|fuzz|soak' || status=$?
+  ctest --test-dir "$san_dir" --output-on-failure -j2 -L 'unit|capi|cli|fuzz|soak|fault' || status=$?
 fi
 exit $status

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "runtime/cl/fault_injection.h"
 #include "runtime/memory_plan.h"
 
 namespace texel::runtime {
@@ -246,8 +247,11 @@ void Session::Bind(const TensorBinding& tensor, bool output, const ExternalTenso
         // (docs/decisions.md). Otherwise the tensor is copied on the device.
         if (t.offset % align == 0 && !IsNvidia(device)) {
           cl_buffer_region region{t.offset, b->bytes};
-          cl_int err = CL_SUCCESS;
-          cl_mem sub = clCreateSubBuffer(t.buffer, 0, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+          cl_int err = cl::InjectedFault(cl::FaultPoint::kBuffer);
+          cl_mem sub =
+              err != CL_SUCCESS
+                  ? nullptr
+                  : clCreateSubBuffer(t.buffer, 0, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
           // The caller's buffer may itself be a sub-buffer, or another device of its context
           // may want a coarser alignment: then the tensor is copied instead.
           if (err == CL_INVALID_MEM_OBJECT || err == CL_MISALIGNED_SUB_BUFFER_OFFSET)
@@ -451,18 +455,21 @@ cl::Event Session::EnqueueRun(const std::vector<cl_event>& wait_in,
         cl_uint n = static_cast<cl_uint>(w.size());
         const cl_event* list = w.empty() ? nullptr : w.data();
         const ExternalTensor& t = b.tensor;
+        cl_int err = cl::InjectedFault(cl::FaultPoint::kTransfer);
         if (b.mode == Binding::Mode::kStagedCopy) {
-          cl::CheckCL(
-              outputs ? clEnqueueCopyBuffer(q, own, t.buffer, 0, t.offset, b.bytes, n, list, ev)
-                      : clEnqueueCopyBuffer(q, t.buffer, own, t.offset, 0, b.bytes, n, list, ev),
-              "clEnqueueCopyBuffer");
+          if (err == CL_SUCCESS)
+            err = outputs
+                      ? clEnqueueCopyBuffer(q, own, t.buffer, 0, t.offset, b.bytes, n, list, ev)
+                      : clEnqueueCopyBuffer(q, t.buffer, own, t.offset, 0, b.bytes, n, list, ev);
+          cl::CheckCL(err, "clEnqueueCopyBuffer");
           return;
         }
         ++ctx.counters().transfers;
-        cl::CheckCL(
-            outputs ? clEnqueueReadBuffer(q, own, CL_FALSE, 0, b.bytes, t.pointer, n, list, ev)
-                    : clEnqueueWriteBuffer(q, own, CL_FALSE, 0, b.bytes, t.pointer, n, list, ev),
-            outputs ? "clEnqueueReadBuffer" : "clEnqueueWriteBuffer");
+        if (err == CL_SUCCESS)
+          err = outputs
+                    ? clEnqueueReadBuffer(q, own, CL_FALSE, 0, b.bytes, t.pointer, n, list, ev)
+                    : clEnqueueWriteBuffer(q, own, CL_FALSE, 0, b.bytes, t.pointer, n, list, ev);
+        cl::CheckCL(err, outputs ? "clEnqueueReadBuffer" : "clEnqueueWriteBuffer");
       });
     }
   };
@@ -478,10 +485,12 @@ cl::Event Session::EnqueueRun(const std::vector<cl_event>& wait_in,
         return;
       }
       // Library routines take no wait list: a barrier holds them back.
-      if (!w.empty())
-        cl::CheckCL(
-            clEnqueueBarrierWithWaitList(q, static_cast<cl_uint>(w.size()), w.data(), nullptr),
-            "clEnqueueBarrierWithWaitList");
+      if (!w.empty()) {
+        cl_int err = cl::InjectedFault(cl::FaultPoint::kEnqueue);
+        if (err == CL_SUCCESS)
+          err = clEnqueueBarrierWithWaitList(q, static_cast<cl_uint>(w.size()), w.data(), nullptr);
+        cl::CheckCL(err, "clEnqueueBarrierWithWaitList");
+      }
       (*calls_[i])(q, call_buffers_[i], s.call_args, ev);
     });
   }

@@ -22,14 +22,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <random>
 #include <string>
 #include <texel/texel.hpp>
 #include <thread>
 #include <vector>
 
+#include "common/tool_support.h"
+
 namespace {
+
+using texel::test::RandomInput;
+using texel::test::ResidentMb;
 
 struct Options {
   std::string model, device;
@@ -40,61 +43,31 @@ struct Options {
   double max_rss_growth_mb = 32;
 };
 
-[[noreturn]] void Usage(const std::string& why) {
-  std::fprintf(stderr,
-               "texel_soak: %s\nusage: texel_soak MODEL [--threads N] [--runs N | --seconds S] "
-               "[--own-context] [--device NAME] [--max-rss-growth-mb M]\n",
-               why.c_str());
-  std::exit(2);
-}
-
 Options Parse(int argc, char** argv) {
+  texel::test::ArgReader args(argc, argv, "texel_soak",
+                              "texel_soak MODEL [--threads N] [--runs N | --seconds S] "
+                              "[--own-context] [--device NAME] [--max-rss-growth-mb M]");
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) Usage(a + " needs a value");
-      return argv[++i];
-    };
-    auto number = [&](double lo) {
-      std::string v = value();
-      char* end = nullptr;
-      double x = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0' || !(x >= lo)) {
-        char bound[32];
-        std::snprintf(bound, sizeof bound, "%g", lo);
-        Usage(a + " '" + v + "': want a number >= " + bound);
-      }
-      return x;
-    };
+  while (args.Next()) {
+    const std::string& a = args.arg();
     if (a == "--threads")
-      o.threads = static_cast<int>(number(1));
+      o.threads = static_cast<int>(args.Number(1));
     else if (a == "--runs")
-      o.runs = static_cast<long>(number(1));
+      o.runs = static_cast<long>(args.Number(1));
     else if (a == "--seconds")
-      o.seconds = number(0.001);
+      o.seconds = args.Number(0.001);
     else if (a == "--own-context")
       o.own_context = true;
     else if (a == "--device")
-      o.device = value();
+      o.device = args.Value();
     else if (a == "--max-rss-growth-mb")
-      o.max_rss_growth_mb = number(0);
-    else if (!a.empty() && a[0] == '-')
-      Usage("unknown option " + a);
-    else if (o.model.empty())
-      o.model = a;
+      o.max_rss_growth_mb = args.Number(0);
     else
-      Usage("more than one model");
+      args.Model(o.model);
   }
-  if (o.model.empty()) Usage("no model");
+  if (o.model.empty()) args.Fail("no model");
+  if (!o.own_context && !o.device.empty()) args.Fail("--device goes with --own-context");
   return o;
-}
-
-double ResidentMb() {
-  std::ifstream f("/proc/self/statm");
-  long pages = 0, resident = 0;
-  f >> pages >> resident;
-  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1 << 20);
 }
 
 // The host's side: a context and an in-order queue on the first GPU, else the first device.
@@ -124,28 +97,6 @@ struct HostQueue {
   }
 };
 
-// Random bytes for one input: floats in [-1, 1] (f32 and f16), zeros for other types (indices
-// and masks stay in range).
-std::vector<uint8_t> RandomInput(const texel_tensor_info_t& info, uint64_t seed) {
-  std::vector<uint8_t> bytes(info.bytes, 0);
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  if (info.dtype == TEXEL_DTYPE_F32) {
-    for (size_t i = 0; i + 4 <= bytes.size(); i += 4) {
-      float x = u(rng);
-      std::memcpy(&bytes[i], &x, 4);
-    }
-  } else if (info.dtype == TEXEL_DTYPE_F16) {
-    for (size_t i = 0; i + 2 <= bytes.size(); i += 2) {
-      // A half in [-1, 1): sign, exponent 1..14, random mantissa.
-      uint16_t h =
-          static_cast<uint16_t>((rng() & 0x8000) | ((1 + rng() % 14) << 10) | (rng() & 0x3ff));
-      std::memcpy(&bytes[i], &h, 2);
-    }
-  }
-  return bytes;
-}
-
 using Bytes = std::vector<std::vector<uint8_t>>;  // one entry per input or output
 
 void Bind(texel::Session& s, const std::vector<texel_tensor_info_t>& ins,
@@ -168,7 +119,6 @@ int main(int argc, char** argv) {
     if (o.own_context) {
       ctx = std::make_unique<texel::Context>(o.device);
     } else {
-      if (!o.device.empty()) Usage("--device goes with --own-context");
       host = std::make_unique<HostQueue>();
       ctx = std::make_unique<texel::Context>(
           texel::Context::Adopt(host->context, host->device, host->queue));

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "runtime/cl/fault_injection.h"
 #include "runtime/cl/program_cache.h"
 #include "runtime/cl/ptx_sm90a.h"
 
@@ -122,7 +123,9 @@ cl_program BuildFromSource(const Context& ctx, const std::string& source,
   cl_program program = clCreateProgramWithSource(ctx.context(), 1, &src, &len, &err);
   CheckCL(err, "clCreateProgramWithSource");
   cl_device_id device = ctx.device();
-  err = clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr);
+  err = InjectedFault(FaultPoint::kBuild);
+  if (err == CL_SUCCESS)
+    err = clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr);
   if (err == CL_SUCCESS) {
     // $TEXEL_CL_BUILD_LOG: the driver's log of a successful build on stderr (with NVIDIA's
     // -cl-nv-verbose, each kernel's registers and spills).
@@ -137,8 +140,11 @@ cl_program BuildFromSource(const Context& ctx, const std::string& source,
   std::string head = kernels.empty() ? "OpenCL build failed"
                                      : fmt::format("OpenCL build failed in kernel(s) {}",
                                                    fmt::join(kernels, ", "));
-  if (err != CL_BUILD_PROGRAM_FAILURE) head += fmt::format(" ({})", CLErrorName(err));
   if (log.empty()) log = "(empty build log)";
+  // Only a failure of the source itself is a build error; the driver running out of memory or
+  // resources on the way is the device's (the same source builds on a retry).
+  if (err != CL_BUILD_PROGRAM_FAILURE && err != CL_INVALID_BUILD_OPTIONS)
+    throw Error(ErrorCode::kDevice, fmt::format("{} ({})\n{}", head, CLErrorName(err), log));
   throw Error(ErrorCode::kBuild, head + "\n" + log);
 }
 
@@ -156,7 +162,8 @@ cl_program BuildFromBinary(const Context& ctx, const std::vector<uint8_t>& binar
     if (program != nullptr) clReleaseProgram(program);
     return nullptr;
   }
-  if (clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr) != CL_SUCCESS) {
+  if (InjectedFault(FaultPoint::kBuild) != CL_SUCCESS ||
+      clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr) != CL_SUCCESS) {
     clReleaseProgram(program);
     return nullptr;
   }
@@ -253,7 +260,8 @@ Context::~Context() {
 
 void Context::Finish() const {
   ++counters_.syncs;
-  CheckCL(clFinish(queue_), "clFinish");
+  cl_int err = InjectedFault(FaultPoint::kWait);
+  CheckCL(err != CL_SUCCESS ? err : clFinish(queue_), "clFinish");
 }
 
 // ---- Buffer ----
@@ -261,8 +269,9 @@ void Context::Finish() const {
 Buffer::Buffer(const Context& ctx, size_t bytes) : bytes_(bytes) {
   cl_int err = CL_SUCCESS;
   // OpenCL rejects zero-sized buffers; a 1-byte stand-in keeps empty tensors uniform.
-  mem_ =
-      clCreateBuffer(ctx.context(), CL_MEM_READ_WRITE, std::max<size_t>(bytes, 1), nullptr, &err);
+  if ((err = InjectedFault(FaultPoint::kBuffer)) == CL_SUCCESS)
+    mem_ =
+        clCreateBuffer(ctx.context(), CL_MEM_READ_WRITE, std::max<size_t>(bytes, 1), nullptr, &err);
   CheckCL(err, fmt::format("clCreateBuffer({} bytes)", bytes));
 }
 
@@ -271,8 +280,9 @@ Buffer::Buffer(const Buffer& parent, size_t offset, size_t bytes) : bytes_(bytes
               "sub-buffer of {} bytes at {} in {}", bytes, offset, parent.bytes_);
   cl_buffer_region region{offset, bytes};
   cl_int err = CL_SUCCESS;
-  mem_ = clCreateSubBuffer(parent.mem_, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region,
-                           &err);
+  if ((err = InjectedFault(FaultPoint::kBuffer)) == CL_SUCCESS)
+    mem_ = clCreateSubBuffer(parent.mem_, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region,
+                             &err);
   CheckCL(err, fmt::format("clCreateSubBuffer({} bytes at {})", bytes, offset));
 }
 
@@ -290,7 +300,8 @@ Buffer Buffer::Image2D(const Context& ctx, size_t width, size_t height, bool hal
   desc.image_height = height;
   cl_int err = CL_SUCCESS;
   Buffer b;
-  b.mem_ = clCreateImage(ctx.context(), CL_MEM_READ_WRITE, &format, &desc, nullptr, &err);
+  if ((err = InjectedFault(FaultPoint::kImage)) == CL_SUCCESS)
+    b.mem_ = clCreateImage(ctx.context(), CL_MEM_READ_WRITE, &format, &desc, nullptr, &err);
   CheckCL(err, fmt::format("clCreateImage({}x{} RGBA {})", width, height,
                            half ? "CL_HALF_FLOAT" : "CL_FLOAT"));
   b.bytes_ = width * height * 4 * (half ? 2 : 4);
@@ -336,6 +347,8 @@ void Transfer(const Context& ctx, const Buffer& b, bool write, void* host, size_
               write ? "write" : "read", bytes, offset, b.bytes());
   if (bytes == 0) return;
   ++ctx.counters().transfers;
+  if (cl_int err = InjectedFault(FaultPoint::kTransfer); err != CL_SUCCESS)
+    CheckCL(err, write ? "clEnqueueWrite" : "clEnqueueRead");
   if (b.is_image()) {
     TEXEL_CHECK(offset == 0 && bytes == b.bytes(), "images are copied whole");
     size_t origin[3] = {0, 0, 0}, region[3] = {b.width(), b.height(), 1};
@@ -368,10 +381,12 @@ void Buffer::Zero(const Context& ctx) const {
   if (bytes_ == 0) return;
   const cl_uchar zero = 0;
   cl_event done = nullptr;
-  CheckCL(clEnqueueFillBuffer(ctx.queue(), mem_, &zero, 1, 0, bytes_, 0, nullptr, &done),
-          "clEnqueueFillBuffer");
+  cl_int err = InjectedFault(FaultPoint::kTransfer);
+  if (err == CL_SUCCESS)
+    err = clEnqueueFillBuffer(ctx.queue(), mem_, &zero, 1, 0, bytes_, 0, nullptr, &done);
+  CheckCL(err, "clEnqueueFillBuffer");
   Event owned(done);
-  CheckCL(clWaitForEvents(1, &done), "clWaitForEvents");
+  owned.Wait();
 }
 
 // ---- Event ----
@@ -392,7 +407,8 @@ Event& Event::operator=(Event&& o) noexcept {
 
 void Event::Wait() const {
   TEXEL_CHECK(event_ != nullptr, "Wait on an empty event");
-  CheckCL(clWaitForEvents(1, &event_), "clWaitForEvents");
+  cl_int err = InjectedFault(FaultPoint::kWait);
+  CheckCL(err != CL_SUCCESS ? err : clWaitForEvents(1, &event_), "clWaitForEvents");
 }
 
 uint64_t Event::DurationNs() const {
@@ -410,7 +426,8 @@ uint64_t Event::DurationNs() const {
 
 Kernel::Kernel(cl_program program, const std::string& name) : name_(name) {
   cl_int err = CL_SUCCESS;
-  kernel_ = clCreateKernel(program, name.c_str(), &err);
+  if ((err = InjectedFault(FaultPoint::kKernel)) == CL_SUCCESS)
+    kernel_ = clCreateKernel(program, name.c_str(), &err);
   CheckCL(err, fmt::format("clCreateKernel('{}')", name));
 }
 
@@ -459,10 +476,12 @@ void Launch(const Context& ctx, const Kernel& k, const std::vector<size_t>& glob
               "kernel '{}': {} local dims for {} global dims", k.name(), local.size(),
               global.size());
   if (event != nullptr) *event = Event();
-  cl_int err = clEnqueueNDRangeKernel(
-      ctx.queue(), k.get(), static_cast<cl_uint>(global.size()), nullptr, global.data(),
-      local.empty() ? nullptr : local.data(), static_cast<cl_uint>(wait.size()),
-      wait.empty() ? nullptr : wait.data(), event != nullptr ? event->out() : nullptr);
+  cl_int err = InjectedFault(FaultPoint::kEnqueue);
+  if (err == CL_SUCCESS)
+    err = clEnqueueNDRangeKernel(
+        ctx.queue(), k.get(), static_cast<cl_uint>(global.size()), nullptr, global.data(),
+        local.empty() ? nullptr : local.data(), static_cast<cl_uint>(wait.size()),
+        wait.empty() ? nullptr : wait.data(), event != nullptr ? event->out() : nullptr);
   if (err != CL_SUCCESS) {
     CheckCL(err, fmt::format("clEnqueueNDRangeKernel('{}', global {}, local {})", k.name(),
                              fmt::join(global, "x"),
