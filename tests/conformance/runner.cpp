@@ -37,6 +37,7 @@ struct Options {
   std::vector<std::string> backends;  // --backends, with --partition first: each backend's ops
   std::string baseline, device;
   passes::StoragePolicy storage = passes::StoragePolicy::kBuffer;  // --storage
+  ComputeMode precision = ComputeMode::kFp32;                       // --precision
   int jobs = 2;
   int timeout_s = 300;
   bool verbose = false, write_baseline = false;
@@ -113,6 +114,7 @@ std::string RunTest(const fs::path& dir, const Options& opt) {
   co.backends = opt.backends;
   co.partition = passes::PartitionPolicy::kFirst;
   co.storage = opt.storage;
+  co.precision = opt.precision;
   for (size_t i = 0; i < inputs0.size(); ++i) co.import.input_shapes[names[i]] = inputs0[i].shape;
   auto ctx = std::make_shared<cl::Context>(cl::SelectDevice(opt.device));
   CompiledModel m;
@@ -322,6 +324,12 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "--storage %s: expected buffer, texture or auto\n", s.c_str());
         return 2;
       }
+    } else if (a == "--precision") {
+      std::string s = value();
+      if (!ParseComputeMode(s, &opt.precision)) {
+        std::fprintf(stderr, "--precision %s: expected fp32, tf32, tf32x3 or fp16\n", s.c_str());
+        return 2;
+      }
     } else if (a == "--verbose" || a == "-v")
       opt.verbose = true;
     else {
@@ -329,6 +337,7 @@ int main(int argc, char** argv) {
           stderr,
           "usage: texel_conformance [--root DIR] [--suites a,b] [--filter SUBSTR,...] "
           "[--backends B,... (each takes every node it supports)] [--storage buffer|texture|auto] "
+          "[--precision fp32|tf32|tf32x3|fp16] "
           "[--baseline FILE [--write-baseline]] [--jobs N] [--timeout S] [--device D] "
           "[--verbose]\n");
       return 2;
