@@ -446,7 +446,10 @@ TEST(GemmTest, WarpgroupKernelSelection) {
   refused([](GemmProblem& h) { h.b_offset = 4; }, "B's offset off 16 bytes");
   refused([](GemmProblem& h) { h.batch = 2, h.stride_a = 256 * 72 + 4; }, "batch stride");
   refused([](GemmProblem& h) { h.elem = DType::kFloat32; }, "fp16 on f32 storage");
-  refused([](GemmProblem& h) { h.n = 256; }, "fewer tiles than compute units");
+  refused([](GemmProblem& h) { h.n = 256; }, "fewer fp16 tiles than compute units");
+  GemmProblem few = tf32;
+  few.n = 256, few.ldc = 256;
+  EXPECT_TRUE(codegen::WgmmaApplies(few, t)) << "tf32 takes it with fewer tiles too";
   refused([](GemmProblem& h) { h.mode = ComputeMode::kTf32x3, h.elem = DType::kFloat32; },
           "tf32x3");
   codegen::Target ampere = t;
