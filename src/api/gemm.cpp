@@ -107,9 +107,9 @@ void GemmKernels::Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops
   const cl_event* wl = wait.empty() ? nullptr : wait.data();
   cl_uint nw = static_cast<cl_uint>(wait.size());
   if (g.m == 0 || g.n == 0 || g.batch == 0) {
-    cl_int err = cl::InjectedFault(cl::FaultPoint::kEnqueue);
-    if (err == CL_SUCCESS) err = clEnqueueMarkerWithWaitList(queue, nw, wl, event);
-    cl::CheckCL(err, "clEnqueueMarkerWithWaitList");
+    cl::CheckCL(cl::Guarded(cl::FaultPoint::kEnqueue,
+                            [&] { return clEnqueueMarkerWithWaitList(queue, nw, wl, event); }),
+                "clEnqueueMarkerWithWaitList");
     return;
   }
   // NVIDIA's tensor cores (or any device in fp32: the warp-tiled kernel; on Hopper the warpgroup
@@ -161,11 +161,13 @@ void GemmKernels::Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops
   operand(ops.b, g.b_offset, g.ldb, g.stride_b);
   arg(ops.beta);
   operand(ops.c, g.c_offset, g.ldc, g.stride_c);
-  cl_int err = cl::InjectedFault(cl::FaultPoint::kEnqueue);
-  if (err == CL_SUCCESS)
-    err = clEnqueueNDRangeKernel(queue, k.get(), static_cast<cl_uint>(global.size()), nullptr,
-                                 global.data(), local.data(), nw, wl, event);
-  cl::CheckCL(err, fmt::format("clEnqueueNDRangeKernel(texel_gemm {})", key));
+  cl::CheckCL(cl::Guarded(cl::FaultPoint::kEnqueue,
+                          [&] {
+                            return clEnqueueNDRangeKernel(
+                                queue, k.get(), static_cast<cl_uint>(global.size()), nullptr,
+                                global.data(), local.data(), nw, wl, event);
+                          }),
+              fmt::format("clEnqueueNDRangeKernel(texel_gemm {})", key));
 }
 
 }  // namespace texel::api

@@ -342,11 +342,25 @@ cl_mem Session::MemoryOf(int buffer) const {
   return BufferAt(buffer).mem();
 }
 
-void Session::AwaitPreviousRun() const {
-  if (last_.get()) {
-    ++exe_.context().counters().syncs;
-    last_.Wait();
+namespace {
+
+// Waits for e; when the wait fails, drains the queue before the error reaches the caller:
+// later commands (staged output reads) may still be writing into the caller's host memory,
+// which the caller may free as soon as it hears of the failure.
+void WaitOrDrain(const cl::Context& ctx, const cl::Event& e) {
+  ++ctx.counters().syncs;
+  try {
+    e.Wait();
+  } catch (const Error&) {
+    clFinish(ctx.queue());  // its own failure adds nothing to the error being reported
+    throw;
   }
+}
+
+}  // namespace
+
+void Session::AwaitPreviousRun() const {
+  if (last_.get()) WaitOrDrain(exe_.context(), last_);
 }
 
 void Session::Unbind(bool output, const std::string& name) {
@@ -426,6 +440,7 @@ cl::Event Session::EnqueueRun(const std::vector<cl_event>& wait_in,
       if (c > 0) {
         cl::Event partial;
         cl_event last = prev.get();
+        // Not a fault point: this only waits out a failure that already happened.
         if (clEnqueueMarkerWithWaitList(q, last ? 1 : 0, last ? &last : nullptr, partial.out()) ==
             CL_SUCCESS)
           clWaitForEvents(1, partial.out());
@@ -455,21 +470,25 @@ cl::Event Session::EnqueueRun(const std::vector<cl_event>& wait_in,
         cl_uint n = static_cast<cl_uint>(w.size());
         const cl_event* list = w.empty() ? nullptr : w.data();
         const ExternalTensor& t = b.tensor;
-        cl_int err = cl::InjectedFault(cl::FaultPoint::kTransfer);
-        if (b.mode == Binding::Mode::kStagedCopy) {
-          if (err == CL_SUCCESS)
-            err = outputs
-                      ? clEnqueueCopyBuffer(q, own, t.buffer, 0, t.offset, b.bytes, n, list, ev)
-                      : clEnqueueCopyBuffer(q, t.buffer, own, t.offset, 0, b.bytes, n, list, ev);
-          cl::CheckCL(err, "clEnqueueCopyBuffer");
-          return;
-        }
-        ++ctx.counters().transfers;
-        if (err == CL_SUCCESS)
-          err = outputs
-                    ? clEnqueueReadBuffer(q, own, CL_FALSE, 0, b.bytes, t.pointer, n, list, ev)
-                    : clEnqueueWriteBuffer(q, own, CL_FALSE, 0, b.bytes, t.pointer, n, list, ev);
-        cl::CheckCL(err, outputs ? "clEnqueueReadBuffer" : "clEnqueueWriteBuffer");
+        const bool copy = b.mode == Binding::Mode::kStagedCopy;
+        if (!copy) ++ctx.counters().transfers;
+        cl::CheckCL(cl::Guarded(cl::FaultPoint::kTransfer,
+                                [&] {
+                                  if (copy)
+                                    return outputs
+                                               ? clEnqueueCopyBuffer(q, own, t.buffer, 0, t.offset,
+                                                                     b.bytes, n, list, ev)
+                                               : clEnqueueCopyBuffer(q, t.buffer, own, t.offset, 0,
+                                                                     b.bytes, n, list, ev);
+                                  return outputs
+                                             ? clEnqueueReadBuffer(q, own, CL_FALSE, 0, b.bytes,
+                                                                   t.pointer, n, list, ev)
+                                             : clEnqueueWriteBuffer(q, own, CL_FALSE, 0, b.bytes,
+                                                                    t.pointer, n, list, ev);
+                                }),
+                    copy      ? "clEnqueueCopyBuffer"
+                    : outputs ? "clEnqueueReadBuffer"
+                              : "clEnqueueWriteBuffer");
       });
     }
   };
@@ -485,20 +504,25 @@ cl::Event Session::EnqueueRun(const std::vector<cl_event>& wait_in,
         return;
       }
       // Library routines take no wait list: a barrier holds them back.
-      if (!w.empty()) {
-        cl_int err = cl::InjectedFault(cl::FaultPoint::kEnqueue);
-        if (err == CL_SUCCESS)
-          err = clEnqueueBarrierWithWaitList(q, static_cast<cl_uint>(w.size()), w.data(), nullptr);
-        cl::CheckCL(err, "clEnqueueBarrierWithWaitList");
-      }
+      if (!w.empty())
+        cl::CheckCL(cl::Guarded(cl::FaultPoint::kEnqueue,
+                                [&] {
+                                  return clEnqueueBarrierWithWaitList(
+                                      q, static_cast<cl_uint>(w.size()), w.data(), nullptr);
+                                }),
+                    "clEnqueueBarrierWithWaitList");
       (*calls_[i])(q, call_buffers_[i], s.call_args, ev);
     });
   }
   stage(true);
 
   if (total == 0)
-    cl::CheckCL(clEnqueueMarkerWithWaitList(q, static_cast<cl_uint>(first.size()),
-                                            first.empty() ? nullptr : first.data(), prev.out()),
+    cl::CheckCL(cl::Guarded(cl::FaultPoint::kEnqueue,
+                            [&] {
+                              return clEnqueueMarkerWithWaitList(
+                                  q, static_cast<cl_uint>(first.size()),
+                                  first.empty() ? nullptr : first.data(), prev.out());
+                            }),
                 "clEnqueueMarkerWithWaitList");
   if (ooo) {
     cl::CheckCL(clRetainEvent(prev.get()), "clRetainEvent");
@@ -516,8 +540,7 @@ void Session::Execute(std::vector<StepTiming>* timings) {
          "step timings need a command queue made with CL_QUEUE_PROFILING_ENABLE");
   std::vector<cl::Event> events(timings ? exe_.plan().steps.size() : 0);
   cl::Event done = EnqueueRun({}, timings ? &events : nullptr);
-  ++ctx.counters().syncs;
-  done.Wait();
+  WaitOrDrain(ctx, done);
   if (timings) {
     timings->clear();
     for (size_t i = 0; i < events.size(); ++i)

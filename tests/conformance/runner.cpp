@@ -37,7 +37,7 @@ struct Options {
   std::vector<std::string> backends;  // --backends, with --partition first: each backend's ops
   std::string baseline, device;
   passes::StoragePolicy storage = passes::StoragePolicy::kBuffer;  // --storage
-  ComputeMode precision = ComputeMode::kFp32;                       // --precision
+  ComputeMode precision = ComputeMode::kFp32;                      // --precision
   int jobs = 2;
   int timeout_s = 300;
   bool verbose = false, write_baseline = false;

@@ -120,12 +120,14 @@ cl_program BuildFromSource(const Context& ctx, const std::string& source,
   cl_int err = CL_SUCCESS;
   const char* src = source.c_str();
   size_t len = source.size();
-  cl_program program = clCreateProgramWithSource(ctx.context(), 1, &src, &len, &err);
+  cl_program program = nullptr;
+  if ((err = InjectedFault(FaultPoint::kBuild)) == CL_SUCCESS)
+    program = clCreateProgramWithSource(ctx.context(), 1, &src, &len, &err);
   CheckCL(err, "clCreateProgramWithSource");
   cl_device_id device = ctx.device();
-  err = InjectedFault(FaultPoint::kBuild);
-  if (err == CL_SUCCESS)
-    err = clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr);
+  err = Guarded(FaultPoint::kBuild, [&] {
+    return clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr);
+  });
   if (err == CL_SUCCESS) {
     // $TEXEL_CL_BUILD_LOG: the driver's log of a successful build on stderr (with NVIDIA's
     // -cl-nv-verbose, each kernel's registers and spills).
@@ -148,9 +150,10 @@ cl_program BuildFromSource(const Context& ctx, const std::string& source,
   throw Error(ErrorCode::kBuild, head + "\n" + log);
 }
 
-// Any failure (corrupt, foreign or stale binary) yields nullptr: the caller rebuilds from source.
+// Any failure (corrupt, foreign or stale binary, or the driver out of resources) yields nullptr,
+// with the error in *error when given: the caller rebuilds from source.
 cl_program BuildFromBinary(const Context& ctx, const std::vector<uint8_t>& binary,
-                           const std::string& options) {
+                           const std::string& options, cl_int* error = nullptr) {
   cl_device_id device = ctx.device();
   const unsigned char* data = binary.data();
   size_t len = binary.size();
@@ -158,16 +161,16 @@ cl_program BuildFromBinary(const Context& ctx, const std::vector<uint8_t>& binar
   cl_int err = CL_SUCCESS;
   cl_program program =
       clCreateProgramWithBinary(ctx.context(), 1, &device, &len, &data, &binary_status, &err);
-  if (err != CL_SUCCESS || binary_status != CL_SUCCESS || program == nullptr) {
-    if (program != nullptr) clReleaseProgram(program);
-    return nullptr;
-  }
-  if (InjectedFault(FaultPoint::kBuild) != CL_SUCCESS ||
-      clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr) != CL_SUCCESS) {
-    clReleaseProgram(program);
-    return nullptr;
-  }
-  return program;
+  if (err == CL_SUCCESS && (binary_status != CL_SUCCESS || program == nullptr))
+    err = CL_INVALID_BINARY;
+  if (err == CL_SUCCESS)
+    err = Guarded(FaultPoint::kBuild, [&] {
+      return clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr);
+    });
+  if (error != nullptr) *error = err;
+  if (err == CL_SUCCESS) return program;
+  if (program != nullptr) clReleaseProgram(program);
+  return nullptr;
 }
 
 // The program's binary for its single device; empty when the driver cannot provide one.
@@ -260,8 +263,7 @@ Context::~Context() {
 
 void Context::Finish() const {
   ++counters_.syncs;
-  cl_int err = InjectedFault(FaultPoint::kWait);
-  CheckCL(err != CL_SUCCESS ? err : clFinish(queue_), "clFinish");
+  CheckCL(Guarded(FaultPoint::kWait, [&] { return clFinish(queue_); }), "clFinish");
 }
 
 // ---- Buffer ----
@@ -347,22 +349,26 @@ void Transfer(const Context& ctx, const Buffer& b, bool write, void* host, size_
               write ? "write" : "read", bytes, offset, b.bytes());
   if (bytes == 0) return;
   ++ctx.counters().transfers;
-  if (cl_int err = InjectedFault(FaultPoint::kTransfer); err != CL_SUCCESS)
-    CheckCL(err, write ? "clEnqueueWrite" : "clEnqueueRead");
   if (b.is_image()) {
     TEXEL_CHECK(offset == 0 && bytes == b.bytes(), "images are copied whole");
     size_t origin[3] = {0, 0, 0}, region[3] = {b.width(), b.height(), 1};
-    CheckCL(write ? clEnqueueWriteImage(ctx.queue(), b.mem(), CL_TRUE, origin, region, 0, 0, host,
-                                        0, nullptr, nullptr)
-                  : clEnqueueReadImage(ctx.queue(), b.mem(), CL_TRUE, origin, region, 0, 0, host, 0,
-                                       nullptr, nullptr),
+    CheckCL(Guarded(FaultPoint::kTransfer,
+                    [&] {
+                      return write ? clEnqueueWriteImage(ctx.queue(), b.mem(), CL_TRUE, origin,
+                                                         region, 0, 0, host, 0, nullptr, nullptr)
+                                   : clEnqueueReadImage(ctx.queue(), b.mem(), CL_TRUE, origin,
+                                                        region, 0, 0, host, 0, nullptr, nullptr);
+                    }),
             write ? "clEnqueueWriteImage" : "clEnqueueReadImage");
     return;
   }
-  CheckCL(write ? clEnqueueWriteBuffer(ctx.queue(), b.mem(), CL_TRUE, offset, bytes, host, 0,
-                                       nullptr, nullptr)
-                : clEnqueueReadBuffer(ctx.queue(), b.mem(), CL_TRUE, offset, bytes, host, 0,
-                                      nullptr, nullptr),
+  CheckCL(Guarded(FaultPoint::kTransfer,
+                  [&] {
+                    return write ? clEnqueueWriteBuffer(ctx.queue(), b.mem(), CL_TRUE, offset,
+                                                        bytes, host, 0, nullptr, nullptr)
+                                 : clEnqueueReadBuffer(ctx.queue(), b.mem(), CL_TRUE, offset, bytes,
+                                                       host, 0, nullptr, nullptr);
+                  }),
           write ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer");
 }
 
@@ -381,10 +387,12 @@ void Buffer::Zero(const Context& ctx) const {
   if (bytes_ == 0) return;
   const cl_uchar zero = 0;
   cl_event done = nullptr;
-  cl_int err = InjectedFault(FaultPoint::kTransfer);
-  if (err == CL_SUCCESS)
-    err = clEnqueueFillBuffer(ctx.queue(), mem_, &zero, 1, 0, bytes_, 0, nullptr, &done);
-  CheckCL(err, "clEnqueueFillBuffer");
+  CheckCL(Guarded(FaultPoint::kTransfer,
+                  [&] {
+                    return clEnqueueFillBuffer(ctx.queue(), mem_, &zero, 1, 0, bytes_, 0, nullptr,
+                                               &done);
+                  }),
+          "clEnqueueFillBuffer");
   Event owned(done);
   owned.Wait();
 }
@@ -407,8 +415,8 @@ Event& Event::operator=(Event&& o) noexcept {
 
 void Event::Wait() const {
   TEXEL_CHECK(event_ != nullptr, "Wait on an empty event");
-  cl_int err = InjectedFault(FaultPoint::kWait);
-  CheckCL(err != CL_SUCCESS ? err : clWaitForEvents(1, &event_), "clWaitForEvents");
+  CheckCL(Guarded(FaultPoint::kWait, [&] { return clWaitForEvents(1, &event_); }),
+          "clWaitForEvents");
 }
 
 uint64_t Event::DurationNs() const {
@@ -476,12 +484,12 @@ void Launch(const Context& ctx, const Kernel& k, const std::vector<size_t>& glob
               "kernel '{}': {} local dims for {} global dims", k.name(), local.size(),
               global.size());
   if (event != nullptr) *event = Event();
-  cl_int err = InjectedFault(FaultPoint::kEnqueue);
-  if (err == CL_SUCCESS)
-    err = clEnqueueNDRangeKernel(
+  cl_int err = Guarded(FaultPoint::kEnqueue, [&] {
+    return clEnqueueNDRangeKernel(
         ctx.queue(), k.get(), static_cast<cl_uint>(global.size()), nullptr, global.data(),
         local.empty() ? nullptr : local.data(), static_cast<cl_uint>(wait.size()),
         wait.empty() ? nullptr : wait.data(), event != nullptr ? event->out() : nullptr);
+  });
   if (err != CL_SUCCESS) {
     CheckCL(err, fmt::format("clEnqueueNDRangeKernel('{}', global {}, local {})", k.name(),
                              fmt::join(global, "x"),
@@ -518,7 +526,14 @@ Program::Program(const Context& ctx, const std::string& source, const std::strin
     }
   }
   program_ = BuildFromSource(ctx, source, options);
-  if (NeedsSm90a(source)) RebuildForSm90a(ctx, options);
+  if (NeedsSm90a(source)) {
+    try {
+      RebuildForSm90a(ctx, options);
+    } catch (...) {  // the destructor does not run for a constructor that throws
+      clReleaseProgram(std::exchange(program_, nullptr));
+      throw;
+    }
+  }
   if (use_cache) {
     std::vector<uint8_t> binary = ProgramBinary(program_);
     if (!binary.empty()) cache->Store(key, binary);
@@ -535,9 +550,13 @@ void Program::RebuildForSm90a(const Context& ctx, const std::string& options) {
          "for sm_90");
   std::vector<uint8_t> patched(ptx->begin(), ptx->end());
   patched.push_back(0);
-  cl_program rebuilt = BuildFromBinary(ctx, patched, options);
+  cl_int err = CL_SUCCESS;
+  cl_program rebuilt = BuildFromBinary(ctx, patched, options, &err);
   if (rebuilt == nullptr)
-    Fail(ErrorCode::kBuild, "the driver did not assemble the kernel's PTX retargeted to sm_90a");
+    Fail(err == CL_INVALID_BINARY || err == CL_BUILD_PROGRAM_FAILURE ? ErrorCode::kBuild
+                                                                     : ErrorCode::kDevice,
+         "the driver did not assemble the kernel's PTX retargeted to sm_90a: {} ({})",
+         CLErrorName(err), err);
   clReleaseProgram(program_);
   program_ = rebuilt;
 }

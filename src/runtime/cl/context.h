@@ -134,9 +134,10 @@ void Launch(const Context& ctx, const Kernel& k, const std::vector<size_t>& glob
 class Program {
  public:
   // Builds source for ctx's device, through cache when given (binary looked up first, stored
-  // after a successful build). On failure throws Error(kBuild) whose message names the kernels
-  // whose source lines the build log points at (source marks each kernel with a line
-  // "// texel-kernel: NAME") followed by the full build log.
+  // after a successful build). When the source does not compile, throws Error(kBuild) whose
+  // message names the kernels whose source lines the build log points at (source marks each
+  // kernel with a line "// texel-kernel: NAME") followed by the full build log; when the driver
+  // fails otherwise (out of memory or resources), Error(kDevice) with the same message.
   // With binary (an artifact's, for this device), that is tried first, then the cache, then
   // the source. A source with hidden sm_90a instructions (ptx_sm90a.h) is rebuilt from its PTX
   // with them made live.

@@ -13,19 +13,19 @@ namespace {
 constexpr std::array<const char*, kFaultPointCount> kNames = {
     "buffer", "image", "build", "kernel", "enqueue", "transfer", "wait"};
 
+std::atomic<bool> g_active{false};  // counting (and perhaps armed) since a test asked
 std::array<std::atomic<int64_t>, kFaultPointCount> g_calls{};
 std::atomic<int> g_point{-1};  // the armed point, -1 when none
 std::atomic<int64_t> g_nth{0};
 std::atomic<bool> g_injected{false};
 
-cl_int ErrorFor(FaultPoint p) {
-  switch (p) {
-    case FaultPoint::kBuffer:
-    case FaultPoint::kImage: return CL_MEM_OBJECT_ALLOCATION_FAILURE;
-    case FaultPoint::kBuild: return CL_OUT_OF_HOST_MEMORY;
-    case FaultPoint::kWait: return CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
-    default: return CL_OUT_OF_RESOURCES;
-  }
+void Arm(FaultPoint p, int64_t n) {
+  g_point.store(-1);
+  for (auto& c : g_calls) c.store(0);
+  g_injected.store(false);
+  g_nth.store(n);
+  if (n >= 1) g_point.store(static_cast<int>(p));
+  g_active.store(true);
 }
 
 // $TEXEL_INJECT_FAULT=POINT:N arms the process once, before its first OpenCL call.
@@ -48,9 +48,12 @@ bool ArmFromEnvironment() {
                s);
     return false;
   }
-  ArmFault(*p, n);
+  Arm(*p, n);
   return true;
 }
+
+// The environment's arming comes first, so that an in-process arming is never replaced by it.
+void ReadEnvironmentOnce() { [[maybe_unused]] static const bool armed = ArmFromEnvironment(); }
 
 }  // namespace
 
@@ -62,22 +65,30 @@ std::optional<FaultPoint> ParseFaultPoint(std::string_view name) {
   return std::nullopt;
 }
 
+cl_int FaultPointError(FaultPoint p) {
+  switch (p) {
+    case FaultPoint::kBuffer:
+    case FaultPoint::kImage: return CL_MEM_OBJECT_ALLOCATION_FAILURE;
+    case FaultPoint::kBuild: return CL_OUT_OF_HOST_MEMORY;
+    case FaultPoint::kWait: return CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
+    default: return CL_OUT_OF_RESOURCES;
+  }
+}
+
 cl_int InjectedFault(FaultPoint p) {
-  [[maybe_unused]] static const bool from_env = ArmFromEnvironment();
+  ReadEnvironmentOnce();
+  if (!g_active.load(std::memory_order_relaxed)) return CL_SUCCESS;
   const int i = static_cast<int>(p);
   const int64_t call = g_calls[i].fetch_add(1, std::memory_order_relaxed) + 1;
   if (g_point.load(std::memory_order_relaxed) != i || call != g_nth.load(std::memory_order_relaxed))
     return CL_SUCCESS;
   g_injected.store(true);
-  return ErrorFor(p);
+  return FaultPointError(p);
 }
 
 void ArmFault(FaultPoint p, int64_t n) {
-  g_point.store(-1);
-  for (auto& c : g_calls) c.store(0);
-  g_injected.store(false);
-  g_nth.store(n);
-  if (n >= 1) g_point.store(static_cast<int>(p));
+  ReadEnvironmentOnce();
+  Arm(p, n);
 }
 
 void DisarmFaults() { ArmFault(FaultPoint::kBuffer, 0); }

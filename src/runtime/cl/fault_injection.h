@@ -3,9 +3,11 @@
 // that leaks nothing and leaves the context usable (tests/fault, docs/reliability.md).
 //
 // Each call site in the runtime's OpenCL layer asks InjectedFault(point) before the real call
-// and, when it gets an error, skips the call and handles the error as the driver's. Disarmed
-// (the default), a call costs one relaxed atomic increment. Armed either in-process (ArmFault)
-// or for a whole process by $TEXEL_INJECT_FAULT=POINT:N (the CLI's tests), read at the first call.
+// (Guarded does both) and, when it gets an error, skips the call and handles the error as the
+// driver's. Until a test first arms or counts, a call costs one relaxed atomic load. Armed
+// in-process (ArmFault) or for a whole process by $TEXEL_INJECT_FAULT=POINT:N (the CLI's
+// tests), which is read before the first call or arming. Arming and counting are not meant to
+// overlap other threads' OpenCL calls: tests arm between passes.
 #pragma once
 
 #include <CL/cl.h>
@@ -29,13 +31,22 @@ inline constexpr int kFaultPointCount = 7;
 
 const char* FaultPointName(FaultPoint p);  // "buffer", "image", ...
 std::optional<FaultPoint> ParseFaultPoint(std::string_view name);
+cl_int FaultPointError(FaultPoint p);  // the error injected at p (above)
 
 // The error for this call at p: CL_SUCCESS, or p's error when this is the armed call.
 cl_int InjectedFault(FaultPoint p);
 
-// Arms p: its n-th call from now (n >= 1) fails, once; n == 0 disarms. Resets every count.
+// call() unless this call at p is the armed one; its cl_int result or the injected error.
+template <class Call>
+cl_int Guarded(FaultPoint p, Call&& call) {
+  cl_int err = InjectedFault(p);
+  return err != CL_SUCCESS ? err : call();
+}
+
+// Arms p: its n-th call from now (n >= 1) fails, once; n == 0 disarms. Resets every count and
+// starts counting calls.
 void ArmFault(FaultPoint p, int64_t n);
-void DisarmFaults();
+void DisarmFaults();  // no call fails; calls are still counted
 // Calls at p since the last ArmFault/DisarmFaults (or process start).
 int64_t FaultPointCalls(FaultPoint p);
 // Whether the armed call has happened (the fault was injected).
