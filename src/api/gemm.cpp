@@ -87,6 +87,7 @@ void CheckGemm(const codegen::GemmProblem& g, const GemmOperands& ops, const cod
 }
 
 struct GemmKernels::Built {
+  std::string key;  // the kernel's class
   std::unique_ptr<cl::Program> program;
   cl::Kernel kernel;
 };
@@ -97,6 +98,55 @@ GemmKernels::~GemmKernels() = default;
 size_t GemmKernels::built() const {
   std::lock_guard<std::mutex> lock(mu_);
   return kernels_.size();
+}
+
+GemmKernels::Built& GemmKernels::KernelFor(const codegen::GemmProblem& g,
+                                           const codegen::Target& target,
+                                           const codegen::WarpGemmParams* params,
+                                           std::vector<size_t>* global,
+                                           std::vector<size_t>* local) {
+  // NVIDIA's tensor cores (or any device in fp32: the warp-tiled kernel; on Hopper the warpgroup
+  // kernel where the problem suits it and the driver builds it, unless tiles are asked for),
+  // else Intel's matrix engine for fp16.
+  bool dpas = !target.mma_sync && !params && codegen::DpasApplies(g, target);
+  bool wgmma = !params && wgmma_failure_.empty() && codegen::WgmmaApplies(g, target);
+  codegen::WarpGemmParams p = params ? *params : codegen::ChooseWarpGemmParams(g, target);
+  // The kernel is generated only when its class has none yet: rendering the source per call
+  // cost more host time than a small product takes on the device.
+  std::string key = dpas    ? codegen::DpasGemmClass(g, target)
+                    : wgmma ? codegen::WgmmaGemmClass(g)
+                            : codegen::WarpGemmClass(g, target, p);
+  if (dpas)
+    codegen::DpasGemmGeometry(g, target, global, local);
+  else if (wgmma)
+    codegen::WgmmaGemmGeometry(g, global, local);
+  else
+    codegen::WarpGemmGeometry(g, p, global, local);
+  auto it = kernels_.find(key);
+  if (it != kernels_.end()) return *it->second;
+  codegen::KernelSpec spec = dpas    ? codegen::GenerateDpasGemm(g, "texel_gemm", target)
+                             : wgmma ? codegen::GenerateWgmmaGemm(g, "texel_gemm", target)
+                                     : codegen::GenerateWarpGemm(g, "texel_gemm", target, p);
+  auto built = std::make_unique<Built>();
+  built->key = key;
+  cl::ProgramCache cache = cl::ProgramCache::Default();
+  try {  // a failed build leaves no entry
+    built->program =
+        std::make_unique<cl::Program>(*ctx_, spec.source, "", cache.enabled() ? &cache : nullptr);
+  } catch (const Error& e) {
+    // A driver that does not build the warpgroup kernel (its sm_90a PTX) leaves the warp-tiled
+    // kernel to this context's products; running out of resources is reported as it is.
+    if (!wgmma || e.code() == ErrorCode::kDevice) throw;
+    wgmma_failure_ = e.what();
+    return KernelFor(g, target, params, global, local);
+  }
+  built->kernel = cl::Kernel(built->program->get(), spec.name);
+  return *kernels_.emplace(key, std::move(built)).first->second;
+}
+
+std::string GemmKernels::wgmma_failure() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return wgmma_failure_;
 }
 
 void GemmKernels::Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops,
@@ -112,38 +162,10 @@ void GemmKernels::Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops
                 "clEnqueueMarkerWithWaitList");
     return;
   }
-  // NVIDIA's tensor cores (or any device in fp32: the warp-tiled kernel; on Hopper the warpgroup
-  // kernel where the problem suits it, unless tiles are asked for), else Intel's matrix engine
-  // for fp16.
-  bool dpas = !target.mma_sync && !params && codegen::DpasApplies(g, target);
-  bool wgmma = !params && codegen::WgmmaApplies(g, target);
-  codegen::WarpGemmParams p = params ? *params : codegen::ChooseWarpGemmParams(g, target);
-  // The kernel is generated only when its class has none yet: rendering the source per call
-  // cost more host time than a small product takes on the device.
-  std::string key = dpas    ? codegen::DpasGemmClass(g, target)
-                    : wgmma ? codegen::WgmmaGemmClass(g)
-                            : codegen::WarpGemmClass(g, target, p);
   std::vector<size_t> global, local;
-  if (dpas)
-    codegen::DpasGemmGeometry(g, target, &global, &local);
-  else if (wgmma)
-    codegen::WgmmaGemmGeometry(g, &global, &local);
-  else
-    codegen::WarpGemmGeometry(g, p, &global, &local);
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = kernels_.find(key);
-  if (it == kernels_.end()) {  // a failed build leaves no entry
-    codegen::KernelSpec spec = dpas    ? codegen::GenerateDpasGemm(g, "texel_gemm", target)
-                               : wgmma ? codegen::GenerateWgmmaGemm(g, "texel_gemm", target)
-                                       : codegen::GenerateWarpGemm(g, "texel_gemm", target, p);
-    auto built = std::make_unique<Built>();
-    cl::ProgramCache cache = cl::ProgramCache::Default();
-    built->program =
-        std::make_unique<cl::Program>(*ctx_, spec.source, "", cache.enabled() ? &cache : nullptr);
-    built->kernel = cl::Kernel(built->program->get(), spec.name);
-    it = kernels_.emplace(key, std::move(built)).first;
-  }
-  cl::Kernel& k = it->second->kernel;
+  Built& built = KernelFor(g, target, params, &global, &local);
+  cl::Kernel& k = built.kernel;
   unsigned i = 0;
   auto arg = [&](const auto& v) { k.SetArg(i++, sizeof(v), &v); };
   arg(static_cast<cl_int>(g.m));
@@ -167,7 +189,7 @@ void GemmKernels::Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops
                                 queue, k.get(), static_cast<cl_uint>(global.size()), nullptr,
                                 global.data(), local.data(), nw, wl, event);
                           }),
-              fmt::format("clEnqueueNDRangeKernel(texel_gemm {})", key));
+              fmt::format("clEnqueueNDRangeKernel(texel_gemm {})", built.key));
 }
 
 }  // namespace texel::api

@@ -47,12 +47,21 @@ class GemmKernels {
                const std::vector<cl_event>& wait, cl_event* event, const codegen::Target& target,
                const codegen::WarpGemmParams* params = nullptr);
   size_t built() const;  // kernels built so far
+  // Why the driver did not build the warpgroup kernel (codegen/opencl/gemm/wgmma_gemm.h), whose
+  // problems then take the warp-tiled kernel; empty while it builds (or was never needed).
+  std::string wgmma_failure() const;
 
  private:
   struct Built;
+  // The kernel for g (built at its class's first use; holds mu_) and its launch geometry.
+  Built& KernelFor(const codegen::GemmProblem& g, const codegen::Target& target,
+                   const codegen::WarpGemmParams* params, std::vector<size_t>* global,
+                   std::vector<size_t>* local);
+
   std::shared_ptr<const cl::Context> ctx_;
   mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Built>> kernels_;  // by codegen::WarpGemmClass
+  std::map<std::string, std::unique_ptr<Built>> kernels_;  // by kernel class
+  std::string wgmma_failure_;
 };
 
 }  // namespace texel::api

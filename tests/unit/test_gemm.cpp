@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "kernel_test_util.h"
+#include "runtime/cl/fault_injection.h"
 #include "runtime/cl/ptx_sm90a.h"
 
 namespace texel {
@@ -91,7 +92,8 @@ std::vector<float> ReadBack(const cl::Context& ctx, const cl::Buffer& b, size_t 
 // want from the operands as the mode computes with them. Returns the largest error relative to
 // sum |a b| against the exact fp32 operands, to show that a rounding mode did round.
 double RunAndCheck(const GemmProblem& g, float alpha, float beta, const codegen::Target& target,
-                   const WarpGemmParams* params, const std::string& what, double rel = 2e-6) {
+                   const WarpGemmParams* params, const std::string& what, double rel = 2e-6,
+                   std::string* wgmma_failure = nullptr) {
   const auto& ctx = testing::SharedContext();
   int64_t a_rows = g.trans_a ? g.k : g.m, b_rows = g.trans_b ? g.n : g.k;
   auto extent = [&](int64_t off, int64_t rows, int64_t ld, int64_t stride) {
@@ -112,9 +114,11 @@ double RunAndCheck(const GemmProblem& g, float alpha, float beta, const codegen:
   cl::Event done;
   kernels.Enqueue(g, ops, nullptr, {}, done.out(), target, params);
   done.Wait();
+  if (wgmma_failure) *wgmma_failure = kernels.wgmma_failure();
   std::vector<float> got = ReadBack(*ctx, c.buffer, c.values.size(), g.elem);
   // The warpgroup kernel reads tf32 operands from local memory as stored: the engine truncates.
-  const bool raw = params ? params->raw_tf32 : codegen::WgmmaApplies(g, target);
+  const bool raw = params ? params->raw_tf32
+                          : codegen::WgmmaApplies(g, target) && kernels.wgmma_failure().empty();
   double worst_exact = 0;
   int bad = 0;
   for (int64_t bi = 0; bi < g.batch; ++bi)
@@ -466,6 +470,34 @@ TEST(GemmTest, WarpgroupKernelSelection) {
     EXPECT_EQ(spec.global, (std::vector<size_t>{2 * 256, 3, 1}));  // down M first
   }
   EXPECT_THROW(codegen::GenerateWgmmaGemm(g, "texel_gemm", ampere), Error);
+}
+
+// A driver that does not build the warpgroup kernel leaves its problems to the warp-tiled
+// kernel, and says why; running out of resources on the way is an error instead. The build's
+// failure is injected before the driver sees the source (PoCL's compiler aborts on the
+// kernel's PTX): its second build call, clBuildProgram after clCreateProgramWithSource.
+TEST(GemmTest, WarpgroupKernelFallsBackWhenNotBuilt) {
+  codegen::Target t = Emulated();
+  t.wgmma = true, t.compute_units = 1;
+  GemmProblem g;
+  g.mode = ComputeMode::kFp16, g.elem = DType::kFloat16, g.trans_b = true;
+  g.m = 128, g.n = 256, g.k = 64, g.lda = 64, g.ldb = 64, g.ldc = 256;
+  ASSERT_TRUE(codegen::WgmmaApplies(g, t));
+  std::string why;
+  cl::ArmFault(cl::FaultPoint::kBuild, 2, CL_BUILD_PROGRAM_FAILURE);
+  RunAndCheck(g, 0.5f, 0.0f, t, nullptr, "fp16 after the fallback", 2e-6, &why);
+  EXPECT_TRUE(cl::FaultInjected());
+  cl::DisarmFaults();
+  EXPECT_NE(why.find("OpenCL build failed"), std::string::npos) << why;
+
+  cl::ArmFault(cl::FaultPoint::kBuild, 2);  // CL_OUT_OF_HOST_MEMORY
+  try {
+    RunAndCheck(g, 0.5f, 0.0f, t, nullptr, "not reached");
+    ADD_FAILURE() << "a build out of host memory should fail the product";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kDevice) << e.what();
+  }
+  cl::DisarmFaults();
 }
 
 // The PTX rewrite that makes the hidden instructions live.

@@ -17,13 +17,15 @@ std::atomic<bool> g_active{false};  // counting (and perhaps armed) since a test
 std::array<std::atomic<int64_t>, kFaultPointCount> g_calls{};
 std::atomic<int> g_point{-1};  // the armed point, -1 when none
 std::atomic<int64_t> g_nth{0};
+std::atomic<cl_int> g_error{0};  // 0: the point's own
 std::atomic<bool> g_injected{false};
 
-void Arm(FaultPoint p, int64_t n) {
+void Arm(FaultPoint p, int64_t n, cl_int error) {
   g_point.store(-1);
   for (auto& c : g_calls) c.store(0);
   g_injected.store(false);
   g_nth.store(n);
+  g_error.store(error);
   if (n >= 1) g_point.store(static_cast<int>(p));
   g_active.store(true);
 }
@@ -48,7 +50,7 @@ bool ArmFromEnvironment() {
                s);
     return false;
   }
-  Arm(*p, n);
+  Arm(*p, n, 0);
   return true;
 }
 
@@ -83,12 +85,13 @@ cl_int InjectedFault(FaultPoint p) {
   if (g_point.load(std::memory_order_relaxed) != i || call != g_nth.load(std::memory_order_relaxed))
     return CL_SUCCESS;
   g_injected.store(true);
-  return FaultPointError(p);
+  cl_int error = g_error.load();
+  return error != 0 ? error : FaultPointError(p);
 }
 
-void ArmFault(FaultPoint p, int64_t n) {
+void ArmFault(FaultPoint p, int64_t n, cl_int error) {
   ReadEnvironmentOnce();
-  Arm(p, n);
+  Arm(p, n, error);
 }
 
 void DisarmFaults() { ArmFault(FaultPoint::kBuffer, 0); }

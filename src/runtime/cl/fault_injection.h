@@ -43,9 +43,9 @@ cl_int Guarded(FaultPoint p, Call&& call) {
   return err != CL_SUCCESS ? err : call();
 }
 
-// Arms p: its n-th call from now (n >= 1) fails, once; n == 0 disarms. Resets every count and
-// starts counting calls.
-void ArmFault(FaultPoint p, int64_t n);
+// Arms p: its n-th call from now (n >= 1) fails, once, with error (0: p's own, above); n == 0
+// disarms. Resets every count and starts counting calls.
+void ArmFault(FaultPoint p, int64_t n, cl_int error = 0);
 void DisarmFaults();  // no call fails; calls are still counted
 // Calls at p since the last ArmFault/DisarmFaults (or process start).
 int64_t FaultPointCalls(FaultPoint p);
