@@ -122,12 +122,14 @@ Stats ApplyPrecision(ir::Graph& g, const PassContext& ctx) {
   for (ir::Node* n : order) f16[n] = RunsF16(*n);
   // Outputs of f16 nodes become f16, except graph outputs, which a Cast then writes.
   std::set<const ir::Value*> graph_outputs(g.outputs().begin(), g.outputs().end());
+  std::set<const ir::Value*> made_f16;  // the values this pass turned from f32 into f16
   int64_t values = 0, casts = 0, constants = 0;
   for (ir::Node* n : order) {
     if (!f16[n]) continue;
     for (ir::Value* v : n->outputs) {
       if (v->type.dtype != DType::kFloat32) continue;
       v->type.dtype = DType::kFloat16;
+      made_f16.insert(v);
       ++values;
       if (!graph_outputs.count(v)) continue;
       // The graph output keeps its name and type: a Cast after n produces it.
@@ -140,14 +142,16 @@ Stats ApplyPrecision(ir::Graph& g, const PassContext& ctx) {
       ++casts;
     }
   }
-  // Inputs of another storage type than their node's: converted constants, or Casts.
+  // Inputs of another storage type than their node's: converted constants, or Casts. A node left
+  // as it is reads f32 again only where this pass made f16 of its input; the model's own f16
+  // values stay as they are (a Max of two f16 inputs keeps them, and its f16 output).
   std::map<std::pair<const ir::Value*, DType>, ir::Value*> converted;
   for (ir::Node* n : order) {
     DType want = f16[n] ? DType::kFloat16 : DType::kFloat32;
     for (ir::Value*& in : n->inputs) {
       // A Cast converts by itself; f64 stays as the model has it.
       if (n->op == OpKind::kCast || !IsFloat(in->type.dtype) || in->type.dtype == want ||
-          in->type.dtype == DType::kFloat64)
+          in->type.dtype == DType::kFloat64 || (!f16[n] && !made_f16.count(in)))
         continue;
       ir::Value*& to = converted[{in, want}];
       if (!to) {
