@@ -460,18 +460,18 @@ Kernel& Kernel::operator=(Kernel&& o) noexcept {
 
 void Kernel::SetArg(unsigned index, const Buffer& b) {
   cl_mem mem = b.mem();
-  CheckCL(clSetKernelArg(kernel_, index, sizeof(mem), &mem),
-          fmt::format("clSetKernelArg('{}', {})", name_, index));
+  SetArg(index, sizeof(mem), &mem);
 }
 
 void Kernel::SetArgSvm(unsigned index, const void* pointer) {
-  CheckCL(clSetKernelArgSVMPointer(kernel_, index, pointer),
-          fmt::format("clSetKernelArgSVMPointer('{}', {})", name_, index));
+  // Messages are formatted only on failure: arguments are set for every launch.
+  if (cl_int err = clSetKernelArgSVMPointer(kernel_, index, pointer); err != CL_SUCCESS)
+    CheckCL(err, fmt::format("clSetKernelArgSVMPointer('{}', {})", name_, index));
 }
 
 void Kernel::SetArg(unsigned index, size_t bytes, const void* value) {
-  CheckCL(clSetKernelArg(kernel_, index, bytes, value),
-          fmt::format("clSetKernelArg('{}', {})", name_, index));
+  if (cl_int err = clSetKernelArg(kernel_, index, bytes, value); err != CL_SUCCESS)
+    CheckCL(err, fmt::format("clSetKernelArg('{}', {})", name_, index));
 }
 
 // ---- Launch ----
