@@ -1,6 +1,7 @@
 #include "runtime/cl/fault_injection.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <array>
 #include <atomic>
@@ -45,9 +46,8 @@ bool ArmFromEnvironment() {
   }
   if (!p || n < 1) {
     fmt::print(stderr,
-               "texel: ignoring TEXEL_INJECT_FAULT='{}' (want POINT:N, N >= 1, POINT one of "
-               "buffer, image, build, kernel, enqueue, transfer, wait)\n",
-               s);
+               "texel: ignoring TEXEL_INJECT_FAULT='{}' (want POINT:N, N >= 1, POINT one of {})\n",
+               s, fmt::join(kNames, ", "));
     return false;
   }
   Arm(*p, n, 0);
