@@ -7,10 +7,12 @@
 // Usage: texel_gemm_bench [--device SPEC] [--sizes 512,1024] [--gemv 4096] [--no-clblast]
 //                         [--shapes MxNxK,...] [--params TMxTNxTK:WMxWN ...] [--seconds S]
 //                         [--modes fp32,tf32,tf32x3,fp16,fp16h] [--warp BMxBNxBK:WMxWN ...]
-//                         [--layout nn|nt]
+//                         [--layout nn|nt] [--wgmma BMxBNxSTAGES[:rROWBYTES] ...]
 //   --modes    also times texel_gemm's engine (api/gemm.h) in these compute modes on f32 storage
 //              (fp16h: fp16 on f16 storage), with the heuristic's tiles and each --warp's
-//              (BMxBNxBK:WMxWN[:sSTAGES][:raw], raw: tf32 operands not rounded); --layout nt
+//              (BMxBNxBK:WMxWN[:sSTAGES][:raw], raw: tf32 operands not rounded) and each
+//              --wgmma's (the warpgroup kernel's tile, stages and bytes of K per stored row,
+//              64 or 128); --layout nt
 //              passes B transposed.
 //   --params   extra texel kernels with explicit parameters (beside the heuristic's choice), to
 //              compare candidates on one device in one run: TMxTNxTK:WMxWN[:sSPLIT] (tiled, K
@@ -153,7 +155,8 @@ double SampledError(const Problem& p, const std::vector<float>& c) {
 struct GemmRuns {
   std::vector<std::string> modes;  // "fp32", "tf32", "tf32x3", "fp16", "fp16h"
   std::vector<codegen::WarpGemmParams> warp;
-  bool nt = false;  // B passed transposed ([n, k]): the same product
+  std::vector<codegen::WgmmaTiling> wgmma;  // --wgmma
+  bool nt = false;                          // B passed transposed ([n, k]): the same product
 };
 
 codegen::WarpGemmParams ParseWarp(const std::string& s) {
@@ -164,6 +167,14 @@ codegen::WarpGemmParams ParseWarp(const std::string& s) {
     Fail(ErrorCode::kInvalidArgument, "--warp '{}': want BMxBNxBK:WMxWN[:sSTAGES][:raw]", s);
   p.raw_tf32 = s.find(":raw") != std::string::npos;
   return p;
+}
+
+codegen::WgmmaTiling ParseWgmma(const std::string& s) {
+  codegen::WgmmaTiling w;
+  int n = std::sscanf(s.c_str(), "%dx%dx%d:r%d", &w.bm, &w.bn, &w.stages, &w.row_bytes);
+  if (n != 3 && n != 4)
+    Fail(ErrorCode::kInvalidArgument, "--wgmma '{}': want BMxBNxSTAGES[:rROWBYTES]", s);
+  return w;
 }
 
 // texel_gemm's engine in each requested mode on p (C = A B, row-major), one line per tiling.
@@ -202,26 +213,34 @@ void RunEngine(const std::shared_ptr<cl::Context>& ctx, Problem& p, const GemmRu
     api::GemmOperands ops{half ? ha.mem() : p.da.mem(),
                           half ? hb.mem() : (runs.nt ? bt.mem() : p.db.mem()),
                           half ? hc.mem() : p.dc.mem(), 1.0f, 0.0f};
-    std::vector<const codegen::WarpGemmParams*> tilings{nullptr};
-    for (const auto& w : runs.warp) tilings.push_back(&w);
-    for (const codegen::WarpGemmParams* params : tilings) {
+    // The heuristic's choice, then each --warp tiling, then each --wgmma one.
+    std::vector<std::pair<const codegen::WarpGemmParams*, const codegen::WgmmaTiling*>> tilings{
+        {nullptr, nullptr}};
+    for (const auto& w : runs.warp) tilings.push_back({&w, nullptr});
+    for (const auto& w : runs.wgmma) tilings.push_back({nullptr, &w});
+    for (auto [params, forced] : tilings) {
       codegen::WarpGemmParams chosen = params ? *params : codegen::ChooseWarpGemmParams(g, target);
-      bool wgmma = !params && codegen::WgmmaApplies(g, target);  // texel_gemm's own choice
+      std::optional<codegen::WgmmaTiling> tiling;  // texel_gemm's own choice, or --wgmma's
+      if (forced)
+        tiling = *forced;
+      else if (!params && codegen::WgmmaApplies(g, target))
+        tiling = codegen::ChooseWgmmaTiling(g, target);
       std::string label =
-          wgmma ? fmt::format("gemm {}{} {} *", name, runs.nt ? " nt" : "",
-                              codegen::WgmmaGemmClass(g))
-                : fmt::format("gemm {}{} {}{}{}", name, runs.nt ? " nt" : "", chosen.ToString(),
-                              codegen::AsyncCopies(g, chosen, target) ? " async" : "",
-                              params ? "" : " *");
+          tiling ? fmt::format("gemm {}{} {}{}", name, runs.nt ? " nt" : "",
+                               codegen::WgmmaGemmClass(g, *tiling), forced ? "" : " *")
+                 : fmt::format("gemm {}{} {}{}{}", name, runs.nt ? " nt" : "", chosen.ToString(),
+                               codegen::AsyncCopies(g, chosen, target) ? " async" : "",
+                               params ? "" : " *");
       double secs = 0;
       try {
         api::CheckGemm(g, ops, target);
-        if (auto why = wgmma ? std::nullopt : codegen::CheckWarpGemmParams(chosen, g, target))
+        if (auto why = tiling ? codegen::CheckWgmmaTiling(*tiling, g, target)
+                              : codegen::CheckWarpGemmParams(chosen, g, target))
           Fail(ErrorCode::kInvalidArgument, "{}", *why);
         std::vector<uint8_t> nan(static_cast<size_t>(p.m * p.n) * DTypeSize(g.elem), 0xff);
         (half ? hc : p.dc).Write(*ctx, nan.data(), nan.size());
         secs = bench::TimeRuns(*ctx, g_seconds, [&] {
-          kernels.Enqueue(g, ops, nullptr, {}, nullptr, target, params ? &chosen : nullptr);
+          kernels.Enqueue(g, ops, nullptr, {}, nullptr, target, params ? &chosen : nullptr, forced);
         });
       } catch (const Error& e) {
         std::printf("%5lldx%-5lldx%-5lld  %-36s  skipped: %s\n", (long long)p.m, (long long)p.n,
@@ -326,6 +345,8 @@ int Main(int argc, char** argv) {
       }
     } else if (arg == "--warp") {
       engine.warp.push_back(ParseWarp(value()));
+    } else if (arg == "--wgmma") {
+      engine.wgmma.push_back(ParseWgmma(value()));
     } else if (arg == "--layout") {
       std::string v = value();
       if (v != "nn" && v != "nt") Fail(ErrorCode::kInvalidArgument, "--layout: nn or nt");

@@ -103,29 +103,31 @@ size_t GemmKernels::built() const {
 GemmKernels::Built& GemmKernels::KernelFor(const codegen::GemmProblem& g,
                                            const codegen::Target& target,
                                            const codegen::WarpGemmParams* params,
+                                           const codegen::WgmmaTiling* forced,
                                            std::vector<size_t>* global,
                                            std::vector<size_t>* local) {
   // NVIDIA's tensor cores (or any device in fp32: the warp-tiled kernel; on Hopper the warpgroup
-  // kernel where the problem suits it and the driver builds it, unless tiles are asked for),
-  // else Intel's matrix engine for fp16.
-  bool dpas = !target.mma_sync && !params && codegen::DpasApplies(g, target);
-  bool wgmma = !params && wgmma_failure_.empty() && codegen::WgmmaApplies(g, target);
+  // kernel where the problem suits it and the driver builds it, unless warp tiles are asked
+  // for), else Intel's matrix engine for fp16.
+  bool dpas = !target.mma_sync && !params && !forced && codegen::DpasApplies(g, target);
+  bool wgmma = forced || (!params && wgmma_failure_.empty() && codegen::WgmmaApplies(g, target));
+  codegen::WgmmaTiling w = forced ? *forced : codegen::ChooseWgmmaTiling(g, target);
   codegen::WarpGemmParams p = params ? *params : codegen::ChooseWarpGemmParams(g, target);
   // The kernel is generated only when its class has none yet: rendering the source per call
   // cost more host time than a small product takes on the device.
   std::string key = dpas    ? codegen::DpasGemmClass(g, target)
-                    : wgmma ? codegen::WgmmaGemmClass(g)
+                    : wgmma ? codegen::WgmmaGemmClass(g, w)
                             : codegen::WarpGemmClass(g, target, p);
   if (dpas)
     codegen::DpasGemmGeometry(g, target, global, local);
   else if (wgmma)
-    codegen::WgmmaGemmGeometry(g, global, local);
+    codegen::WgmmaGemmGeometry(g, w, global, local);
   else
     codegen::WarpGemmGeometry(g, p, global, local);
   auto it = kernels_.find(key);
   if (it != kernels_.end()) return *it->second;
   codegen::KernelSpec spec = dpas    ? codegen::GenerateDpasGemm(g, "texel_gemm", target)
-                             : wgmma ? codegen::GenerateWgmmaGemm(g, "texel_gemm", target)
+                             : wgmma ? codegen::GenerateWgmmaGemm(g, "texel_gemm", target, w)
                                      : codegen::GenerateWarpGemm(g, "texel_gemm", target, p);
   auto built = std::make_unique<Built>();
   built->key = key;
@@ -136,9 +138,9 @@ GemmKernels::Built& GemmKernels::KernelFor(const codegen::GemmProblem& g,
   } catch (const Error& e) {
     // A driver that does not build the warpgroup kernel (its sm_90a PTX) leaves the warp-tiled
     // kernel to this context's products; running out of resources is reported as it is.
-    if (!wgmma || e.code() == ErrorCode::kDevice) throw;
+    if (!wgmma || forced || e.code() == ErrorCode::kDevice) throw;
     wgmma_failure_ = e.what();
-    return KernelFor(g, target, params, global, local);
+    return KernelFor(g, target, params, nullptr, global, local);
   }
   built->kernel = cl::Kernel(built->program->get(), spec.name);
   return *kernels_.emplace(key, std::move(built)).first->second;
@@ -152,7 +154,8 @@ std::string GemmKernels::wgmma_failure() const {
 void GemmKernels::Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops,
                           cl_command_queue queue, const std::vector<cl_event>& wait,
                           cl_event* event, const codegen::Target& target,
-                          const codegen::WarpGemmParams* params) {
+                          const codegen::WarpGemmParams* params,
+                          const codegen::WgmmaTiling* wgmma) {
   if (queue == nullptr) queue = ctx_->queue();
   const cl_event* wl = wait.empty() ? nullptr : wait.data();
   cl_uint nw = static_cast<cl_uint>(wait.size());
@@ -164,7 +167,7 @@ void GemmKernels::Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops
   }
   std::vector<size_t> global, local;
   std::lock_guard<std::mutex> lock(mu_);
-  Built& built = KernelFor(g, target, params, &global, &local);
+  Built& built = KernelFor(g, target, params, wgmma, &global, &local);
   cl::Kernel& k = built.kernel;
   unsigned i = 0;
   auto arg = [&](const auto& v) { k.SetArg(i++, sizeof(v), &v); };

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "codegen/opencl/gemm/warp_gemm.h"
+#include "codegen/opencl/gemm/wgmma_gemm.h"
 #include "runtime/cl/context.h"
 
 namespace texel::api {
@@ -40,12 +41,14 @@ class GemmKernels {
   ~GemmKernels();
   // Enqueues g on queue (the context's own when null) after `wait`; *event, when given, is set
   // to an event that completes with it (the caller releases it). A problem with no output
-  // (m, n or batch 0) enqueues a marker. params: explicit tiles (benchmarks, tests), else the
-  // heuristic's. target: the device facts to generate for (tests pass one without mma_sync to
-  // run the matrix-engine modes' emulation). Call CheckGemm first.
+  // (m, n or batch 0) enqueues a marker. params: explicit warp-tiled kernel tiles, or wgmma: an
+  // explicit warpgroup tiling (benchmarks, tests), else the heuristic's choice. target: the
+  // device facts to generate for (tests pass one without mma_sync to run the matrix-engine
+  // modes' emulation). Call CheckGemm first.
   void Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops, cl_command_queue queue,
                const std::vector<cl_event>& wait, cl_event* event, const codegen::Target& target,
-               const codegen::WarpGemmParams* params = nullptr);
+               const codegen::WarpGemmParams* params = nullptr,
+               const codegen::WgmmaTiling* wgmma = nullptr);
   size_t built() const;  // kernels built so far
   // Why the driver did not build the warpgroup kernel (codegen/opencl/gemm/wgmma_gemm.h), whose
   // problems then take the warp-tiled kernel; empty while it builds (or was never needed).
@@ -55,8 +58,8 @@ class GemmKernels {
   struct Built;
   // The kernel for g (built at its class's first use; holds mu_) and its launch geometry.
   Built& KernelFor(const codegen::GemmProblem& g, const codegen::Target& target,
-                   const codegen::WarpGemmParams* params, std::vector<size_t>* global,
-                   std::vector<size_t>* local);
+                   const codegen::WarpGemmParams* params, const codegen::WgmmaTiling* wgmma,
+                   std::vector<size_t>* global, std::vector<size_t>* local);
 
   std::shared_ptr<const cl::Context> ctx_;
   mutable std::mutex mu_;

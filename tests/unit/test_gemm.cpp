@@ -93,7 +93,8 @@ std::vector<float> ReadBack(const cl::Context& ctx, const cl::Buffer& b, size_t 
 // sum |a b| against the exact fp32 operands, to show that a rounding mode did round.
 double RunAndCheck(const GemmProblem& g, float alpha, float beta, const codegen::Target& target,
                    const WarpGemmParams* params, const std::string& what, double rel = 2e-6,
-                   std::string* wgmma_failure = nullptr) {
+                   std::string* wgmma_failure = nullptr,
+                   const codegen::WgmmaTiling* wgmma = nullptr) {
   const auto& ctx = testing::SharedContext();
   int64_t a_rows = g.trans_a ? g.k : g.m, b_rows = g.trans_b ? g.n : g.k;
   auto extent = [&](int64_t off, int64_t rows, int64_t ld, int64_t stride) {
@@ -112,13 +113,14 @@ double RunAndCheck(const GemmProblem& g, float alpha, float beta, const codegen:
   check.mma_sync = true;  // the emulation stands in for the matrix engine
   api::CheckGemm(g, ops, check);
   cl::Event done;
-  kernels.Enqueue(g, ops, nullptr, {}, done.out(), target, params);
+  kernels.Enqueue(g, ops, nullptr, {}, done.out(), target, params, wgmma);
   done.Wait();
   if (wgmma_failure) *wgmma_failure = kernels.wgmma_failure();
   std::vector<float> got = ReadBack(*ctx, c.buffer, c.values.size(), g.elem);
   // The warpgroup kernel reads tf32 operands from local memory as stored: the engine truncates.
-  const bool raw = params ? params->raw_tf32
-                          : codegen::WgmmaApplies(g, target) && kernels.wgmma_failure().empty();
+  const bool raw =
+      params ? params->raw_tf32
+             : wgmma || (codegen::WgmmaApplies(g, target) && kernels.wgmma_failure().empty());
   double worst_exact = 0;
   int bad = 0;
   for (int64_t bi = 0; bi < g.batch; ++bi)
@@ -444,13 +446,21 @@ TEST(GemmTest, WarpgroupKernelSelection) {
     EXPECT_EQ(codegen::WgmmaApplies(h, t), layout == 2) << "tf32 layout " << layout;
   }
   refused([](GemmProblem& h) { h.m = 200; }, "rows off the tile");
-  refused([](GemmProblem& h) { h.n = 192; }, "columns off the tile");
+  refused([](GemmProblem& h) { h.n = 160; }, "columns off the tile");
   refused([](GemmProblem& h) { h.k = 48; }, "depth off the 32-half step");
   refused([](GemmProblem& h) { h.lda = 68; }, "lda off 16 bytes");
   refused([](GemmProblem& h) { h.b_offset = 4; }, "B's offset off 16 bytes");
   refused([](GemmProblem& h) { h.batch = 2, h.stride_a = 256 * 72 + 4; }, "batch stride");
   refused([](GemmProblem& h) { h.elem = DType::kFloat32; }, "fp16 on f32 storage");
-  refused([](GemmProblem& h) { h.n = 256; }, "fewer fp16 tiles than compute units");
+  refused([](GemmProblem& h) { h.n = 128; }, "fp16 tiles for fewer than 3/4 of the units");
+  // Too few 128 x 128 tiles for the units, or columns in 64s: 128 x 64 tiles in 4 stages.
+  GemmProblem narrow = g;
+  narrow.n = 192;
+  EXPECT_TRUE(codegen::WgmmaApplies(narrow, t));
+  EXPECT_EQ(codegen::ChooseWgmmaTiling(narrow, t).ToString(), "128x64 s4");
+  narrow.n = 256;
+  EXPECT_EQ(codegen::ChooseWgmmaTiling(narrow, t).ToString(), "128x64 s4") << "4 tiles, 6 units";
+  EXPECT_EQ(codegen::ChooseWgmmaTiling(g, t).ToString(), "128x128 s3");
   GemmProblem few = tf32;
   few.n = 256, few.ldc = 256;
   EXPECT_TRUE(codegen::WgmmaApplies(few, t)) << "tf32 takes it with fewer tiles too";
@@ -461,7 +471,8 @@ TEST(GemmTest, WarpgroupKernelSelection) {
   EXPECT_FALSE(codegen::WgmmaApplies(g, ampere));
   // The source hides each sm_90a instruction for the runtime, in the mode's shape.
   for (const GemmProblem& p : {g, tf32}) {
-    codegen::KernelSpec spec = codegen::GenerateWgmmaGemm(p, "texel_gemm", t);
+    codegen::WgmmaTiling w = codegen::ChooseWgmmaTiling(p, t);
+    codegen::KernelSpec spec = codegen::GenerateWgmmaGemm(p, "texel_gemm", t, w);
     EXPECT_TRUE(cl::NeedsSm90a(spec.source));
     EXPECT_NE(spec.source.find(p.mode == ComputeMode::kFp16 ? "m64n128k16.f32.f16.f16"
                                                             : "m64n128k8.f32.tf32.tf32"),
@@ -469,7 +480,18 @@ TEST(GemmTest, WarpgroupKernelSelection) {
     EXPECT_EQ(spec.local, (std::vector<size_t>{256, 1, 1}));
     EXPECT_EQ(spec.global, (std::vector<size_t>{2 * 256, 3, 1}));  // down M first
   }
-  EXPECT_THROW(codegen::GenerateWgmmaGemm(g, "texel_gemm", ampere), Error);
+  EXPECT_THROW(codegen::GenerateWgmmaGemm(g, "texel_gemm", ampere, {}), Error);
+  // Explicit tilings are checked.
+  EXPECT_FALSE(codegen::CheckWgmmaTiling({64, 64, 6, 64}, g, t));
+  EXPECT_FALSE(codegen::CheckWgmmaTiling({64, 64, 3, 128}, g, t));
+  EXPECT_TRUE(codegen::CheckWgmmaTiling({128, 256, 3, 64}, g, t)) << "72 KiB of local memory";
+  EXPECT_TRUE(codegen::CheckWgmmaTiling({96, 128, 3, 64}, g, t)) << "rows not whole warpgroups";
+  EXPECT_TRUE(codegen::CheckWgmmaTiling({128, 256, 2, 64}, g, t)) << "384 columns, 256 a tile";
+  EXPECT_TRUE(codegen::CheckWgmmaTiling({64, 64, 3, 128}, tf32, t)) << "K 48: not whole steps";
+  GemmProblem mn = g;
+  mn.trans_b = false, mn.ldb = 384;
+  EXPECT_TRUE(codegen::CheckWgmmaTiling({64, 64, 3, 128}, mn, t)) << "n-contiguous B";
+  EXPECT_FALSE(codegen::CheckWgmmaTiling({64, 64, 3, 64}, mn, t));
 }
 
 // A driver that does not build the warpgroup kernel leaves its problems to the warp-tiled
@@ -547,6 +569,14 @@ TEST(GemmTest, WarpgroupKernelOnThisDevice) {
     g.batch = 1, g.k = 2048, g.a_offset = g.b_offset = g.c_offset = 0;
     g.lda = g.trans_a ? g.m : g.k, g.ldb = g.trans_b ? g.k : g.n;
     RunAndCheck(g, 1.0f, 0.0f, t, nullptr, what + " deep", 3e-5);
+    // Explicit tilings: one warpgroup, narrow tiles, 128-byte rows (k-contiguous operands).
+    for (codegen::WgmmaTiling w :
+         {codegen::WgmmaTiling{64, 128, 4, 64}, codegen::WgmmaTiling{128, 64, 4, 64},
+          codegen::WgmmaTiling{64, 64, 3, 128}, codegen::WgmmaTiling{128, 64, 2, 128}}) {
+      if (codegen::CheckWgmmaTiling(w, g, t)) continue;
+      RunAndCheck(g, 0.75f, 0.5f, t, nullptr, fmt::format("{} {}", what, w.ToString()), 3e-5,
+                  nullptr, &w);
+    }
   }
 }
 

@@ -8,27 +8,24 @@
 namespace texel::codegen {
 namespace {
 
-// 128 x 128 tiles of two warpgroups, 3 stages of 16 KiB: on the H100 at n = 4096
-// (docs/precision.md) 408-419 TFLOP/s in fp16 and 236-242 in tf32 timed product by product,
-// 355-367 and 189-194 in texel_gemm_bench's sustained runs; 128 x 256 tiles in 2 stages (all
-// that fits 48 KiB) 199 and 110, 64 x 128 in 4 stages 304 and 152.
-constexpr int kBm = 128, kBn = 128, kStages = 3;
+// Local memory a work-group may take: the H100 reports 48 KiB and refuses more at enqueue.
+constexpr int kLocalBytes = 48 * 1024;
 
 int ElemBytes(const GemmProblem& g) { return g.elem == DType::kFloat16 ? 2 : 4; }
 
-// The instruction over d[kBn / 2] with descriptors da and db (operands 0 .. kBn / 2 - 1 the
+// The instruction over d[bn / 2] with descriptors da and db (operands 0 .. bn / 2 - 1 the
 // accumulators, then the descriptors and the scale-d flag); in fp16 with the flags that
 // transpose an m- or n-contiguous operand.
-std::string WgmmaMacro(const GemmProblem& g) {
+std::string WgmmaMacro(const GemmProblem& g, int bn) {
   bool f16 = g.mode == ComputeMode::kFp16;
   std::string regs, operands;
-  const int n = kBn / 2;
+  const int n = bn / 2;
   for (int i = 0; i < n; ++i) {
     regs += fmt::format("{}%{}", i ? "," : "", i);
     operands += fmt::format("{}\"+f\"(d[{}])", i ? ", " : "", i);
   }
   std::string shape =
-      f16 ? fmt::format("m64n{}k16.f32.f16.f16", kBn) : fmt::format("m64n{}k8.f32.tf32.tf32", kBn);
+      f16 ? fmt::format("m64n{}k16.f32.f16.f16", bn) : fmt::format("m64n{}k8.f32.tf32.tf32", bn);
   // fp16 takes the transpose flags (1: the operand is m- or n-contiguous); tf32 has none.
   std::string tail =
       f16 ? fmt::format("p, 1, 1, {}, {}", g.trans_a ? 1 : 0, g.trans_b ? 0 : 1) : "p, 1, 1";
@@ -39,55 +36,100 @@ std::string WgmmaMacro(const GemmProblem& g) {
       n + 2, shape, regs, n, n + 1, tail, operands);
 }
 
+int64_t Tiles(const GemmProblem& g, const WgmmaTiling& w) {
+  return g.m / w.bm * (g.n / w.bn) * g.batch;
+}
+
 }  // namespace
 
-bool WgmmaApplies(const GemmProblem& g, const Target& t) {
-  if (!t.wgmma || g.gather_b || g.k <= 0) return false;
+std::string WgmmaTiling::ToString() const {
+  return fmt::format("{}x{} s{}{}", bm, bn, stages, row_bytes == 64 ? "" : " r128");
+}
+
+// 128 x 128 tiles of two warpgroups, 3 stages of 16 KiB: on the H100 at n = 4096
+// (docs/precision.md) 408-419 TFLOP/s in fp16 and 236-242 in tf32 timed product by product,
+// 355-367 and 189-194 in texel_gemm_bench's sustained runs; 128 x 256 tiles in 2 stages (all
+// that fits 48 KiB) 199 and 110, 64 x 128 in 4 stages 304 and 152. Where 128 x 128 tiles leave
+// compute units idle, 128 x 64 in 4 stages: at n = 1024 (64 or 128 tiles on 132 units) 87.0
+// against 72.8 in tf32, 136.7 against 116.1 in fp16. Splitting K between two work-groups of a
+// tile instead (the last to finish adding the parts) was slower: 64.1 in tf32.
+WgmmaTiling ChooseWgmmaTiling(const GemmProblem& g, const Target& t) {
+  WgmmaTiling big, narrow{128, 64, 4, 64};
+  bool whole = g.m % big.bm == 0 && g.n % big.bn == 0;
+  return whole && Tiles(g, big) >= static_cast<int64_t>(t.compute_units) ? big : narrow;
+}
+
+std::optional<std::string> CheckWgmmaTiling(const WgmmaTiling& w, const GemmProblem& g,
+                                            const Target& t) {
+  if (!t.wgmma) return "the device has no warpgroup MMA (sm_90a)";
+  if (g.gather_b || g.k <= 0) return "a gathered or empty product";
   bool f16 = g.mode == ComputeMode::kFp16 && g.elem == DType::kFloat16;
   // tf32 has no transposing instruction: both operands k-contiguous.
   bool tf32 = g.mode == ComputeMode::kTf32 && g.elem == DType::kFloat32 && !g.trans_a && g.trans_b;
-  if (!f16 && !tf32) return false;
+  if (!f16 && !tf32) return "fp16 on f16 storage, or tf32 with A [M, K] and B stored [N, K]";
+  if ((w.bm != 64 && w.bm != 128) || (w.bn != 64 && w.bn != 128 && w.bn != 256) || w.stages < 2 ||
+      (w.row_bytes != 64 && w.row_bytes != 128))
+    return fmt::format(
+        "tiling {}: want 64 or 128 rows, 64, 128 or 256 columns, at least 2 "
+        "stages, rows of 64 or 128 bytes",
+        w.ToString());
+  if (w.row_bytes == 128 && (g.trans_a || !g.trans_b))
+    return "128-byte rows need k-contiguous operands (A [M, K], B stored [N, K])";
+  if ((w.bm + w.bn) * w.row_bytes * w.stages > kLocalBytes)
+    return fmt::format("tiling {} needs {} bytes of local memory, past {}", w.ToString(),
+                       (w.bm + w.bn) * w.row_bytes * w.stages, kLocalBytes);
+  if (t.max_work_group_size < static_cast<size_t>(w.bm / 64 * 128))
+    return "work-groups of that size do not fit the device";
   int64_t chunk = 16 / ElemBytes(g);  // elements per 16 bytes
-  // In fp16, enough tiles for every compute unit: at n = 1024 (64 tiles on 132 units) the
-  // warp-tiled kernel's 64 x 64 tiles were faster (124 against 114 TFLOP/s on the H100). In tf32
-  // this kernel was faster there too (72.9 against 65.9).
-  int64_t tiles = g.m / kBm * (g.n / kBn) * g.batch;
-  if (f16 && tiles < static_cast<int64_t>(t.compute_units)) return false;
-  return g.m % kBm == 0 && g.n % kBn == 0 && g.k % (64 / ElemBytes(g)) == 0 &&
-         Aligned(g.a_offset, g.lda, g.stride_a, g.batch, chunk) &&
-         Aligned(g.b_offset, g.ldb, g.stride_b, g.batch, chunk) &&
-         t.max_work_group_size >= static_cast<size_t>(kBm / 64 * 128);
+  if (g.m % w.bm || g.n % w.bn || g.k % (w.row_bytes / ElemBytes(g)))
+    return fmt::format("M and N must be whole tiles of {} x {}, K whole steps of {}", w.bm, w.bn,
+                       w.row_bytes / ElemBytes(g));
+  if (!Aligned(g.a_offset, g.lda, g.stride_a, g.batch, chunk) ||
+      !Aligned(g.b_offset, g.ldb, g.stride_b, g.batch, chunk))
+    return "operands' offsets, leading dimensions and batch strides must be 16-byte multiples";
+  return std::nullopt;
 }
 
-std::string WgmmaGemmClass(const GemmProblem& g) {
-  return fmt::format("wgmma {}x{} s{} {} {}{}", kBm, kBn, kStages, ComputeModeName(g.mode),
+bool WgmmaApplies(const GemmProblem& g, const Target& t) {
+  WgmmaTiling w = ChooseWgmmaTiling(g, t);
+  if (CheckWgmmaTiling(w, g, t)) return false;
+  // In fp16, tiles for most compute units: at n = 1024 128 x 64 tiles beat the warp-tiled
+  // kernel's 64 x 64 (136.7 against 114.8 TFLOP/s on the H100; 128 x 128 ones, 64 tiles, did
+  // not: 116.1 against 124). In tf32 this kernel was faster with fewer tiles too.
+  bool f16 = g.mode == ComputeMode::kFp16;
+  return !(f16 && Tiles(g, w) * 4 < static_cast<int64_t>(t.compute_units) * 3);
+}
+
+std::string WgmmaGemmClass(const GemmProblem& g, const WgmmaTiling& w) {
+  return fmt::format("wgmma {} {} {}{}", w.ToString(), ComputeModeName(g.mode),
                      g.trans_a ? "t" : "n", g.trans_b ? "t" : "n");
 }
 
-void WgmmaGemmGeometry(const GemmProblem& g, std::vector<size_t>* global,
+void WgmmaGemmGeometry(const GemmProblem& g, const WgmmaTiling& w, std::vector<size_t>* global,
                        std::vector<size_t>* local) {
-  size_t wg = kBm / 64 * 128;
-  *global = {static_cast<size_t>(g.m / kBm) * wg, static_cast<size_t>(g.n / kBn),
+  size_t wg = static_cast<size_t>(w.bm / 64 * 128);
+  *global = {static_cast<size_t>(g.m / w.bm) * wg, static_cast<size_t>(g.n / w.bn),
              static_cast<size_t>(g.batch)};
   *local = {wg, 1, 1};
 }
 
-KernelSpec GenerateWgmmaGemm(const GemmProblem& g, const std::string& kernel_name,
-                             const Target& t) {
-  if (!WgmmaApplies(g, t))
+KernelSpec GenerateWgmmaGemm(const GemmProblem& g, const std::string& kernel_name, const Target& t,
+                             const WgmmaTiling& w) {
+  if (auto why = CheckWgmmaTiling(w, g, t))
     Fail(ErrorCode::kInvalidArgument,
-         "texel_gemm: the warpgroup kernel does not take this problem");
+         "texel_gemm: the warpgroup kernel does not take this problem: {}", *why);
   KernelSource src(kernel_name, "wgmma_gemm");
-  src.Define("BM", kBm).Define("BN", kBn).Define("STAGES", kStages).Define("ELEM", ElemBytes(g));
+  src.Define("BM", w.bm).Define("BN", w.bn).Define("STAGES", w.stages).Define("ROWB", w.row_bytes);
+  src.Define("ELEM", ElemBytes(g));
   DefineStorage(src, g.elem);
   src.Define("TRANS_A", g.trans_a).Define("TRANS_B", g.trans_b);
-  src.Define("WGMMA(d, da, db)", WgmmaMacro(g));
+  src.Define("WGMMA(d, da, db)", WgmmaMacro(g, w.bn));
   DefineAsyncCopy(src, t);
   KernelSpec spec;
   spec.name = kernel_name;
   spec.source = src.Render();
   spec.inline_ptx = spec.tensor_cores = true;
-  WgmmaGemmGeometry(g, &spec.global, &spec.local);
+  WgmmaGemmGeometry(g, w, &spec.global, &spec.local);
   spec.flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) *
                static_cast<double>(g.k) * static_cast<double>(g.batch);
   return spec;

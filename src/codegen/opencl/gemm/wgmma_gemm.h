@@ -1,10 +1,11 @@
 // texel_gemm on Hopper's warpgroup MMA (kernels/wgmma_gemm.cl): wgmma.mma_async with both
-// operands in 64-byte-swizzled local memory, for whole 128 x 128 tiles in fp16 (f16 storage,
-// every transpose) or tf32 (f32 storage, the engine truncating the operands; k-contiguous
-// operands only: A [M, K], B stored [N, K]). Other problems take the warp-tiled kernel
-// (warp_gemm.h). Thread safety: pure functions.
+// operands in 64-byte-swizzled local memory, for whole tiles in fp16 (f16 storage, every
+// transpose) or tf32 (f32 storage, the engine truncating the operands; k-contiguous operands
+// only: A [M, K], B stored [N, K]). Other problems take the warp-tiled kernel (warp_gemm.h).
+// Thread safety: pure functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,16 +13,30 @@
 
 namespace texel::codegen {
 
-// Whether g runs on the warpgroup kernel on t (Target::wgmma, and the shapes above).
+// A tile of bm (64 or 128: one or two warpgroups) x bn (64, 128 or 256) in `stages` stages of
+// row_bytes of K (64, or 128 where both operands are k-contiguous).
+struct WgmmaTiling {
+  int bm = 128, bn = 128, stages = 3, row_bytes = 64;
+  std::string ToString() const;  // "128x128 s3", "64x64 s3 r128"
+};
+
+// The heuristic's tiling for g on t (docs/precision.md): 128 x 128 in 3 stages, 128 x 64 in 4
+// where those leave compute units idle.
+WgmmaTiling ChooseWgmmaTiling(const GemmProblem& g, const Target& t);
+// Why w cannot run g on t (whole tiles, 16-byte alignment, 48 KiB of local memory), or nullopt.
+std::optional<std::string> CheckWgmmaTiling(const WgmmaTiling& w, const GemmProblem& g,
+                                            const Target& t);
+// Whether g runs on the warpgroup kernel on t with the heuristic's tiling (Target::wgmma, and the
+// shapes above).
 bool WgmmaApplies(const GemmProblem& g, const Target& t);
 
 // g's shape class (the kernel's source depends on nothing else) and its launch geometry.
-std::string WgmmaGemmClass(const GemmProblem& g);
-void WgmmaGemmGeometry(const GemmProblem& g, std::vector<size_t>* global,
+std::string WgmmaGemmClass(const GemmProblem& g, const WgmmaTiling& w);
+void WgmmaGemmGeometry(const GemmProblem& g, const WgmmaTiling& w, std::vector<size_t>* global,
                        std::vector<size_t>* local);
-
-// The kernel, with texel_gemm's parameters in the warp-tiled kernel's order; its source hides
-// the sm_90a instructions for the runtime to make live (runtime/cl/ptx_sm90a.h).
-KernelSpec GenerateWgmmaGemm(const GemmProblem& g, const std::string& kernel_name, const Target& t);
+// The kernel, with texel_gemm's parameters in the warp-tiled kernel's order; its source hides the
+// sm_90a instructions for the runtime to make live (runtime/cl/ptx_sm90a.h).
+KernelSpec GenerateWgmmaGemm(const GemmProblem& g, const std::string& kernel_name, const Target& t,
+                             const WgmmaTiling& w);
 
 }  // namespace texel::codegen
