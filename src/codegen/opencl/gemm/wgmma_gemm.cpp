@@ -51,8 +51,9 @@ std::string WgmmaTiling::ToString() const {
 // 355-367 and 189-194 in texel_gemm_bench's sustained runs; 128 x 256 tiles in 2 stages (all
 // that fits 48 KiB) 199 and 110, 64 x 128 in 4 stages 304 and 152. Where 128 x 128 tiles leave
 // compute units idle, 128 x 64 in 4 stages: at n = 1024 (64 or 128 tiles on 132 units) 87.0
-// against 72.8 in tf32, 136.7 against 116.1 in fp16. Splitting K between two work-groups of a
-// tile instead (the last to finish adding the parts) was slower: 64.1 in tf32.
+// against 72.8 in tf32, 136.7 against 116.1 in fp16. Splitting K between the work-groups of a
+// tile instead (the last to finish adding the parts) was slower in every tiling tried
+// (docs/precision.md).
 WgmmaTiling ChooseWgmmaTiling(const GemmProblem& g, const Target& t) {
   WgmmaTiling big, narrow{128, 64, 4, 64};
   bool whole = g.m % big.bm == 0 && g.n % big.bn == 0;
