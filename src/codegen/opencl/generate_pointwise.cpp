@@ -24,6 +24,34 @@ std::string PointerType(DType t, bool movement) {
   return movement && t == DType::kFloat16 ? "ushort" : StorageTypeName(t);
 }
 
+// A Concat of whole, contiguous inputs from the flat index i alone: input k holds, for each of
+// the `outer` leading blocks, a run of len_k * inner elements, so the output's element i is in
+// block i / (total * inner). No coordinates: on PoCL the divisions of the general body, not the
+// copy, bounded it (SqueezeNet's 128 x 55 x 55 Concat ran at 10 GB/s). Empty when an input is
+// read through a view.
+std::string FlatConcatBody(const ir::Node& n) {
+  const Shape& os = n.outputs[0]->type.shape;
+  int64_t axis = n.attrs.Int("axis"), outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= os[d];
+  for (size_t d = axis + 1; d < os.size(); ++d) inner *= os[d];
+  const int64_t run = os[axis] * inner;  // output elements per leading block
+  std::string block = outer == 1 ? "0" : fmt::format("(i / {})", run);
+  std::string at = outer == 1 ? "i" : fmt::format("(i - {} * {})", block, run);
+  std::string s = fmt::format("const long r = {};", at);
+  int64_t start = 0;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const Shape& ks = n.inputs[k]->type.shape;
+    if (!(ir::IndexMap::Load(n.attrs, fmt::format("in{}", k), ks) == ir::IndexMap::Contiguous(ks)))
+      return "";
+    int64_t len = ks[axis] * inner, end = start + len;
+    std::string read = fmt::format("v = in{}[{} * {} + r - {}];", k, block, len, start);
+    s += k + 1 == n.inputs.size() ? fmt::format(" {{ {} }}", read)
+                                  : fmt::format(" if (r < {}) {{ {} }} else", end, read);
+    start = end;
+  }
+  return s;
+}
+
 // Data movement: computes the source offset `s` of output element i in input 0.
 std::string MovementBody(const ir::Node& n) {
   const ir::Value* x = n.inputs[0];
@@ -150,6 +178,7 @@ std::string MovementBody(const ir::Node& n) {
     }
     case OpKind::kConcat: {
       int64_t axis = n.attrs.Int("axis"), start = 0;
+      if (std::string flat = FlatConcatBody(n); !flat.empty()) return flat;
       std::string s;
       for (size_t k = 0; k < n.inputs.size(); ++k) {
         // The input, or the view of it that the views pass stored.
