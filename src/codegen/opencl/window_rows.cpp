@@ -83,7 +83,7 @@ KernelSpec RowsKernel(const ir::Node& n, const std::string& kernel_name, int64_t
   src.Define("VLOAD(p)", fmt::format("vload{}(0, (p))", vw));
   src.Define("ELEM(v, e)", "(((T*)&(v))[e])");
   src.Define("INIT", conv ? "0" : "-INFINITY").Define("PAD", conv ? "0" : "-INFINITY");
-  src.Define("ACC(acc, v, wt)", conv ? "mad(v, (TV)(wt), acc)" : "fmax(acc, v)");
+  src.Define("ACC(acc, v, wt)", conv ? "(v) * (TV)(wt) + (acc)" : "fmax(acc, v)");
   src.Define("WEIGHT(i)", conv ? "LOAD(w, i)" : "0");
   src.Define("WEIGHT_PARAM", conv ? ", __global const T_STORE* restrict w" : "");
   KernelSpec spec;

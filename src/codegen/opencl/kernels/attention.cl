@@ -53,7 +53,7 @@ __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void KERNEL_NAME(ATTENT
       const int j = j0 + jj;
       VT a = (VT)0;
 #pragma unroll
-      for (int c = 0; c < D / VW; ++c) a = mad(qr[c], ks[jj * (D / VW) + c], a);
+      for (int c = 0; c < D / VW; ++c) a = qr[c] * ks[jj * (D / VW) + c] + a;
       T x = SUMV(a) + BIAS(i, min(j, SK - 1));
 #if CAUSAL
       if (j > i + (SK - SQ)) x = -INFINITY;
@@ -72,7 +72,7 @@ __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void KERNEL_NAME(ATTENT
         const T p = EXP(s[jj] - m_new);
         lsum += p;
 #pragma unroll
-        for (int c = 0; c < DV / VW; ++c) acc[c] = mad((VT)p, vs[jj * (DV / VW) + c], acc[c]);
+        for (int c = 0; c < DV / VW; ++c) acc[c] = (VT)p * vs[jj * (DV / VW) + c] + acc[c];
       }
       m = m_new;
     }

@@ -156,10 +156,10 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(ATTENT
         const float4 b = vload4(d4, ks + (tx + 8 * c) * KS_STRIDE);
 #pragma unroll
         for (int r = 0; r < RM; ++r) {
-          s[r][c] = mad(av[0][r], b.s0, s[r][c]);
-          s[r][c] = mad(av[1][r], b.s1, s[r][c]);
-          s[r][c] = mad(av[2][r], b.s2, s[r][c]);
-          s[r][c] = mad(av[3][r], b.s3, s[r][c]);
+          s[r][c] = av[0][r] * b.s0 + s[r][c];
+          s[r][c] = av[1][r] * b.s1 + s[r][c];
+          s[r][c] = av[2][r] * b.s2 + s[r][c];
+          s[r][c] = av[3][r] * b.s3 + s[r][c];
         }
       }
     }
@@ -177,7 +177,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(ATTENT
 #pragma unroll
       for (int r = 0; r < RM; ++r)
 #pragma unroll
-        for (int c = 0; c < 4; ++c) s[r][c] = mad(av[r], bv[c], s[r][c]);
+        for (int c = 0; c < 4; ++c) s[r][c] = av[r] * bv[c] + s[r][c];
     }
 #endif
 #pragma unroll
@@ -243,10 +243,10 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(ATTENT
         const float4 w = vload4(0, vs + j * DV + c * 8 + tx * 4);
 #pragma unroll
         for (int r = 0; r < RM; ++r) {
-          acc[r][c + 0] = mad(pv[r], w.s0, acc[r][c + 0]);
-          acc[r][c + 1] = mad(pv[r], w.s1, acc[r][c + 1]);
-          acc[r][c + 2] = mad(pv[r], w.s2, acc[r][c + 2]);
-          acc[r][c + 3] = mad(pv[r], w.s3, acc[r][c + 3]);
+          acc[r][c + 0] = pv[r] * w.s0 + acc[r][c + 0];
+          acc[r][c + 1] = pv[r] * w.s1 + acc[r][c + 1];
+          acc[r][c + 2] = pv[r] * w.s2 + acc[r][c + 2];
+          acc[r][c + 3] = pv[r] * w.s3 + acc[r][c + 3];
         }
       }
     }

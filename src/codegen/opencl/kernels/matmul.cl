@@ -123,7 +123,7 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
 #pragma unroll
         for (int i = 0; i < WM; ++i)
 #pragma unroll
-          for (int j = 0; j < WN; ++j) acc[i][j] = mad(af[i], bf[j], acc[i][j]);
+          for (int j = 0; j < WN; ++j) acc[i][j] = af[i] * bf[j] + acc[i][j];
       }
     }
     if (t < tiles) {  // registers -> local buffer buf

@@ -59,7 +59,7 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
       const TVB bv = panel[kk][tx];
 #pragma unroll
       for (int r = 0; r < WM; ++r)
-        acc[r] = mad((TVB)(LOAD(ap, a_row[r] + (long)(k0 + kk) * A_KS)), bv, acc[r]);
+        acc[r] = (TVB)(LOAD(ap, a_row[r] + (long)(k0 + kk) * A_KS)) * bv + acc[r];
     }
   }
 #else
@@ -67,7 +67,7 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
     const TVB bv = LOAD_B(bp, k, col);
 #pragma unroll
     for (int r = 0; r < WM; ++r)
-      acc[r] = mad((TVB)(LOAD(ap, a_row[r] + (long)k * A_KS)), bv, acc[r]);
+      acc[r] = (TVB)(LOAD(ap, a_row[r] + (long)k * A_KS)) * bv + acc[r];
   }
 #endif
 #if SPLIT_K > 1
