@@ -278,8 +278,9 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
     // Each build runs the heuristic's kernel beside its candidates, which are judged by their
     // time relative to it in the same runs: a busy machine slows both alike.
     double best_ratio = 1;
-    // A build is not started that the last one's duration says would overrun the budget.
-    while (Clock::now() < end && left() > last_build) {
+    // A build is not started that the last one's duration says would overrun the budget (with
+    // one more for the confirmation below).
+    while (Clock::now() < end && left() > 2 * last_build) {
       auto build_start = Clock::now();
       std::vector<Trial> trials = {{w.node, &t, t.candidates[0]}};
       for (size_t n = 1; n < kPerBuild; ++n) {
@@ -312,6 +313,29 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
       }
       last_build = Since(build_start);
       report(i);
+    }
+    // The fastest of many noisy measurements is flattered by the noise (ResNet-18's points so
+    // chosen on a busy 2-core machine ran 1.3x slower in the model than the heuristic's): the
+    // winner is timed again beside the heuristic's kernel, interleaved, in a build of its own,
+    // and kept only if it is still faster there.
+    if (best_ratio <= 0.95 && left() > last_build) {
+      std::vector<Trial> again;
+      for (int r = 0; r < 2; ++r) {
+        again.push_back({w.node, &t, t.candidates[0]});
+        again.push_back({w.node, &t, best});
+      }
+      std::vector<std::string> why;
+      auto measured = RunEach(ctx, again, options.runs, options.seed + 1, &why);
+      double h = 0, b = 0;
+      for (size_t j = 0; j < again.size(); ++j)
+        if (measured[j]) (j % 2 ? b : h) += measured[j]->us;
+      if (h > 0 && b > 0) {
+        best_ratio = b / h;
+        w.k.heuristic_us = h / 2;
+        w.k.tuned_us = b / 2;
+      } else {
+        best_ratio = 1;
+      }
     }
     if (best_ratio > 0.95) {  // within noise and context: keep the heuristic's
       best = t.candidates[0];
