@@ -1,11 +1,12 @@
 // texel_gemm on Hopper's warpgroup MMA (kernels/wgmma_gemm.cl): wgmma.mma_async with both
-// operands in 64-byte-swizzled local memory, for whole tiles in fp16 (f16 storage, every
+// operands in 64- or 128-byte-swizzled local memory, for whole tiles in fp16 (f16 storage, every
 // transpose) or tf32 (f32 storage, the engine truncating the operands; k-contiguous operands
 // only: A [M, K], B stored [N, K]). Other problems take the warp-tiled kernel (warp_gemm.h).
 // Thread safety: pure functions.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
