@@ -16,23 +16,15 @@ constexpr int kVersion = 3;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// The row block of 6 to 14 pixels (the whole row when shorter) that leaves the fewest unused
-// pixels in the last block; the longer on ties (fewer broadcasts per filter load).
-int64_t HeuristicRw(int64_t ow) {
-  if (ow <= 6) return ow;
-  int64_t best = 14;
-  for (int64_t rw = 14; rw >= 6; --rw)
-    if (CeilDiv(ow, rw) * rw < CeilDiv(ow, best) * best) best = rw;
-  return best;
-}
-
-// With two vectors of channels per work-item: 5 to 8 pixels (2 x 8 accumulators and the two
-// filter vectors leave AVX-512's 32 registers room; 2 x 11 ran 1.7x slower than 2 x 8 on
-// SqueezeNet's 3x3 convolutions), the fewest unused in the last block, the longer on ties.
-int64_t HeuristicRw2(int64_t ow) {
-  if (ow <= 5) return ow;
-  int64_t best = 8;
-  for (int64_t rw = 8; rw >= 5; --rw)
+// The row block of lo to hi pixels (the whole row when shorter) that leaves the fewest unused
+// pixels in the last block; the longer on ties (fewer broadcasts per filter load). One vector of
+// channels takes 6-14; two take 5-8 (2 x 8 accumulators and the two filter vectors leave
+// AVX-512's 32 registers room; 2 x 11 ran 1.7x slower than 2 x 8 on SqueezeNet's 3x3
+// convolutions).
+int64_t RowBlock(int64_t ow, int64_t lo, int64_t hi) {
+  if (ow <= lo) return ow;
+  int64_t best = hi;
+  for (int64_t rw = hi; rw >= lo; --rw)
     if (CeilDiv(ow, rw) * rw < CeilDiv(ow, best) * best) best = rw;
   return best;
 }
@@ -66,9 +58,9 @@ std::optional<Tunable> ConvBlockedTunable(const ir::Node& n, const Target& t) {
   int64_t voc0 = ocg > 8 ? 16 : 8;
   // Two vectors of channels where there are that many (each broadcast pixel feeds two FMAs).
   if (ocg > 16)
-    tn.candidates.push_back({{"along", 0}, {"nv", 2}, {"rw", HeuristicRw2(ow)}, {"voc", 16}});
+    tn.candidates.push_back({{"along", 0}, {"nv", 2}, {"rw", RowBlock(ow, 5, 8)}, {"voc", 16}});
   else
-    tn.candidates.push_back({{"along", 0}, {"nv", 1}, {"rw", HeuristicRw(ow)}, {"voc", voc0}});
+    tn.candidates.push_back({{"along", 0}, {"nv", 1}, {"rw", RowBlock(ow, 6, 14)}, {"voc", voc0}});
   auto add = [&](TunePoint p) {
     if (p != tn.candidates[0]) tn.candidates.push_back(std::move(p));
   };
