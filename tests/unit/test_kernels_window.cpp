@@ -420,6 +420,11 @@ TEST(WindowKernelTest, EveryTunedPointComputesTheReference) {
   ir::Attrs strided = ConvAttrs({2, 2}, {2, 1, 0, 2}, {2, 1}, 2);
   n += CheckCandidates(ir::OpKind::kConv, strided, x, {wg},
                        RefConv(x, wg, nullptr, {2, 2}, {2, 1, 0, 2}, {2, 1}, 2), "grouped conv", 3);
+  // A 1x1 convolution over few channels on a long row: the heuristic's vectors run along the row.
+  HostTensor xr = RandomF32({1, 5, 3, 50}, 508), wr = RandomF32({7, 5, 1, 1}, 509);
+  ir::Attrs pointwise = ConvAttrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  n += CheckCandidates(ir::OpKind::kConv, pointwise, xr, {wr},
+                       RefConv(xr, wr, nullptr, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1), "1x1 conv", 40);
   // Depthwise, stride 2; max pooling, stride 1 and 2.
   HostTensor wd = RandomF32({6, 1, 3, 3}, 505);
   ir::Attrs dw = ConvAttrs({2, 2}, {1, 1, 1, 1}, {1, 1}, 6);
