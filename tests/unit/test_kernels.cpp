@@ -578,6 +578,35 @@ TEST(PrecisionTest, Fp16StorageWithKeepRuleAndCasts) {
   ExpectClose(got[1], want[1], "softmax after f16 relu", 1e-2f);
 }
 
+// A convolution over 3 images in fp16 (the implicit GEMM, its images folded into the columns:
+// NCHW stores from columns of images x pixels) with a residual Add and a Relu fused into its
+// stores, whose indices must be the output's: against the fp32 compile (the CPU's blocked
+// convolution), within f16 rounding.
+TEST(PrecisionTest, Fp16ConvOverImagesWithResidual) {
+  HostTensor x = testing::RandomF32({3, 8, 5, 5}, 921), w = testing::RandomF32({12, 8, 3, 3}, 922);
+  HostTensor b = testing::RandomF32({12}, 923), r = testing::RandomF32({3, 12, 5, 5}, 924);
+  // Sums over 72 products of order 1, so that their f16 rounding stays below the tolerance
+  // where the residual cancels them.
+  for (int64_t i = 0; i < w.size(); ++i) w.data<float>()[i] /= 8;
+  auto build = [&] {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* xv = g->AddInput("x", F32Type(x.shape));
+    ir::Value* rv = g->AddInput("r", F32Type(r.shape));
+    ir::Value* c = g->AddNode(ir::OpKind::kConv, {xv, Const(*g, "w", w), Const(*g, "b", b)},
+                              ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), "conv")
+                       ->outputs[0];
+    ir::Value* s = g->AddNode(ir::OpKind::kAdd, {c, rv}, {}, "add")->outputs[0];
+    g->AddOutput(g->AddNode(ir::OpKind::kRelu, {s}, {}, "relu")->outputs[0]);
+    return g;
+  };
+  std::map<std::string, HostTensor> in{{"x", x}, {"r", r}};
+  CompiledModel half = CompileIn(build(), ComputeMode::kFp16);
+  auto want = runtime::Session(*CompileIn(build(), ComputeMode::kFp32).executable).Run(in);
+  auto got = runtime::Session(*half.executable).Run(in);
+  ASSERT_EQ(got.size(), 1u);
+  ExpectClose(got[0], want[0], "conv + residual + relu over 3 images, f16 storage", 1e-2f);
+}
+
 void CheckFp16Outputs(const CompiledModel& half, const std::vector<HostTensor>& want,
                       const std::map<std::string, HostTensor>& in);
 

@@ -240,15 +240,21 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
        true},
       // 81 taps: more than a mask holds, gathered by the per-step load
       {{1, 2, 12, 11}, {16, 2, 9, 9}, ConvAttrs({1, 1}, {4, 4, 4, 4}, {1, 1}, 1), false},
+      // 3 images of 7 x 7 folded into the columns (N = 147): 3x3 with padding, and 1x1 over
+      // 5 x 5 (gathered: 25 is no multiple of 4)
+      {{3, 16, 7, 7}, {24, 16, 3, 3}, ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), true},
+      {{2, 64, 5, 5}, {16, 64, 1, 1}, ConvAttrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1), true},
   };
   struct Mode {
     ComputeMode mode;
     DType storage;
     double tol;  // per sqrt(K), as the MatMul tests
   };
+  // fp32: the scalar tiled kernel a GPU takes (and its split-K sum), for the folded images.
   const Mode modes[] = {{ComputeMode::kTf32, DType::kFloat32, 2e-3},
                         {ComputeMode::kTf32x3, DType::kFloat32, 2e-5},
-                        {ComputeMode::kFp16, DType::kFloat16, 4e-3}};
+                        {ComputeMode::kFp16, DType::kFloat16, 4e-3},
+                        {ComputeMode::kFp32, DType::kFloat32, 2e-6}};
   // The device's own engine where it has one (TEXEL_TEST_DEVICE=gpu on an H100), else the
   // emulation with an H100's tiling.
   codegen::Target split = backends::NativeBackend::TargetOf(SharedContext()->info());
@@ -262,7 +268,7 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
   whole.compute_units = 1;  // K not split
   const cl::Context& ctx = *SharedContext();
   uint32_t seed = 700;
-  int gathered = 0, hoisted = 0;
+  int gathered = 0, hoisted = 0, folded = 0;
   std::map<bool, int> bias_runs;  // by whether K is split
   for (size_t mi = 0; mi < std::size(modes); ++mi)
     for (size_t ci = 0; ci < cases.size(); ++ci) {
@@ -285,9 +291,15 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
       bool summed = specs.size() > 1;  // a second kernel adds the slices of K up
       std::string what = fmt::format("{} x {} w {}{}{}", ComputeModeName(m.mode), ShapeStr(c.x),
                                      ShapeStr(c.w), c.bias ? " bias" : "", summed ? " split" : "");
-      ASSERT_NE(specs[0].source.find("#define MODEL 1"), std::string::npos) << what;
-      gathered += specs[0].source.find("#define GATHER_B 1") != std::string::npos;
-      hoisted += specs[0].source.find("#define GATHER_HOISTED 1") != std::string::npos;
+      bool engine = m.mode != ComputeMode::kFp32;
+      ASSERT_EQ(specs[0].source.find("#define MODEL 1") != std::string::npos, engine) << what;
+      folded += c.x[0] > 1 &&
+                specs.back().source.find("% " + std::to_string(NumElements(Spatial(yt.shape))) +
+                                         ")") != std::string::npos;
+      if (engine) {
+        gathered += specs[0].source.find("#define GATHER_B 1") != std::string::npos;
+        hoisted += specs[0].source.find("#define GATHER_HOISTED 1") != std::string::npos;
+      }
       if (c.bias) ++bias_runs[summed];
       cl::Buffer dx(ctx, x.bytes.size()), dw(ctx, w.bytes.size()), db(ctx, b.bytes.size()),
           dy(ctx, yt.bytes());
@@ -319,8 +331,9 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
       }
       EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << y.size() << " elements differ";
     }
-  EXPECT_EQ(gathered, 18) << "six of the eight cases gather the image, in every mode";
-  EXPECT_EQ(hoisted, 12) << "all but the 1- and 81-tap cases gather with the per-column state";
+  EXPECT_EQ(gathered, 24) << "eight of the ten cases gather the image, in every engine mode";
+  EXPECT_EQ(hoisted, 15) << "all but the 1- and 81-tap cases gather with the per-column state";
+  EXPECT_EQ(folded, 12) << "the three cases of several images fold them, in every mode";
   EXPECT_GT(bias_runs[true], 0) << "the sum kernel adds a bias somewhere";
   EXPECT_GT(bias_runs[false], 0) << "the product's own kernel adds a bias somewhere";
 }

@@ -3,7 +3,9 @@
 // ICg * KD * KH * KW) x im2col(x[n, g]) (K x P). The im2col matrix is never stored: the kernel
 // gathers its elements from x while loading B (GemmOperands::load_b), so tiling, vector widths,
 // the bias and the fused epilogue all come from the GEMM path. A 1x1 convolution without
-// stride or padding is a plain GEMM on x. Depthwise convolutions (one filter per channel) take
+// stride or padding is a plain GEMM on x. A gathered convolution over several images is one
+// product per group whose columns run over every image's pixels (GemmOperands::fold), stored
+// back as NCHW. Depthwise convolutions (one filter per channel) take
 // the direct GEMM kernel on GPUs (M = 1 row, K = the window). In a reduced-precision compute
 // mode (ComputeModeOf: fp16 on f16 storage, or a "compute_mode" attribute) the warp-tiled kernel
 // runs it on the matrix engine where ChooseModelWarpGemm takes it, gathering the image into its
@@ -24,35 +26,51 @@ namespace {
 
 // A loop over VB columns from col (od, oh, ow) between `before` and `after`: the column's
 // coordinates are divided out once and then stepped (the divisions cost more than the loads on
-// GPUs), `body` sees them as od, oh, ow and the column as col + e.
-std::string ForColumns(const std::string& before, const std::string& body,
-                       const std::string& after) {
-  return before + R"(
-  int ow = col % OW, oh = col / OW % OH, od = col / (OW * OH);
+// GPUs), `body` sees them as od, oh, ow and the column as col + e. With `folded` the columns
+// run over the images too (GemmOperands::fold): the image is img, the pixels per image PIX.
+std::string ForColumns(const std::string& before, const std::string& body, const std::string& after,
+                       bool folded) {
+  std::string first = folded ? R"(
+  int img = col / PIX, pix = col % PIX;
+  int ow = pix % OW, oh = pix / OW % OH, od = pix / (OW * OH);)"
+                             : R"(
+  int ow = col % OW, oh = col / OW % OH, od = col / (OW * OH);)";
+  std::string wrap = folded ? "if (++od == OD) od = 0, ++img;" : "++od;";
+  return before + first + R"(
 #pragma unroll
   for (int e = 0; e < VB; ++e) {
 )" + body +
          R"(
     if (++ow == OW) {
       ow = 0;
-      if (++oh == OH) oh = 0, ++od;
+      if (++oh == OH) {
+        oh = 0;
+        )" +
+         wrap + R"(
+      }
     }
   }
 )" + after;
 }
 
+// The offset of the column's image in B, before the offset within it (folded columns).
+std::string ImageOffset(bool folded, const char* type) {
+  return folded ? fmt::format("({})img * CIMG + ", type) : "";
+}
+
 // B's row k (ic, kd, kh, kw) from column col (od, oh, ow): VB gathered elements, zero in the
 // padding and beyond N; unsigned compares test both bounds at once.
-std::string Im2ColLoad() {
+std::string Im2ColLoad(bool folded) {
   return ForColumns(
       R"(  const int kw = k % KW, kr = k / KW, kh = kr % KH, kc = kr / KH;
   const int kd = kc % KD, ic = kc / KD;
   TVB v;)",
       R"(    const int id = od * SD - PD + kd * DD, ih = oh * SH - PH + kh * DH, iw = ow * SW - PW + kw * DW;
     ELEM(v, e) = col + e < N && (uint)id < ID && (uint)ih < IH && (uint)iw < IW
-                     ? LOAD_E(p, ((long)(ic * ID + id) * IH + ih) * IW + iw)
+                     ? LOAD_E(p, )" +
+          ImageOffset(folded, "long") + R"(((long)(ic * ID + id) * IH + ih) * IW + iw)
                      : 0;)",
-      "  return v;");
+      "  return v;", folded);
 }
 
 // The same gather in two parts for the warp-tiled kernel, whose work-items keep their VB
@@ -61,10 +79,11 @@ std::string Im2ColLoad() {
 // (ic, tap), the tap's offset, and each element is one test and one load. KWIN (taps, at most
 // 64) and GMASK_T (uint, or ulong past 32 taps) come with the defines; GI: the index type.
 constexpr const char* kIm2ColFields = "  GI base[VB];\n  GMASK_T mask[VB];";
-std::string Im2ColInit() {
+std::string Im2ColInit(bool folded) {
   return ForColumns("  GATHER_T s;",
                     R"(    const int id = od * SD - PD, ih = oh * SH - PH, iw = ow * SW - PW;
-    s.base[e] = ((GI)id * IH + ih) * IW + iw;
+    s.base[e] = )" + ImageOffset(folded, "GI") +
+                        R"(((GI)id * IH + ih) * IW + iw;
     GMASK_T m = 0;
     if (col + e < N)
       for (int kd = 0; kd < KD; ++kd)
@@ -73,7 +92,7 @@ std::string Im2ColInit() {
             if ((uint)(id + kd * DD) < ID && (uint)(ih + kh * DH) < IH && (uint)(iw + kw * DW) < IW)
               m |= (GMASK_T)1 << ((kd * KH + kh) * KW + kw);
     s.mask[e] = m;)",
-                    "  return s;");
+                    "  return s;", folded);
 }
 constexpr const char* kIm2ColStep =
     R"(  const int tap = k % KWIN, ic = k / KWIN;
@@ -117,12 +136,25 @@ GemmOperands ConvGemm(const ir::Node& n, const Target& target) {
   // GPU, 16 on a CPU); otherwise gathering pays for the wider vectors.
   if (!IsPlainGemm(win) || g.shape.n % (target.gpu ? 4 : 16) != 0) {
     g.shape.gather_b = true;
-    g.load_b = Im2ColLoad();
+    // Several images (not depthwise): one product over all of them, columns = images x pixels,
+    // so that small images fill the tiles (7 x 7 pixels filled 49 of a 64-column tile).
+    bool folded = x[0] > 1 && !(grouped && ic_g == 1);
+    if (folded) {
+      g.fold = g.shape.n;
+      g.shape.n *= x[0];
+      g.shape.batch = groups;
+      g.b_offset = grouped ? fmt::format("((long)(b) * {})", ic_g * in_pixels) : "0";
+    }
+    g.load_b = Im2ColLoad(folded);
     g.defines = WindowDefines(win);
+    g.defines.insert(g.defines.end(),
+                     {{"PIX", std::to_string(g.fold)}, {"CIMG", std::to_string(x[1] * in_pixels)}});
     int64_t taps = win.k[0] * win.k[1] * win.k[2];
     if (taps > 1 && taps <= 64) {
-      g.gather_fields = kIm2ColFields, g.gather_init = Im2ColInit(), g.gather_load = kIm2ColStep;
-      bool narrow = x[1] * in_pixels < (int64_t{1} << 31);  // the image's offsets fit an int
+      g.gather_fields = kIm2ColFields, g.gather_init = Im2ColInit(folded),
+      g.gather_load = kIm2ColStep;
+      // The offsets (of every image where folded) fit an int.
+      bool narrow = (folded ? x[0] : 1) * x[1] * in_pixels < (int64_t{1} << 31);
       g.defines.insert(g.defines.end(), {{"KWIN", std::to_string(taps)},
                                          {"GMASK_T", taps <= 32 ? "uint" : "ulong"},
                                          {"GI", narrow ? "int" : "long"}});

@@ -438,6 +438,16 @@ void DefineLoadB(KernelSource& src, const GemmOperands& g, const std::string& ke
                   n, g.gather_fields, g.gather_init, g.gather_load));
 }
 
+void DefineOutputIndex(KernelSource& src, const GemmOperands& g, bool folded) {
+  TEXEL_CHECK(g.fold == 0 || !g.partials_only, "folded columns with partial sums only");
+  if (folded && g.fold > 0)
+    src.Define(
+        "OUT_AT(b, r, c)",
+        fmt::format("((((long)(c) / {0} * BATCH + (b)) * M + (r)) * {0} + (c) % {0})", g.fold));
+  else
+    src.Define("OUT_AT(b, r, c)", "((((long)(b)) * M + (r)) * N + (c))");
+}
+
 std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& kernel_name,
                                      const Target& target, const MatMulParams& p,
                                      const Chain& epilogue) {
@@ -468,6 +478,7 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
     DefineLoadB(src, g, kernel_name);
   }
   DefineBias(src, g, bias && !split);
+  DefineOutputIndex(src, g, !split);
   src.Define("EDGE_M", s.m % p.tile_m != 0).Define("EDGE_N", s.n % p.tile_n != 0);
   src.Define("CLAMP_N", s.n % p.tile_n != 0 && !s.gather_b);
   // Partial sums (split-K's, a LayerNorm's prologue's) are T: f32 for f16 storage, as wide as
@@ -492,7 +503,9 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
     src.Define("GLOAD_A(p, i)", VecLoad(t, p.vec_a));
     src.Define("VM", vm).Define("TVM", VecType(t, vm));
     src.Define("VN", vn).Define("TVN", VecType(t, vn));
-    if (vn > 1 && s.n % vn == 0) src.Define("STORE_VN(p, i, v)", VecStore(out_t, vn));
+    // Whole vectors of columns stay contiguous in the output (folded: within one image).
+    if (vn > 1 && s.n % vn == 0 && (split || g.fold % vn == 0))
+      src.Define("STORE_VN(p, i, v)", VecStore(out_t, vn));
     src.Define("LOADS_A", CeilDiv(a_vecs, threads)).Define("GUARD_A", a_vecs % threads != 0);
     src.Define("LOADS_B", CeilDiv(b_vecs, threads)).Define("GUARD_B", b_vecs % threads != 0);
     // A's rows are padded by 4 so that the transposed stores of adjacent k spread over banks.
@@ -530,6 +543,7 @@ KernelSpec GenerateSplitSum(const GemmOperands& g, const std::string& kernel_nam
   DefineStorage(sum, s.dtype);
   sum.Define("M", s.m).Define("N", s.n).Define("BATCH", s.batch).Define("SPLITS", splits);
   DefineBias(sum, g, bias);
+  DefineOutputIndex(sum, g, true);
   KernelSpec add;
   add.name = kernel_name;
   add.args = {-1};

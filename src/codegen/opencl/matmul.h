@@ -114,7 +114,15 @@ struct GemmOperands {
   // epilogue or sum kernel: the consumer adds them up (a LayerNorm's prologue).
   bool partials_only = false;
   bool convolution = false;  // a convolution's implicit GEMM (B is its image)
+  // > 0: the columns are images x `fold` pixels (a convolution's images folded into N, so that
+  // small images fill the tiles), and C(b, row, col) is stored at ((col / fold * batch + b) * m
+  // + row) * fold + col % fold, NCHW. Never with partials_only (the slices stay row-major).
+  int64_t fold = 0;
 };
+
+// OUT_AT(b, r, c): the flat index of C(b, r, c) in g's output (row-major, or g.fold's NCHW),
+// the index its stores and the epilogue use; row-major where `folded` is false (split-K slices).
+void DefineOutputIndex(KernelSource& src, const GemmOperands& g, bool folded);
 
 // LOAD_B(p, k, col): g.load_b as a function of the kernel's, with g.defines; the caller defines
 // TVB, VB, ELEM and LOAD_E. With `hoisted` and g.gather_init, also GATHER_T, GATHER_INIT(col)

@@ -313,6 +313,7 @@ std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::
   src.Define("SPLITS", splits).Define("KS", ks);
   src.Define("lda", problem.lda).Define("ldb", problem.ldb).Define("ldc", problem.ldc);
   src.Define("A_OFF(b)", g.a_offset).Define("B_OFF(b)", g.b_offset);
+  DefineOutputIndex(src, g, !partials);
   // The bias per row in the product's kernel, or with partial sums in the sum kernel.
   bool bias = !g.bias.empty() && !partials;
   src.Define("BIAS_PARAM", bias ? ", __global const T_STORE* restrict bias_p" : "");

@@ -23,6 +23,8 @@
 // LOCAL_ALIGN; EDGE_M, EDGE_N, EDGE_K (1 when the last tile overhangs M, N or K); CLAMP_N (1
 // when overhanging columns must load from the last valid ones; a gathering LOAD_B returns zeros
 // beyond N instead, so N need not be a multiple of VB);
+// OUT_AT(b, r, c) (C(b, r, c)'s flat output index: row-major, or NCHW where a convolution's
+// images are folded into the columns, matmul.h);
 // EPILOGUE(v, i) (applied to each result, i = flat output index), EPILOGUE_PARAMS; SPLITS, KS
 // (split-K: work-group z = batch * SPLITS + s sums k in [s * KS, s * KS + KS) into slice s of
 // `out`, a scratch buffer of SPLITS x BATCH x M x N, with no bias or epilogue; kernels/
@@ -152,12 +154,12 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
 #if EDGE_M
     if (row >= M) continue;
 #endif
-    const long o_row = (((long)split * BATCH + batch) * M + row) * N;
+    const long slice = (long)split * BATCH * M * N;
     const T bias = BIAS(batch, row);
 #pragma unroll
     for (int g = 0; g < WN / VN; ++g) {
       const int col = col0 + g * LX * VN + tx * VN;
-      const long o = o_row + col;
+      const long o = slice + OUT_AT(batch, row, col);
 #ifdef STORE_VN
 #if EDGE_N
       if (col >= N) continue;
@@ -172,7 +174,8 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
 #if EDGE_N
         if (col + e >= N) continue;
 #endif
-        OSTORE(out, o + e, EPILOGUE(acc[i][g * VN + e] + bias, o + e));
+        const long oe = slice + OUT_AT(batch, row, col + e);
+        OSTORE(out, oe, EPILOGUE(acc[i][g * VN + e] + bias, oe));
       }
 #endif
     }

@@ -17,7 +17,7 @@
 // WM, TM, LX, LY, SPLIT_K (a power of two), PANEL_K; VB, TVB, LOAD_B(p, k, col) (VB elements of
 // B's row k from column col), BIAS_PARAM, BIAS(b, row), ELEM(v, e), CLAMP_N (as in matmul.cl);
 // EDGE_M, EDGE_N (1 when the last group overhangs M or N);
-// EPILOGUE(v, i), EPILOGUE_PARAMS.
+// OUT_AT(b, r, c) (as in matmul.cl); EPILOGUE(v, i), EPILOGUE_PARAMS.
 __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
     __global const T_STORE* restrict a, __global const T_STORE* restrict b BIAS_PARAM,
     __global T_OUT* restrict out EPILOGUE_PARAMS) {
@@ -90,14 +90,14 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
 #if EDGE_M
     if (row0 + r >= M) continue;
 #endif
-    const long o = ((long)batch * M + row0 + r) * N + col0;
     const T bias = BIAS(batch, row0 + r);
 #pragma unroll
     for (int e = 0; e < VB; ++e) {
 #if EDGE_N
       if (col0 + e >= N) continue;
 #endif
-      OSTORE(out, o + e, EPILOGUE(ELEM(acc[r], e) + bias, o + e));
+      const long o = OUT_AT(batch, row0 + r, col0 + e);
+      OSTORE(out, o, EPILOGUE(ELEM(acc[r], e) + bias, o));
     }
   }
 }

@@ -31,8 +31,9 @@
 // EVEN (M, N, K are multiples of BM, BN, BK: no bounds checks), T_STORE, F16_STORAGE, GLOAD(p,
 // i), GLOAD4(p, i) (4 elements at i as float4), GSTORE(p, i, v); TO_TF32, ROUND_TF32, TO_F16
 // (helper names unique to the kernel); MODEL (a model's product: M, N, K, lda, ldb, ldc, A_OFF(z),
-// B_OFF(z), EPILOGUE(v, i), EPILOGUE_PARAMS, PARTIALS, BATCH, SPLITS, KS as macros, no alpha or
-// beta; BIAS_PARAM and BIAS(z, row): a bias per row, added before the epilogue).
+// B_OFF(z), OUT_AT(z, r, c) (matmul.cl), EPILOGUE(v, i), EPILOGUE_PARAMS, PARTIALS, BATCH,
+// SPLITS, KS as macros, no alpha or beta; BIAS_PARAM and BIAS(z, row): a bias per row, added
+// before the epilogue).
 #define WARPS_N (BN / WN)
 #define WG ((BM / WM) * WARPS_N * 32)
 #define MI (WM / 16)
@@ -182,10 +183,12 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   // Work-group z = batch * SPLITS + s sums k in [s * KS, s * KS + KS) into slice s of c.
   const int z = get_group_id(2) / SPLITS, k_begin = get_group_id(2) % SPLITS * KS;
   const int k_end = min(K, k_begin + KS);
-  const long c_off = (long)(get_group_id(2) % SPLITS) * BATCH * M * N + (long)z * M * N;
+  const long c_off = (long)(get_group_id(2) % SPLITS) * BATCH * M * N;
+#define C_AT(r, col) (c_off + OUT_AT(z, r, col))
 #else
 #define A_OFF(z) (a_off + (z) * stride_a)
 #define B_OFF(z) (b_off + (z) * stride_b)
+#define C_AT(r, col) (c_off + (long)(r) * ldc + (col))
 #define C_STORE(p, i, v)                        \
   do {                                          \
     float x_ = alpha * (v);                     \
@@ -476,7 +479,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     for (int q = 0; q < WN / 2; ++q) {
       const int e = lane + q * 32, row = e / WN, cc = e % WN;
       const int r = m0 + wm + i * 16 + row, col = n0 + wn + cc;
-      if (EVEN || (r < M && col < N)) C_STORE(c, c_off + (long)r * ldc + col, ws[row * LSW + cc]);
+      if (EVEN || (r < M && col < N)) C_STORE(c, C_AT(r, col), ws[row * LSW + cc]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);  // read before the next rows overwrite them
   }
@@ -485,7 +488,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   FOR_TILE(i, j, e) {
     const int r = m0 + wm + i * 16 + g + (e >> 1) * 8;
     const int col = n0 + wn + j * 8 + 2 * t + (e & 1);
-    if (EVEN || (r < M && col < N)) C_STORE(c, c_off + (long)r * ldc + col, acc[i][j][e]);
+    if (EVEN || (r < M && col < N)) C_STORE(c, C_AT(r, col), acc[i][j][e]);
   }
 #endif
 }
@@ -493,6 +496,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #undef LOAD_B_VEC
 #undef GATHER_VEC
 #undef C_STORE
+#undef C_AT
 #undef T_C
 #undef A_OFF
 #undef B_OFF
