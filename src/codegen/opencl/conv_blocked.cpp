@@ -12,7 +12,7 @@
 namespace texel::codegen {
 namespace {
 
-constexpr int kVersion = 4;
+constexpr int kVersion = 5;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

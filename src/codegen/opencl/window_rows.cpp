@@ -11,14 +11,25 @@
 namespace texel::codegen {
 namespace {
 
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 bool IsDepthwiseConv(const ir::Node& n) {
   int64_t groups = n.attrs.Int("group", 1);
   return n.op == ir::OpKind::kConv && groups > 1 && n.inputs[0]->type.shape[1] == groups &&
          n.outputs[0]->type.shape[1] == groups;
+}
+
+// The first and last starts of vw outputs along the row whose windows stay inside it, loaded as
+// vectors (first > last: there are none).
+std::pair<int64_t, int64_t> VectorsInside(const Window3& w, int64_t vw) {
+  if (w.s[2] > 2) return {1, 0};
+  int64_t first = CeilDiv(w.pb[2], w.s[2]);
+  int64_t last = std::min(
+      w.out[2] - vw, FloorDiv(w.in[2] - (w.k[2] - 1) * w.d[2] - w.s[2] * vw + w.pb[2], w.s[2]));
+  return {first, last};
 }
 
 Window3 WindowOf(const ir::Node& n) {
@@ -48,7 +59,16 @@ std::optional<Tunable> WindowRowsTunable(const ir::Node& n, const Target& t) {
       w.out[0], w.out[1], w.out[2], w.k[0], w.k[1], w.k[2], w.s[0], w.s[1], w.s[2]);
   int64_t rows = w.out[0] * w.out[1], planes = x[0] * x[1];
   int64_t ow = w.out[2];
+  // The widest vector some of whose starts keep the window inside the row (the row's ends one
+  // output at a time), else one that covers the row.
   int64_t vw0 = ow >= 12 ? 16 : ow > 4 ? 8 : 4;
+  for (int64_t vw : {16, 8, 4}) {
+    auto [first, last] = VectorsInside(w, vw);
+    if (first <= last) {
+      vw0 = vw;
+      break;
+    }
+  }
   int64_t rh0 = std::clamp<int64_t>(rows * planes / 64, 1, rows);
   tn.candidates.push_back({{"rh", rh0}, {"vw", vw0}});
   for (int64_t vw : {4, 8, 16})
@@ -83,7 +103,15 @@ KernelSpec RowsKernel(const ir::Node& n, const std::string& kernel_name, int64_t
   src.Define("VLOAD(p)", fmt::format("vload{}(0, (p))", vw));
   src.Define("ELEM(v, e)", "(((T*)&(v))[e])");
   src.Define("INIT", conv ? "0" : "-INFINITY").Define("PAD", conv ? "0" : "-INFINITY");
-  src.Define("ACC(acc, v, wt)", conv ? "(v) * (TV)(wt) + (acc)" : "fmax(acc, v)");
+  src.Define("ACC(acc, v, wt)", conv ? "(v) * (wt) + (acc)" : "fmax(acc, v)");
+  // Vectors whose windows stay inside the row start from VLO to VHI; the outputs outside that
+  // range go one at a time (EDGES) where there is such a vector and the loads are vectors
+  // (stride 1 or 2). The last vector may overlap the one before: its outputs are written twice,
+  // alike, as a step's arguments never share memory (runtime/memory_plan.h).
+  auto [vlo, vhi] = VectorsInside(w, vw);
+  bool edges = vlo <= vhi;
+  src.Define("EDGES", edges).Define("VLO", vlo).Define("VHI", vhi);
+  src.Define("VECS", edges ? CeilDiv(vhi - vlo, vw) + 1 : 0);
   src.Define("WEIGHT(i)", conv ? "LOAD(w, i)" : "0");
   src.Define("WEIGHT_PARAM", conv ? ", __global const T_STORE* restrict w" : "");
   KernelSpec spec;

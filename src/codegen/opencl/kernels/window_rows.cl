@@ -13,7 +13,9 @@
 // output channels per group); the window macros (window.h); INIT (accumulator start), PAD (what
 // lies beyond the input), ACC(acc, v, wt) (wt: the tap's weight, or 0 without filters),
 // WEIGHT(p) (the weight at p), WEIGHT_PARAM, BIAS_PARAM, BIAS(c); EPILOGUE(v, i),
-// EPILOGUE_PARAMS.
+// EPILOGUE_PARAMS; EDGES (1: the vectors whose windows stay inside the row, starting from VLO
+// to VHI, VECS of them, without copies near the ends, and the other outputs one at a time; 0:
+// every vector from 0 on, with the copies where a window crosses an end).
 #if SW == 1
 #define LOADV(p, i) VLOAD((p) + (i))
 #elif SW == 2
@@ -29,9 +31,19 @@ __attribute__((reqd_work_group_size(1, 1, 1))) __kernel void KERNEL_NAME(
   const long wp = (long)(g * OCB + blk) * ICG * KD * KH * KW * WM;  // this block's filters
   for (int odh = r0; odh < min(r0 + RH, OD * OH); ++odh) {
     const int oh = odh % OH, od = odh / OH;
-    for (int ow0 = 0; ow0 < OW; ow0 += VW) {
+#if EDGES
+    // The outputs before VLO one at a time, vectors from VLO to VHI (the last may overlap the
+    // one before: those outputs are written twice, alike), the outputs after them one at a time.
+    for (int item = 0; item < VLO + VECS + OW - (VHI + VW); ++item) {
+      const int vec = item - VLO, cnt = vec >= 0 && vec < VECS ? VW : 1;
+      const int ow0 = vec < 0 ? item : cnt > 1 ? min(VLO + vec * VW, VHI) : VHI + VW + vec - VECS;
       const int iw0 = ow0 * SW - PW;
+      const bool inside = cnt > 1;
+#else
+    for (int ow0 = 0; ow0 < OW; ow0 += VW) {
+      const int iw0 = ow0 * SW - PW, cnt = min(VW, OW - ow0);
       const bool inside = iw0 >= 0 && iw0 + (KW - 1) * DW + SW * VW <= IW;
+#endif
       TV acc[WM];
 #pragma unroll
       for (int r = 0; r < WM; ++r) acc[r] = (TV)(INIT);
@@ -53,6 +65,17 @@ __attribute__((reqd_work_group_size(1, 1, 1))) __kernel void KERNEL_NAME(
               }
               continue;
             }
+#endif
+#if EDGES
+            // One output: its taps inside the row (those outside are zero or -inf), in lane 0.
+            for (int kw = 0; kw < KW; ++kw) {
+              const int iw = iw0 + kw * DW;
+              if (iw < 0 || iw >= IW) continue;
+              const T v = LOAD(row, iw);
+#pragma unroll
+              for (int r = 0; r < WM; ++r) acc[r] = ACC(acc[r], (TV)(v), WEIGHT(wk + kw * WM + r));
+            }
+            continue;
 #endif
             // Near the row's ends: the inputs this block meets, PAD outside, copied once.
             T span[SPAN];
@@ -81,7 +104,7 @@ __attribute__((reqd_work_group_size(1, 1, 1))) __kernel void KERNEL_NAME(
         const long o = (((long)n * COUT + c) * OD * OH + odh) * OW + ow0;
 #pragma unroll
         for (int e = 0; e < VW; ++e) {
-          if (ow0 + e >= OW) break;
+          if (e >= cnt) break;
           STORE(out, o + e, EPILOGUE(ELEM(acc[r], e) + bias, o + e));
         }
       }
