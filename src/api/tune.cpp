@@ -57,11 +57,44 @@ struct Measured {
   HostTensor out;
 };
 
+// What a step costs a run beyond its kernel's device time (the host's enqueue, the device's gap
+// between kernels), microseconds: a chain of tiny kernels timed by the host clock, less their
+// profiled time. NVIDIA's OpenCL takes about 6 us a launch: a point that adds a kernel (K split
+// with a sum kernel) must save more than that, which the kernels' own times do not show
+// (EfficientNet-B0 at batch 1, launch-bound, ran 2.6% slower tuned than untuned).
+double StepCostUs(const std::shared_ptr<cl::Context>& ctx) {
+  constexpr int kSteps = 32, kRuns = 15;
+  ir::Graph g;
+  ir::Value* v = g.AddInput("x", {DType::kFloat32, {256}});
+  for (int i = 0; i < kSteps; ++i) {
+    ir::Node* n = g.AddNode(ir::OpKind::kRelu, {v}, {}, fmt::format("step{}", i));
+    n->backend = "native";
+    v = n->outputs[0];
+  }
+  g.AddOutput(v);
+  runtime::Executable exe(ctx, backends::LowerToPlan(g, ctx->info(), nullptr), nullptr);
+  runtime::Session session(exe);
+  session.SetInput("x", HostTensor(DType::kFloat32, {256}));
+  std::vector<double> extra;
+  for (int r = 0; r < kRuns + 3; ++r) {
+    std::vector<runtime::StepTiming> steps;
+    auto t = Clock::now();
+    session.Execute(&steps);
+    double device_ms = 0;
+    for (const auto& st : steps) device_ms += st.ms;
+    if (r >= 3) extra.push_back((Since(t) * 1e3 - device_ms) * 1e3 / kSteps);
+  }
+  std::sort(extra.begin(), extra.end());
+  return std::max(0.0, extra[extra.size() / 2]);
+}
+
 // The trials' kernels as one program (one build for all of them) run back to back, each node
 // alone on seeded random inputs (its constants kept: packed filters need them): per trial the
-// median over `runs` runs of its profiled time, and its output.
+// median over `runs` runs of its profiled time plus step_us for each of its kernels, and its
+// output.
 std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx,
-                                const std::vector<Trial>& trials, int runs, uint64_t seed) {
+                                const std::vector<Trial>& trials, int runs, uint64_t seed,
+                                double step_us) {
   static cl::ProgramCache cache = cl::ProgramCache::Default();
   ir::Graph g;
   // Each trial reads inputs of its own (constants shared): consecutive runs of a kernel then
@@ -103,6 +136,7 @@ std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx,
   }
   session.Execute();  // warm-up
   std::vector<std::vector<double>> times(trials.size());
+  std::vector<int> kernels(trials.size(), 0);
   for (int r = 0; r < runs; ++r) {
     std::vector<runtime::StepTiming> steps;
     session.Execute(&steps);
@@ -110,13 +144,14 @@ std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx,
       size_t i = std::stoul(st.step->node.substr(5));  // "trialI"
       if (times[i].size() < static_cast<size_t>(r + 1)) times[i].push_back(0);
       times[i].back() += st.ms;
+      if (r == 0) ++kernels[i];
     }
   }
   std::vector<Measured> out;
   for (size_t i = 0; i < trials.size(); ++i) {
     std::sort(times[i].begin(), times[i].end());
-    out.push_back(
-        {times[i].empty() ? 0 : times[i][times[i].size() / 2] * 1e3, session.GetOutput(i)});
+    double us = times[i].empty() ? 0 : times[i][times[i].size() / 2] * 1e3;
+    out.push_back({us + kernels[i] * step_us, session.GetOutput(i)});
   }
   return out;
 }
@@ -125,10 +160,11 @@ std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx,
 // failing ones are lost (nullopt, with the reason in *why).
 std::vector<std::optional<Measured>> RunEach(const std::shared_ptr<cl::Context>& ctx,
                                              const std::vector<Trial>& trials, int runs,
-                                             uint64_t seed, std::vector<std::string>* why) {
+                                             uint64_t seed, double step_us,
+                                             std::vector<std::string>* why) {
   why->assign(trials.size(), "");
   try {
-    std::vector<Measured> all = RunTrials(ctx, trials, runs, seed);
+    std::vector<Measured> all = RunTrials(ctx, trials, runs, seed, step_us);
     return {all.begin(), all.end()};
   } catch (const Error& e) {
     if (trials.size() == 1) {
@@ -139,7 +175,7 @@ std::vector<std::optional<Measured>> RunEach(const std::shared_ptr<cl::Context>&
   std::vector<std::optional<Measured>> out;
   for (size_t i = 0; i < trials.size(); ++i) {
     std::vector<std::string> w;
-    out.push_back(RunEach(ctx, {trials[i]}, runs, seed, &w)[0]);
+    out.push_back(RunEach(ctx, {trials[i]}, runs, seed, step_us, &w)[0]);
     (*why)[i] = w[0];
   }
   return out;
@@ -212,6 +248,8 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
     if (log) log(line);
   };
   auto left = [&] { return options.budget_seconds - Since(t0); };
+  const double step_us = StepCostUs(ctx);
+  say(fmt::format("each kernel counted with {:.1f} us of launch beside its own time", step_us));
   auto report = [&](size_t i) {
     if (progress)
       progress(
@@ -225,7 +263,7 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
     for (size_t j = i; j < std::min(work.size(), i + kPerBuild); ++j)
       trials.push_back({work[j].node, &work[j].tunable, work[j].tunable.candidates[0]});
     std::vector<std::string> why;
-    auto measured = RunEach(ctx, trials, options.runs, options.seed, &why);
+    auto measured = RunEach(ctx, trials, options.runs, options.seed, step_us, &why);
     for (size_t j = 0; j < trials.size(); ++j) {
       Work& w = work[i + j];
       w.k.tried = 1;
@@ -291,7 +329,7 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
       }
       if (trials.size() == 1) break;
       std::vector<std::string> why;
-      auto measured = RunEach(ctx, trials, options.runs, options.seed, &why);
+      auto measured = RunEach(ctx, trials, options.runs, options.seed, step_us, &why);
       if (!measured[0]) break;  // the heuristic's kernel ran before: the device is failing
       for (size_t j = 1; j < trials.size(); ++j) {
         ++w.k.tried;
@@ -325,7 +363,7 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
         again.push_back({w.node, &t, best});
       }
       std::vector<std::string> why;
-      auto measured = RunEach(ctx, again, options.runs, options.seed + 1, &why);
+      auto measured = RunEach(ctx, again, options.runs, options.seed + 1, step_us, &why);
       double h = 0, b = 0;
       for (size_t j = 0; j < again.size(); ++j)
         if (measured[j]) (j % 2 ? b : h) += measured[j]->us;

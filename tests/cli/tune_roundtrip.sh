@@ -27,6 +27,8 @@ for m in tiny_conv tiny_matmul; do
     fail "tune $m: $(cat "$d/err")"
   cat "$d/tune_$m"
   grep -q "^database $d/db.jsonl" "$d/tune_$m" || fail "tune $m names no database"
+  grep -Eq "each kernel counted with [0-9.]+ us of launch" "$d/err" ||
+    fail "tune $m says no launch cost: $(cat "$d/err")"
 done
 grep -q '"family":"conv_blocked"' "$d/db.jsonl" || fail "no conv_blocked entry: $(cat "$d/db.jsonl")"
 grep -q '"family":"matmul"' "$d/db.jsonl" || fail "no matmul entry (the second tune lost the first's?)"
