@@ -92,10 +92,9 @@ double StepCostUs(const std::shared_ptr<cl::Context>& ctx) {
 // alone on seeded random inputs (its constants kept: packed filters need them): per trial the
 // median over `runs` runs of its profiled time plus step_us for each of its kernels, and its
 // output.
-std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx,
+std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx, cl::ProgramCache& cache,
                                 const std::vector<Trial>& trials, int runs, uint64_t seed,
                                 double step_us) {
-  static cl::ProgramCache cache = cl::ProgramCache::Default();
   ir::Graph g;
   // Each trial reads inputs of its own (constants shared): consecutive runs of a kernel then
   // find its inputs no warmer in the caches than in its model, where another kernel wrote them
@@ -159,12 +158,13 @@ std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx,
 // RunTrials, and where the program fails to build or run, each trial alone, so that only the
 // failing ones are lost (nullopt, with the reason in *why).
 std::vector<std::optional<Measured>> RunEach(const std::shared_ptr<cl::Context>& ctx,
+                                             cl::ProgramCache& cache,
                                              const std::vector<Trial>& trials, int runs,
                                              uint64_t seed, double step_us,
                                              std::vector<std::string>* why) {
   why->assign(trials.size(), "");
   try {
-    std::vector<Measured> all = RunTrials(ctx, trials, runs, seed, step_us);
+    std::vector<Measured> all = RunTrials(ctx, cache, trials, runs, seed, step_us);
     return {all.begin(), all.end()};
   } catch (const Error& e) {
     if (trials.size() == 1) {
@@ -175,7 +175,7 @@ std::vector<std::optional<Measured>> RunEach(const std::shared_ptr<cl::Context>&
   std::vector<std::optional<Measured>> out;
   for (size_t i = 0; i < trials.size(); ++i) {
     std::vector<std::string> w;
-    out.push_back(RunEach(ctx, {trials[i]}, runs, seed, step_us, &w)[0]);
+    out.push_back(RunEach(ctx, cache, {trials[i]}, runs, seed, step_us, &w)[0]);
     (*why)[i] = w[0];
   }
   return out;
@@ -248,6 +248,7 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
     if (log) log(line);
   };
   auto left = [&] { return options.budget_seconds - Since(t0); };
+  cl::ProgramCache cache = cl::ProgramCache::Default();  // this tune's builds, no global state
   const double step_us = StepCostUs(ctx);
   say(fmt::format("each kernel counted with {:.1f} us of launch beside its own time", step_us));
   auto report = [&](size_t i) {
@@ -263,7 +264,7 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
     for (size_t j = i; j < std::min(work.size(), i + kPerBuild); ++j)
       trials.push_back({work[j].node, &work[j].tunable, work[j].tunable.candidates[0]});
     std::vector<std::string> why;
-    auto measured = RunEach(ctx, trials, options.runs, options.seed, step_us, &why);
+    auto measured = RunEach(ctx, cache, trials, options.runs, options.seed, step_us, &why);
     for (size_t j = 0; j < trials.size(); ++j) {
       Work& w = work[i + j];
       w.k.tried = 1;
@@ -329,7 +330,7 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
       }
       if (trials.size() == 1) break;
       std::vector<std::string> why;
-      auto measured = RunEach(ctx, trials, options.runs, options.seed, step_us, &why);
+      auto measured = RunEach(ctx, cache, trials, options.runs, options.seed, step_us, &why);
       if (!measured[0]) break;  // the heuristic's kernel ran before: the device is failing
       for (size_t j = 1; j < trials.size(); ++j) {
         ++w.k.tried;
@@ -363,7 +364,7 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
         again.push_back({w.node, &t, best});
       }
       std::vector<std::string> why;
-      auto measured = RunEach(ctx, again, options.runs, options.seed + 1, step_us, &why);
+      auto measured = RunEach(ctx, cache, again, options.runs, options.seed + 1, step_us, &why);
       double h = 0, b = 0;
       for (size_t j = 0; j < again.size(); ++j)
         if (measured[j]) (j % 2 ? b : h) += measured[j]->us;
