@@ -420,6 +420,69 @@ size_t CheckCandidates(ir::OpKind op, const ir::Attrs& attrs, const HostTensor& 
   return points.size();
 }
 
+// The CPU heuristics' points (docs/tuning.md): few channels on long rows take vectors along the
+// row, more keep them along the channels; depthwise rows take the widest vector some of whose
+// windows stay inside the row.
+TEST(WindowKernelTest, CpuHeuristicPoints) {
+  codegen::Target cpu;  // a CPU's facts, whichever device runs the tests
+  ASSERT_FALSE(cpu.gpu);
+  struct Case {
+    Shape x, w;
+    ir::Attrs attrs;
+    std::string family, point;
+  };
+  const std::vector<Case> cases = {
+      {{1, 16, 112, 112},
+       {96, 16, 1, 1},
+       ConvAttrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1),
+       "conv_blocked",
+       "along=1,vw=16,wm=16"},
+      {{1, 144, 56, 56},
+       {24, 144, 1, 1},
+       ConvAttrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1),
+       "conv_blocked",
+       "along=1,vw=8,wm=12"},
+      {{1, 64, 56, 56},
+       {64, 64, 3, 3},
+       ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1),
+       "conv_blocked",
+       "along=0,nv=2,rw=8,voc=16"},
+      // 27 products per output but 64 channels, not 1x1: along the channels
+      {{1, 3, 224, 224},
+       {64, 3, 3, 3},
+       ConvAttrs({2, 2}, {0, 0, 0, 0}, {1, 1}, 1),
+       "conv_blocked",
+       "along=0,nv=2,rw=8,voc=16"},
+      {{1, 32, 112, 112},
+       {32, 1, 3, 3},
+       ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 32),
+       "window_rows",
+       "rh=56,vw=16"},
+      {{1, 384, 14, 14},
+       {384, 1, 3, 3},
+       ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 384),
+       "window_rows",
+       "rh=14,vw=8"},
+      {{1, 960, 7, 7},
+       {960, 1, 3, 3},
+       ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 960),
+       "window_rows",
+       "rh=7,vw=4"},
+  };
+  uint32_t seed = 520;
+  for (const Case& c : cases) {
+    ir::Graph g;
+    ir::Node* n = g.AddNode(ir::OpKind::kConv,
+                            {g.AddInput("x", F32Type(c.x)), Const(g, "w", RandomF32(c.w, ++seed))},
+                            c.attrs, "conv");
+    std::optional<codegen::Tunable> t = codegen::TunableOf(*n, cpu);
+    std::string what = ShapeStr(c.x) + " w " + ShapeStr(c.w);
+    ASSERT_TRUE(t.has_value()) << what;
+    EXPECT_EQ(t->family, c.family) << what;
+    EXPECT_EQ(codegen::PointString(t->candidates[0]), c.point) << what;
+  }
+}
+
 TEST(WindowKernelTest, EveryTunedPointComputesTheReference) {
   // Output channels that fill no whole vector, padding on every side, a row longer than most
   // blocks: each point's edges differ.
