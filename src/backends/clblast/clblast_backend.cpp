@@ -7,6 +7,7 @@
 #include <optional>
 #include <string_view>
 
+#include "codegen/opencl/matmul.h"
 #include "core/error.h"
 #include "runtime/clblast/clblast_library.h"
 
@@ -29,18 +30,15 @@ std::optional<Gemm> GemmOf(const ir::Node& n) {
   const Shape& b = n.inputs[1]->type.shape;
   const Shape& y = n.outputs[0]->type.shape;
   if (a.size() < 2 || b.size() < 2) return std::nullopt;  // vectors stay native
-  Gemm g{};
-  g.trans_a = n.attrs.Int("trans_a", 0), g.trans_b = n.attrs.Int("trans_b", 0);
-  g.batch = NumElements(Shape(y.begin(), y.end() - 2));
-  g.m = y[y.size() - 2], g.n = y.back(), g.k = g.trans_a ? a[a.size() - 2] : a.back();
+  // The native kernels' shape rule (a shared B under a plain A folds A's batches into rows).
+  codegen::GemmShape s = codegen::GemmShapeOf(n);
+  Gemm g{s.batch, s.m, s.n, s.k, 0, 0, s.trans_a, s.trans_b};
   int64_t a_batch = NumElements(Shape(a.begin(), a.end() - 2));
   int64_t b_batch = NumElements(Shape(b.begin(), b.end() - 2));
-  if (b_batch == 1 && a_batch == g.batch && !g.trans_a) {  // A's batches are rows of one product
-    g.m *= g.batch;
-    g.batch = 1;
-  } else if ((a_batch != g.batch && a_batch != 1) || (b_batch != g.batch && b_batch != 1)) {
+  int64_t batches = NumElements(Shape(y.begin(), y.end() - 2));
+  if (g.batch == batches &&
+      ((a_batch != batches && a_batch != 1) || (b_batch != batches && b_batch != 1)))
     return std::nullopt;  // a broadcast that is not one stride per operand
-  }
   g.a_stride = a_batch == 1 ? 0 : g.m * g.k;
   g.b_stride = b_batch == 1 ? 0 : g.k * g.n;
   if (g.batch * g.m * g.n * g.k == 0) return std::nullopt;
