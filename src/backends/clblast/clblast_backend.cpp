@@ -36,7 +36,8 @@ std::optional<Gemm> GemmOf(const ir::Node& n) {
   int64_t a_batch = NumElements(Shape(a.begin(), a.end() - 2));
   int64_t b_batch = NumElements(Shape(b.begin(), b.end() - 2));
   int64_t batches = NumElements(Shape(y.begin(), y.end() - 2));
-  if (g.batch == batches &&
+  bool rows_folded = g.batch != batches;  // A's batches became rows of one product
+  if (!rows_folded &&
       ((a_batch != batches && a_batch != 1) || (b_batch != batches && b_batch != 1)))
     return std::nullopt;  // a broadcast that is not one stride per operand
   g.a_stride = a_batch == 1 ? 0 : g.m * g.k;

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "codegen/opencl/elementwise_chain.h"
+#include "codegen/opencl/generator.h"
 #include "codegen/opencl/window.h"
 #include "codegen/opencl/window_rows.h"
 
@@ -13,8 +14,6 @@ namespace texel::codegen {
 namespace {
 
 constexpr int kVersion = 5;
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The row block of lo to hi pixels (the whole row when shorter) that leaves the fewest unused
 // pixels in the last block; the longer on ties (fewer broadcasts per filter load). One vector of

@@ -147,8 +147,9 @@ GemmOperands ConvGemm(const ir::Node& n, const Target& target) {
     }
     g.load_b = Im2ColLoad(folded);
     g.defines = WindowDefines(win);
-    g.defines.insert(g.defines.end(),
-                     {{"PIX", std::to_string(g.fold)}, {"CIMG", std::to_string(x[1] * in_pixels)}});
+    if (folded)
+      g.defines.insert(g.defines.end(), {{"PIX", std::to_string(g.fold)},
+                                         {"CIMG", std::to_string(x[1] * in_pixels)}});
     int64_t taps = win.k[0] * win.k[1] * win.k[2];
     if (taps > 1 && taps <= 64) {
       g.gather_fields = kIm2ColFields, g.gather_init = Im2ColInit(folded),

@@ -33,7 +33,6 @@ std::string BatchOffset(const Shape& batch, const Shape& out_batch, int64_t matr
   return s.empty() ? "0" : "(" + s + ")";
 }
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 bool IsPow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 int64_t FloorPow2(int64_t x) {
   int64_t p = 1;

@@ -150,6 +150,9 @@ bool WideIndex(const std::vector<const ir::Value*>& values);
 // sum_d c_d * strides[d] over non-zero strides ("0" when none).
 std::string OffsetExpr(const std::vector<int64_t>& strides);
 size_t RoundUp(size_t x, size_t m);
+// a / b rounded up (a >= 0, b > 0) and rounded down (any a, b > 0).
+inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 // The float type (f16, f32 or f64) shared by all inputs and outputs of a float op; anything else
 // is unsupported on the device.
 DType RequireOneFloatType(const ir::Node& node);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "codegen/opencl/elementwise_chain.h"
+#include "codegen/opencl/generator.h"
 #include "codegen/opencl/window.h"
 #include "core/error.h"
 
@@ -12,9 +13,6 @@ namespace texel::codegen {
 namespace {
 
 constexpr int kVersion = 2;
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 bool IsDepthwiseConv(const ir::Node& n) {
   int64_t groups = n.attrs.Int("group", 1);

@@ -6,14 +6,13 @@
 #include <algorithm>
 
 #include "codegen/opencl/elementwise_chain.h"
+#include "codegen/opencl/generator.h"
 #include "core/error.h"
 
 namespace texel::codegen {
 namespace {
 
 int MmaDepth(ComputeMode m) { return m == ComputeMode::kFp16 ? 16 : 8; }
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The shallowest product the warp-tiled kernel takes in models: on the H100 it was slower than
 // the scalar tiled kernel at K = 64 and 128 (ResNet-50's 1x1 convolutions, 1.1-2x), faster at
@@ -311,7 +310,7 @@ std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::
   src.Define("MODEL", 1).Define("PARTIALS", partials);
   src.Define("M", s.m).Define("N", s.n).Define("K", s.k).Define("BATCH", s.batch);
   src.Define("SPLITS", splits).Define("KS", ks);
-  src.Define("lda", problem.lda).Define("ldb", problem.ldb).Define("ldc", problem.ldc);
+  src.Define("lda", problem.lda).Define("ldb", problem.ldb);
   src.Define("A_OFF(b)", g.a_offset).Define("B_OFF(b)", g.b_offset);
   DefineOutputIndex(src, g, !partials);
   // The bias per row in the product's kernel, or with partial sums in the sum kernel.

@@ -30,7 +30,7 @@
 // per-column part GATHER_INIT(col) once and GATHER_LOAD(p, k, state) per step instead),
 // EVEN (M, N, K are multiples of BM, BN, BK: no bounds checks), T_STORE, F16_STORAGE, GLOAD(p,
 // i), GLOAD4(p, i) (4 elements at i as float4), GSTORE(p, i, v); TO_TF32, ROUND_TF32, TO_F16
-// (helper names unique to the kernel); MODEL (a model's product: M, N, K, lda, ldb, ldc, A_OFF(z),
+// (helper names unique to the kernel); MODEL (a model's product: M, N, K, lda, ldb, A_OFF(z),
 // B_OFF(z), OUT_AT(z, r, c) (matmul.cl), EPILOGUE(v, i), EPILOGUE_PARAMS, PARTIALS, BATCH,
 // SPLITS, KS as macros, no alpha or beta; BIAS_PARAM and BIAS(z, row): a bias per row, added
 // before the epilogue).
