@@ -9,6 +9,7 @@
 
 #include "api/compiler.h"
 #include "api/tuning_source.h"
+#include "codegen/opencl/generator.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "ir/printer.h"
@@ -95,7 +96,9 @@ int RunCompile(const CompileArgs& a) {
   if (!a.facts.empty()) return CompileForFacts(a, opts);
   cl::DeviceInfo dev = cl::SelectDevice(a.device);
   auto ctx = std::make_shared<cl::Context>(dev);
+  uint64_t generated = codegen::GeneratedGroups();
   CompiledModel m = Compile(a.model, ctx, opts);
+  generated = codegen::GeneratedGroups() - generated;
   if (a.print_ir) std::fputs(ir::PrintGraph(*m.graph).c_str(), stdout);
   const runtime::Plan& plan = m.executable->plan();
   WriteSource(a, plan);
@@ -104,6 +107,9 @@ int RunCompile(const CompileArgs& a) {
     // After the passes, in their format: the memory plan of the lowered steps.
     int64_t planned =
         std::count_if(mem.offsets.begin(), mem.offsets.end(), [](int64_t o) { return o >= 0; });
+    std::printf("%-21s %s\n", "lower", "kernels generated, once per native group");
+    std::printf("  %-24s %llu\n", "groups-generated", static_cast<unsigned long long>(generated));
+    std::printf("  %-24s %zu\n", "steps", plan.steps.size());
     std::printf("%-21s %s\n", "plan memory",
                 "intermediate buffers placed by liveness in one arena");
     for (const auto& [k, v] : std::vector<std::pair<const char*, int64_t>>{

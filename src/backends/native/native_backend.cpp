@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "codegen/opencl/generator.h"
+#include "codegen/opencl/support.h"
 #include "core/error.h"
 
 namespace texel::backends {
@@ -58,9 +59,11 @@ codegen::Target NativeBackend::TargetOf(const cl::DeviceInfo& device) {
   return t;
 }
 
+// Support and cost come from the node's declared checks and traits (codegen/opencl/support.h):
+// no kernel is generated until Lower.
 Support NativeBackend::Supports(const ir::Node& node, const cl::DeviceInfo& device) const {
   try {
-    codegen::GenerateKernel(node, "probe", TargetOf(device));
+    codegen::CheckNode(node, TargetOf(device));
     return Support::Yes();
   } catch (const Error& e) {
     if (e.code() == ErrorCode::kUnsupported) return Support::No(e);
@@ -72,14 +75,9 @@ double NativeBackend::Estimate(const ir::Node& node, const cl::DeviceInfo& devic
   // Measured GEMM efficiency (docs/backends.md): about 70% of peak for large products on an
   // H100, 15% on PoCL; an operand gathered one element at a time (a transposed B, an im2col
   // window) costs about a third more.
-  double flops = 0;
-  bool gathers = false;
-  for (const auto& k : codegen::GenerateKernel(node, "probe", TargetOf(device))) {
-    flops += k.flops;
-    gathers |= k.gathers_b;
-  }
-  double efficiency = (device.type == "GPU" ? 0.7 : 0.15) / (gathers ? 1.3 : 1.0);
-  return RooflineSeconds(flops, efficiency, device);
+  codegen::KernelTraits k = codegen::TraitsOf(node, TargetOf(device));
+  double efficiency = (device.type == "GPU" ? 0.7 : 0.15) / (k.gathers_b ? 1.3 : 1.0);
+  return RooflineSeconds(k.flops, efficiency, device);
 }
 
 std::vector<codegen::KernelSpec> NativeBackend::Lower(const std::vector<const ir::Node*>& nodes,

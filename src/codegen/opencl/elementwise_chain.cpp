@@ -130,13 +130,10 @@ std::string ValueTypeName(DType t) {
 }
 std::string StorageTypeName(DType t) { return std::string(CLTypeName(t)); }
 
-std::string ElementwiseExpr(const ir::Node& n, const std::vector<std::string>& x) {
-  const ir::Value* out = n.outputs[0];
-  if (n.op == OpKind::kCast) {
-    // OpenCL's C-style conversion truncates float -> int toward zero, as ONNX Cast.
-    if (out->type.dtype == DType::kBool) return fmt::format("(uchar)({} != 0)", x[0]);
-    return fmt::format("(({}){})", ValueTypeName(out->type.dtype), x[0]);
-  }
+namespace {
+
+// The expression template of elementwise node n (not a Cast) for its operand type.
+const char* ExprTemplate(const ir::Node& n) {
   const ExprRule* rule = nullptr;
   for (const auto& r : kExprRules)
     if (r.op == n.op) rule = &r;
@@ -146,6 +143,25 @@ std::string ElementwiseExpr(const ir::Node& n, const std::vector<std::string>& x
   if (!*expr)
     Fail(ErrorCode::kUnsupported, "{} on {} is not supported on the device", OpName(n.op),
          DTypeName(n.inputs[0]->type.dtype));
+  return expr;
+}
+
+}  // namespace
+
+void CheckElementwise(const ir::Node& n) {
+  // Casts have no template; integer Pow alone is a loop (GenerateElementwise), never fused.
+  bool int_pow = n.op == OpKind::kPow && !IsFloat(n.inputs[0]->type.dtype);
+  if (n.op != OpKind::kCast && !int_pow) ExprTemplate(n);
+}
+
+std::string ElementwiseExpr(const ir::Node& n, const std::vector<std::string>& x) {
+  const ir::Value* out = n.outputs[0];
+  if (n.op == OpKind::kCast) {
+    // OpenCL's C-style conversion truncates float -> int toward zero, as ONNX Cast.
+    if (out->type.dtype == DType::kBool) return fmt::format("(uchar)({} != 0)", x[0]);
+    return fmt::format("(({}){})", ValueTypeName(out->type.dtype), x[0]);
+  }
+  const char* expr = ExprTemplate(n);
   std::map<std::string, std::string> names = {{"T_IN", ValueTypeName(n.inputs[0]->type.dtype)}};
   for (size_t k = 0; k < x.size(); ++k) names[fmt::format("x{}", k)] = x[k];
   const ir::Attrs& a = n.attrs;

@@ -21,6 +21,8 @@ std::string StorageTypeName(DType t);
 // The expression of elementwise node n over operand expressions x (one per input), converted
 // to the value type of n's output. Throws kUnsupported for type combinations without a kernel.
 std::string ElementwiseExpr(const ir::Node& n, const std::vector<std::string>& x);
+// Throws what ElementwiseExpr would for n's types (the support check).
+void CheckElementwise(const ir::Node& n);
 
 struct ChainCode {
   std::string code;    // statements; they read coordinates c0, c1, ... of the output element

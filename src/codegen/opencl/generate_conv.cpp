@@ -18,6 +18,7 @@
 #include "codegen/opencl/gemm/warp_gemm.h"
 #include "codegen/opencl/generator.h"
 #include "codegen/opencl/matmul.h"
+#include "codegen/opencl/support.h"
 #include "codegen/opencl/window.h"
 #include "codegen/opencl/window_rows.h"
 
@@ -109,6 +110,12 @@ bool IsPlainGemm(const Window3& w) {
   return true;
 }
 
+// A 1x1 convolution reads x as B directly where full vectors of its `pixels` columns fit (4
+// floats on a GPU, 16 on a CPU); otherwise gathering pays for the wider vectors.
+bool GathersImage(const Window3& win, int64_t pixels, const Target& target) {
+  return !IsPlainGemm(win) || pixels % (target.gpu ? 4 : 16) != 0;
+}
+
 // The GEMM that computes Conv node n.
 GemmOperands ConvGemm(const ir::Node& n, const Target& target) {
   DType t = RequireOneFloatType(n);
@@ -132,9 +139,7 @@ GemmOperands ConvGemm(const ir::Node& n, const Target& target) {
   g.b_offset = grouped ? fmt::format("(((long)(b) / {} * {} + (b) % {} * {}) * {})", groups, x[1],
                                      groups, ic_g, in_pixels)
                        : fmt::format("((long)(b) * {})", x[1] * in_pixels);
-  // A 1x1 convolution reads x as B directly where full vectors of columns fit (4 floats on a
-  // GPU, 16 on a CPU); otherwise gathering pays for the wider vectors.
-  if (!IsPlainGemm(win) || g.shape.n % (target.gpu ? 4 : 16) != 0) {
+  if (GathersImage(win, g.shape.n, target)) {
     g.shape.gather_b = true;
     // Several images (not depthwise): one product over all of them, columns = images x pixels,
     // so that small images fill the tiles (7 x 7 pixels filled 49 of a 64-column tile).
@@ -178,6 +183,19 @@ std::optional<Tunable> ConvTunable(const ir::Node& n, const Target& target) {
   GemmOperands g = ConvGemm(n, target);
   if (ChooseModelWarpGemm(g, target)) return std::nullopt;
   return MatMulTunable(g.shape, target);
+}
+
+KernelTraits ConvTraits(const ir::Node& n, const Target& target) {
+  const Shape& wt = n.inputs[1]->type.shape;
+  const Shape& y = n.outputs[0]->type.shape;
+  KernelTraits t;
+  t.flops =
+      2.0 * static_cast<double>(NumElements(y)) * static_cast<double>(NumElements(wt) / wt[0]);
+  // The CPU families read x along its rows; the implicit GEMM may gather it.
+  if (WindowRowsTunable(n, target) || ConvBlockedTunable(n, target)) return t;
+  Window3 win = ToWindow3(n, Shape(wt.begin() + 2, wt.end()));
+  t.gathers_b = GathersImage(win, win.out[0] * win.out[1] * win.out[2], target);
+  return t;
 }
 
 std::vector<KernelSpec> GenerateConv(const ir::Node& n, const std::string& kernel_name,

@@ -37,18 +37,23 @@ std::string PadTap(const std::string& pad, int64_t len, double lo, double hi) {
 
 }  // namespace
 
-std::string GridSampleBody(const ir::Node& n) {
-  const Shape& xs = n.inputs[0]->type.shape;
-  const Shape& os = n.outputs[0]->type.shape;
+void CheckGridSample(const ir::Node& n) {
   if (n.inputs[0]->type.dtype != DType::kFloat32)
     Fail(ErrorCode::kUnsupported, "GridSample of {} is not supported (float32 only)",
          DTypeName(n.inputs[0]->type.dtype));
   const std::string mode = n.attrs.Str("mode"), pad = n.attrs.Str("padding_mode");
-  const bool align = n.attrs.Int("align_corners") != 0;
   if (mode != "nearest" && mode != "linear" && mode != "cubic")
     Fail(ErrorCode::kUnsupported, "GridSample mode '{}' is not supported", mode);
   if (pad != "zeros" && pad != "border" && pad != "reflection")
     Fail(ErrorCode::kUnsupported, "GridSample padding_mode '{}' is not supported", pad);
+}
+
+std::string GridSampleBody(const ir::Node& n) {
+  CheckGridSample(n);
+  const Shape& xs = n.inputs[0]->type.shape;
+  const Shape& os = n.outputs[0]->type.shape;
+  const std::string mode = n.attrs.Str("mode"), pad = n.attrs.Str("padding_mode");
+  const bool align = n.attrs.Int("align_corners") != 0;
   const int taps = mode == "nearest" ? 1 : mode == "linear" ? 2 : 4;
   const int first = taps == 4 ? -1 : 0;
   // Output coordinates c0 = n, c1 = c, c2 = y, c3 = x; the grid holds (x, y) pairs.

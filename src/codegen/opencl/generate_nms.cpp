@@ -7,12 +7,16 @@
 
 namespace texel::codegen {
 
-KernelSpec GenerateNonMaxSuppression(const ir::Node& n, const std::string& kernel_name) {
-  const Shape& boxes = n.inputs[0]->type.shape;
-  const Shape& scores = n.inputs[1]->type.shape;
+void CheckNonMaxSuppression(const ir::Node& n) {
   if (n.inputs[0]->type.dtype != DType::kFloat32)
     Fail(ErrorCode::kUnsupported, "NonMaxSuppression on {} is not supported on the device",
          DTypeName(n.inputs[0]->type.dtype));
+}
+
+KernelSpec GenerateNonMaxSuppression(const ir::Node& n, const std::string& kernel_name) {
+  CheckNonMaxSuppression(n);
+  const Shape& boxes = n.inputs[0]->type.shape;
+  const Shape& scores = n.inputs[1]->type.shape;
   double score_thr = n.attrs.Float("score_threshold");
   KernelSource src(kernel_name, "nms");
   src.Define("B", boxes[0]).Define("C", scores[1]).Define("NB", boxes[1]);

@@ -267,9 +267,27 @@ KernelSpec GenerateElementwise(const std::vector<const ir::Node*>& ops,
                          std::move(spec));
 }
 
+void CheckMovement(const ir::Node& n) {
+  bool computes = n.op == OpKind::kResize || n.op == OpKind::kCumSum ||
+                  n.op == OpKind::kTopKIndices || n.op == OpKind::kGridSample ||
+                  n.op == OpKind::kRoiAlign;
+  for (const ir::Value* v : n.inputs)
+    if (v->type.dtype == DType::kFloat16 && computes)
+      Fail(ErrorCode::kUnsupported, "{} on f16 is not supported on the device", OpName(n.op));
+  switch (n.op) {
+    case OpKind::kResize: return CheckResize(n);
+    case OpKind::kGridSample: return CheckGridSample(n);
+    case OpKind::kRoiAlign: return CheckRoiAlign(n);
+    case OpKind::kScatterElements:
+    case OpKind::kScatterND: return CheckScatter(n);
+    default: return;
+  }
+}
+
 KernelSpec GeneratePointwise(const ir::Node& n, const std::string& kernel_name,
                              const std::vector<const ir::Node*>& epilogue) {
   if (n.info().cls != ir::OpClass::kMovement) return GenerateElementwise({&n}, kernel_name);
+  CheckMovement(n);
   const ir::Value* out = epilogue.empty() ? n.outputs[0] : epilogue.back()->outputs[0];
   // An epilogue (fuse lets one follow an f32 or f16 Gather: an embedding lookup and the
   // position embedding added to it) computes in float from the moved value (f16 data read by
@@ -283,12 +301,6 @@ KernelSpec GeneratePointwise(const ir::Node& n, const std::string& kernel_name,
       "{} takes an epilogue only as an f32 or f16 Gather, of its own shape", OpName(n.op));
   std::string params;
   KernelSpec spec;
-  bool computes = n.op == OpKind::kResize || n.op == OpKind::kCumSum ||
-                  n.op == OpKind::kTopKIndices || n.op == OpKind::kGridSample ||
-                  n.op == OpKind::kRoiAlign;
-  for (const ir::Value* v : n.inputs)
-    if (v->type.dtype == DType::kFloat16 && computes)
-      Fail(ErrorCode::kUnsupported, "{} on f16 is not supported on the device", OpName(n.op));
   for (size_t k = 0; k < n.inputs.size(); ++k) {
     params += fmt::format("__global const {}* in{}, ",
                           PointerType(n.inputs[k]->type.dtype, !(half_x && k == 0)), k);

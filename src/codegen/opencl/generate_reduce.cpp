@@ -63,17 +63,23 @@ void SetRowLaunch(KernelSpec& spec, int64_t rows, int lw) {
 
 }  // namespace
 
-KernelSpec GenerateReduce(const ir::Node& n, const std::string& kernel_name, const Target& target,
-                          const Chain& epilogue) {
-  const ir::Value* x = n.inputs[0];
-  DType t = x->type.dtype;
+void CheckReduce(const ir::Node& n) {
+  DType t = n.inputs[0]->type.dtype;
   bool is_float = IsFloat(t);
   if (!is_float && (t != DType::kInt32 && t != DType::kInt64))
     Fail(ErrorCode::kUnsupported, "{} on {} is not supported on the device", OpName(n.op),
          DTypeName(t));
   if (!is_float && (n.op == ir::OpKind::kReduceMean || n.op == ir::OpKind::kArgMax ||
                     n.op == ir::OpKind::kArgMin))
-    Fail(ErrorCode::kUnsupported, "ReduceMean on integers is not supported on the device");
+    Fail(ErrorCode::kUnsupported, "{} on integers is not supported on the device", OpName(n.op));
+}
+
+KernelSpec GenerateReduce(const ir::Node& n, const std::string& kernel_name, const Target& target,
+                          const Chain& epilogue) {
+  CheckReduce(n);
+  const ir::Value* x = n.inputs[0];
+  DType t = x->type.dtype;
+  bool is_float = IsFloat(t);
   const Shape& xs = x->type.shape;
   std::vector<int64_t> xst = Strides(xs);
   const auto& axes = n.attrs.Ints("axes");

@@ -1,6 +1,10 @@
 // Resize (nearest / linear / cubic) as a pointwise body: each output element maps its
 // coordinate on every resized axis back into the input (coordinate transformation), then reads
 // one tap (nearest) or a separable product of 2 (linear) or 4 (cubic) taps per axis.
+#include <algorithm>
+#include <span>
+#include <string_view>
+
 #include "codegen/opencl/generator.h"
 #include "core/error.h"
 
@@ -28,7 +32,7 @@ std::string SourceCoord(const std::string& mode, int d, int64_t in, double scale
                                  FloatLiteral(span / (out - 1)))
                    : FloatLiteral(0.5 * (roi_start + roi_end) * double(in - 1));
   }
-  Fail(ErrorCode::kUnsupported, "coordinate_transformation_mode '{}' is not supported", mode);
+  Fail(ErrorCode::kInternal, "coordinate_transformation_mode '{}' passed CheckResize", mode);
 }
 
 std::string NearestIndex(const std::string& mode, const std::string& x, bool downsampling) {
@@ -38,10 +42,34 @@ std::string NearestIndex(const std::string& mode, const std::string& x, bool dow
   if (mode == "ceil") return fmt::format("(long)ceil({})", x);
   if (mode == "simple")  // Resize-10 / Upsample
     return downsampling ? fmt::format("(long)ceil({})", x) : fmt::format("(long)({})", x);
-  Fail(ErrorCode::kUnsupported, "nearest_mode '{}' is not supported", mode);
+  Fail(ErrorCode::kInternal, "nearest_mode '{}' passed CheckResize", mode);
+}
+
+constexpr std::string_view kCoordModes[] = {
+    "half_pixel",        "pytorch_half_pixel",        "align_corners",
+    "asymmetric",        "tf_half_pixel_for_nearest", "tf_half_pixel_for_nn",
+    "tf_crop_and_resize"};
+constexpr std::string_view kNearestModes[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
+                                              "ceil", "simple"};
+
+bool OneOf(std::string_view s, std::span<const std::string_view> set) {
+  return std::find(set.begin(), set.end(), s) != set.end();
 }
 
 }  // namespace
+
+void CheckResize(const ir::Node& n) {
+  const ir::Attrs& a = n.attrs;
+  const std::string& mode = a.Str("mode");
+  DType t = n.inputs[0]->type.dtype;
+  if (mode != "nearest" && t != DType::kFloat32 && t != DType::kFloat64)
+    Fail(ErrorCode::kUnsupported, "{} Resize of {} is not supported", mode, DTypeName(t));
+  if (!OneOf(a.Str("coord"), kCoordModes))
+    Fail(ErrorCode::kUnsupported, "coordinate_transformation_mode '{}' is not supported",
+         a.Str("coord"));
+  if (mode == "nearest" && !OneOf(a.Str("nearest_mode"), kNearestModes))
+    Fail(ErrorCode::kUnsupported, "nearest_mode '{}' is not supported", a.Str("nearest_mode"));
+}
 
 std::string CubicWeight(const std::string& t, const std::string& a) {
   return fmt::format(
@@ -51,6 +79,7 @@ std::string CubicWeight(const std::string& t, const std::string& a) {
 }
 
 std::string ResizeBody(const ir::Node& n) {
+  CheckResize(n);
   const ir::Value* x = n.inputs[0];
   const Shape& xs = x->type.shape;
   const Shape& os = n.outputs[0]->type.shape;
@@ -62,9 +91,6 @@ std::string ResizeBody(const ir::Node& n) {
   bool crop = coord == "tf_crop_and_resize";
   std::string pre, loops, close, weight = "1.0f", offset;
   int taps = mode == "nearest" ? 1 : mode == "linear" ? 2 : 4;
-  if (mode != "nearest" && x->type.dtype != DType::kFloat32 && x->type.dtype != DType::kFloat64)
-    Fail(ErrorCode::kUnsupported, "{} Resize of {} is not supported", mode,
-         DTypeName(x->type.dtype));
   for (size_t d = 0; d < xs.size(); ++d) {
     bool identity = xs[d] == os[d] && scales[d] == 1.0 && !crop;
     if (identity) {

@@ -14,12 +14,16 @@
 
 namespace texel::codegen {
 
-std::string RoiAlignBody(const ir::Node& n) {
-  const Shape& xs = n.inputs[0]->type.shape;
-  const Shape& os = n.outputs[0]->type.shape;
+void CheckRoiAlign(const ir::Node& n) {
   if (n.inputs[0]->type.dtype != DType::kFloat32)
     Fail(ErrorCode::kUnsupported, "RoiAlign of {} is not supported (float32 only)",
          DTypeName(n.inputs[0]->type.dtype));
+}
+
+std::string RoiAlignBody(const ir::Node& n) {
+  CheckRoiAlign(n);
+  const Shape& xs = n.inputs[0]->type.shape;
+  const Shape& os = n.outputs[0]->type.shape;
   const ir::Attrs& a = n.attrs;
   const bool is_max = a.Str("mode") == "max";
   const bool half_pixel = a.Int("half_pixel") != 0;

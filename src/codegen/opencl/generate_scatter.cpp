@@ -15,9 +15,6 @@ std::string Combine(const ir::Node& n) {
   const std::string& r = n.attrs.Str("reduction");
   DType t = n.inputs[0]->type.dtype;
   if (r == "none") return "u";
-  if (t == DType::kFloat16)
-    Fail(ErrorCode::kUnsupported, "{} with reduction '{}' on f16 is not supported on the device",
-         OpName(n.op), r);
   bool is_bool = t == DType::kBool, is_float = IsFloat(t);
   if (r == "add") return is_bool ? "(v | u)" : "(v + u)";  // bool: numpy's logical or / and
   if (r == "mul") return is_bool ? "(v & u)" : "(v * u)";
@@ -74,7 +71,15 @@ std::string ScatterNDBody(const ir::Node& n, const std::string& combine) {
 
 }  // namespace
 
+void CheckScatter(const ir::Node& n) {
+  const std::string& r = n.attrs.Str("reduction");
+  if (r != "none" && n.inputs[0]->type.dtype == DType::kFloat16)
+    Fail(ErrorCode::kUnsupported, "{} with reduction '{}' on f16 is not supported on the device",
+         OpName(n.op), r);
+}
+
 std::string ScatterBody(const ir::Node& n) {
+  CheckScatter(n);
   std::string combine = Combine(n);
   if (n.op == OpKind::kScatterElements) return ScatterElementsBody(n, combine);
   return ScatterNDBody(n, combine);

@@ -31,12 +31,29 @@ void SetWindowGeometry(const Window3& w, int64_t planes, KernelSpec& spec) {
 
 }  // namespace
 
+void CheckWindowRank(const ir::Node& n) {
+  size_t rank = n.inputs[0]->type.shape.size();
+  if (rank < 3 || rank > 5)
+    Fail(ErrorCode::kUnsupported, "{} over a rank-{} input is not supported on the device",
+         OpName(n.op), rank);
+}
+
+void CheckPool(const ir::Node& n) {
+  CheckWindowRank(n);
+  // MaxPool also runs on integers (ONNX allows int8 / uint8); averaging needs floats.
+  DType t = n.inputs[0]->type.dtype;
+  if (n.op == ir::OpKind::kAveragePool)
+    RequireOneFloatType(n);
+  else if (!IsFloat(t) && t != DType::kInt8 && t != DType::kUInt8 && t != DType::kInt32 &&
+           t != DType::kInt64)
+    Fail(ErrorCode::kUnsupported, "{} on {} is not supported on the device", OpName(n.op),
+         DTypeName(t));
+}
+
 Window3 ToWindow3(const ir::Node& n, const Shape& kernel) {
   const Shape& x = n.inputs[0]->type.shape;
   const Shape& y = n.outputs[0]->type.shape;
-  if (x.size() < 3 || x.size() > 5)
-    Fail(ErrorCode::kUnsupported, "{} over a rank-{} input is not supported on the device",
-         OpName(n.op), x.size());
+  CheckWindowRank(n);
   size_t nsp = x.size() - 2;
   const auto& s = n.attrs.Ints("strides");
   const auto& p = n.attrs.Ints("pads");
@@ -127,17 +144,11 @@ KernelSpec GenerateConvTranspose(const ir::Node& n, const std::string& kernel_na
 
 KernelSpec GeneratePool(const ir::Node& n, const std::string& kernel_name, const Target& target,
                         const Chain& epilogue) {
+  CheckPool(n);
   if (auto rows = WindowRowsTunable(n, target))
     return GenerateWindowRows(n, kernel_name, Choose(*rows, target), epilogue);
-  // MaxPool also runs on integers (ONNX allows int8 / uint8); averaging needs floats.
   DType t = n.inputs[0]->type.dtype;
   bool is_float = IsFloat(t);
-  if (n.op == ir::OpKind::kAveragePool)
-    RequireOneFloatType(n);
-  else if (!is_float && t != DType::kInt8 && t != DType::kUInt8 && t != DType::kInt32 &&
-           t != DType::kInt64)
-    Fail(ErrorCode::kUnsupported, "{} on {} is not supported on the device", OpName(n.op),
-         DTypeName(t));
   const Shape& x = n.inputs[0]->type.shape;
   const Shape& y = n.outputs[0]->type.shape;
   const auto& k = n.attrs.Ints("kernel");

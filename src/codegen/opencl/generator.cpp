@@ -1,6 +1,7 @@
 #include "codegen/opencl/generator.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "codegen/opencl/elementwise_chain.h"
 #include "codegen/opencl/matmul.h"
@@ -118,13 +119,24 @@ std::vector<KernelSpec> GenerateKernel(const ir::Node& node, const std::string& 
   return GenerateGroup({&node}, kernel_name, target);
 }
 
-std::vector<KernelSpec> GenerateGroup(const Chain& nodes, const std::string& kernel_name,
-                                      const Target& target) {
+void CheckFloat64(const Chain& nodes, const Target& target) {
   for (const ir::Node* n : nodes)
     for (const auto* values : {&n->inputs, &n->outputs})
       for (const ir::Value* v : *values)
         if (v->type.dtype == DType::kFloat64 && !target.fp64)
           Fail(ErrorCode::kUnsupported, "f64 tensors need a device with cl_khr_fp64");
+}
+
+namespace {
+std::atomic<uint64_t> generated_groups{0};
+}  // namespace
+
+uint64_t GeneratedGroups() { return generated_groups.load(std::memory_order_relaxed); }
+
+std::vector<KernelSpec> GenerateGroup(const Chain& nodes, const std::string& kernel_name,
+                                      const Target& target) {
+  generated_groups.fetch_add(1, std::memory_order_relaxed);
+  CheckFloat64(nodes, target);
   const ir::Node& node = *nodes[0];
   if (node.op == ir::OpKind::kConvertStorage)
     return GenerateStorageConversion(node, kernel_name, target);

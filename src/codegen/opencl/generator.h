@@ -57,6 +57,9 @@ std::vector<KernelSpec> GenerateKernel(const ir::Node& node, const std::string& 
 // chain that consumes its result, as one kernel.
 std::vector<KernelSpec> GenerateGroup(const std::vector<const ir::Node*>& nodes,
                                       const std::string& kernel_name, const Target& target);
+// Diagnostics: how many groups this process has generated kernels for (GenerateGroup calls);
+// tests check that support and cost queries generate none and a compile each group once.
+uint64_t GeneratedGroups();
 
 // Family generators, dispatched by op class. A movement node takes an elementwise epilogue
 // (f32; fuse gives one to a Gather only).
@@ -71,6 +74,10 @@ using Chain = std::vector<const ir::Node*>;
 std::optional<Tunable> ConvTunable(const ir::Node& node, const Target& target);
 std::vector<KernelSpec> GenerateConv(const ir::Node& node, const std::string& kernel_name,
                                      const Target& target, const Chain& epilogue = {});
+// A Conv node's declared cost (support.h's KernelTraits): its flops, and whether its kernel
+// gathers the image (an implicit GEMM that cannot read x as its B).
+struct KernelTraits;
+KernelTraits ConvTraits(const ir::Node& node, const Target& target);
 KernelSpec GenerateConvTranspose(const ir::Node& node, const std::string& kernel_name,
                                  const Chain& epilogue = {});
 KernelSpec GeneratePool(const ir::Node& node, const std::string& kernel_name, const Target& target,
@@ -141,6 +148,19 @@ std::string GridSampleBody(const ir::Node& node);
 std::string RoiAlignBody(const ir::Node& node);
 // The pointwise body of a ScatterElements or ScatterND node (generate_scatter.cpp).
 std::string ScatterBody(const ir::Node& node);
+
+// Support checks (support.h's CheckNode runs a node's): each throws the Error(kUnsupported) its
+// generator would, from the node's types and attributes alone; the generators run them first.
+void CheckFloat64(const std::vector<const ir::Node*>& nodes, const Target& target);
+void CheckWindowRank(const ir::Node& node);  // Conv, ConvTranspose and pools: rank 3 to 5
+void CheckPool(const ir::Node& node);
+void CheckReduce(const ir::Node& node);
+void CheckMovement(const ir::Node& node);  // and the checks below for its op
+void CheckResize(const ir::Node& node);
+void CheckGridSample(const ir::Node& node);
+void CheckRoiAlign(const ir::Node& node);
+void CheckScatter(const ir::Node& node);
+void CheckNonMaxSuppression(const ir::Node& node);
 
 // Helpers shared by generators.
 // "int t = i; const int c1 = t % 5; ...": coordinates of flat index i; long where `wide`.
