@@ -29,6 +29,10 @@ struct TuneOptions {
   int runs = 7;    // timed runs per candidate, after a warm-up
   uint64_t seed = 0;
   CompileOptions compile;  // how the model is imported and optimised (its tuning is ignored)
+  // Whether the chosen points are checked in the whole model against the heuristic's (kept only
+  // if faster): kAuto on GPUs where it fits a third of the budget (docs/tuning.md).
+  enum class ModelCheck { kAuto, kOn, kOff };
+  ModelCheck model_check = ModelCheck::kAuto;
 };
 
 struct TunedKernel {
@@ -49,6 +53,10 @@ struct TuneResult {
   std::vector<TunedKernel> kernels;  // in model order; those whose heuristic was measured
   int skipped = 0;                   // kernels the budget did not reach, or that failed
   double seconds = 0;
+  // The whole model, median ms with the heuristic's points and with those kept (0 when it does
+  // not run on random inputs), and which points the model check kept ("" when none was run).
+  double model_heuristic_ms = 0, model_tuned_ms = 0;
+  std::string model_kept;
 };
 
 // Tunes model_path's kernels on ctx's device into the database. progress is called after each

@@ -74,6 +74,19 @@ for m in tiny_conv tiny_matmul; do
   done
 done
 
+echo "== --model-check on: the chosen points are checked in the whole model (or there are none)"
+"$texel" tune "$data/tiny_matmul.onnx" --budget 8 --model-check on --db "$d/check.jsonl" \
+  >"$d/out" 2>"$d/err" || fail "tune --model-check on: $(cat "$d/err")"
+grep -Eq "the model with the heuristic's points: [0-9.]+ ms, with the chosen ones: [0-9.]+ ms|the model check has nothing to compare" "$d/err" ||
+  fail "no model check: $(cat "$d/err")"
+if grep -q "the heuristic's kept" "$d/err"; then  # reverted: every entry holds the heuristic's point
+  awk '{print $3, $4}' <(grep -v '^family\|^tuned\|^database\|^model\|^device' "$d/out") |
+    while read -r h t; do [[ $h == "$t" ]] || fail "a reverted kernel still shows $t against $h"; done
+fi
+"$texel" tune "$data/tiny_matmul.onnx" --budget 8 --model-check off --db "$d/check.jsonl" \
+  >"$d/out" 2>"$d/err" || fail "tune --model-check off: $(cat "$d/err")"
+if grep -q "model check\|the model with" "$d/err"; then fail "--model-check off checked"; fi
+
 echo "== bad arguments"
 if "$texel" tune "$data/tiny_conv.onnx" --budget 0 --db "$d/x.jsonl" 2>"$d/err"; then
   fail "--budget 0 accepted"

@@ -18,6 +18,7 @@ struct TuneArgs {
   std::string model, device;
   double budget = 120;
   int runs = 7;
+  std::string model_check = "auto";
   CompilerFlags compile;
 };
 
@@ -34,6 +35,9 @@ int RunTune(const TuneArgs& a) {
   o.runs = a.runs;
   o.compile = ToCompileOptions(a.compile);
   o.db = o.compile.tuning_db;  // --db names the database written
+  o.model_check = a.model_check == "on"    ? TuneOptions::ModelCheck::kOn
+                  : a.model_check == "off" ? TuneOptions::ModelCheck::kOff
+                                           : TuneOptions::ModelCheck::kAuto;
   std::printf("device   %s\n", dev.Label().c_str());
   bool tty = isatty(fileno(stderr));
   TuneResult r = TuneModel(
@@ -63,6 +67,10 @@ int RunTune(const TuneArgs& a) {
       "tuned    %zu kernels (%d not reached within the budget) in %.1f s: %.1f -> %.1f us "
       "summed over distinct kernels (%.2fx)\n",
       r.kernels.size(), r.skipped, r.seconds, h, t, t > 0 ? h / t : 1.0);
+  if (r.model_heuristic_ms > 0)
+    std::printf("model    %.3f ms with the heuristic's points, %.3f ms tuned (%.2fx)%s%s\n",
+                r.model_heuristic_ms, r.model_tuned_ms, r.model_heuristic_ms / r.model_tuned_ms,
+                r.model_kept.empty() ? "" : ": kept ", r.model_kept.c_str());
   std::printf("database %s\n", r.db.c_str());
   return 0;
 }
@@ -76,6 +84,11 @@ Runner AddTuneCommand(CLI::App& app) {
   cmd->add_option("model", a->model, "ONNX model or linalg fragment (.mlir)")->required();
   cmd->add_option("--budget", a->budget, "seconds to spend, import included (default 120)");
   cmd->add_option("--runs", a->runs, "timed runs per candidate (default 7)");
+  cmd->add_option("--model-check", a->model_check,
+                  "check the chosen points in the whole model against the heuristic's and keep "
+                  "them only if faster: auto (on GPUs, where it fits a third of the budget), on, "
+                  "off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--device,-d", a->device, "gpu, cpu, P:D or a name substring (env TEXEL_DEVICE)");
   AddCompilerFlags(cmd, &a->compile);
   return [a] { return RunTune(*a); };

@@ -12,6 +12,7 @@
 #include "api/tuning_source.h"
 #include "core/error.h"
 #include "core/npy.h"
+#include "core/random_tensor.h"
 #include "ir/op.h"
 #include "runtime/artifact.h"
 
@@ -22,28 +23,6 @@ std::map<std::string, HostTensor> ReadNpyAssignments(const std::vector<std::stri
   return ParseAssignments<HostTensor>(items, flag,
                                       [](const std::string& path) { return ReadNpy(path); });
 }
-
-namespace {
-
-HostTensor RandomTensor(DType dtype, const Shape& shape, std::mt19937_64& rng) {
-  HostTensor t(dtype, shape);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::uniform_int_distribution<int> small(0, 9);
-  for (int64_t i = 0; i < t.size(); ++i) {
-    if (dtype == DType::kFloat32)
-      t.data<float>()[i] = normal(rng);
-    else if (dtype == DType::kFloat16)
-      t.data<uint16_t>()[i] = FloatToHalf(normal(rng));
-    else if (dtype == DType::kBool)
-      t.data<uint8_t>()[i] = small(rng) & 1;
-    else
-      VisitDType(dtype,
-                 [&](auto z) { t.data<decltype(z)>()[i] = static_cast<decltype(z)>(small(rng)); });
-  }
-  return t;
-}
-
-}  // namespace
 
 bool CompilerFlags::empty() const {
   return !measure && !no_tuning && std::all_of(values.begin(), values.end(), [](const auto& kv) {
