@@ -328,10 +328,10 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
   const double step_us = StepCostUs(ctx);
   say(fmt::format("each kernel counted with {:.1f} us of launch beside its own time", step_us));
   // On GPUs the chosen points are checked in the whole model at the end, against the
-  // heuristic's: that model is built now, and what it took (the other build will take about as
-  // long) is set aside, where it fits a third of the budget. CPU drivers compile each kernel at
-  // its first launch, so there a model build costs tens of seconds; and with kernels run one
-  // after another on the same cores (a 2-4 us step) the times measured alone hold in the model.
+  // heuristic's: that model is built now, and the check's share of the budget set aside, where
+  // it fits a third of the budget. CPU drivers such as PoCL compile each kernel at its first
+  // launch, so there a model build costs tens of seconds; and with kernels run one after
+  // another on the same cores (a 2-4 us step) the times measured alone hold in the model.
   ChosenPoints heuristic_points;
   std::optional<ModelRun> heuristic_model;
   using Check = TuneOptions::ModelCheck;
