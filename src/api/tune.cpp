@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -209,6 +210,17 @@ bool Neighbours(const TunePoint& a, const TunePoint& b) {
   return differ == 1;
 }
 
+// The database entry of tunable t at point p with k's times.
+runtime::TuningEntry EntryOf(const cl::DeviceInfo& dev, const codegen::Tunable& t,
+                             const TunePoint& p, const TunedKernel& k) {
+  runtime::TuningEntry entry;
+  entry.key = runtime::TuningKey::For(dev, t.family, t.version, t.signature);
+  entry.params = std::map<std::string, int64_t>(p.begin(), p.end());
+  entry.heuristic_us = k.heuristic_us;
+  entry.tuned_us = k.tuned_us;
+  return entry;
+}
+
 // The points chosen so far, by family and signature; other kernels take the heuristic's.
 class ChosenPoints : public codegen::TuningSource {
  public:
@@ -298,7 +310,7 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
     bool product_only = false;  // Trial::product_only
   };
   std::vector<Work> work;
-  std::set<std::string> seen;
+  std::map<std::string, size_t> seen;  // family/signature -> its index in work
   std::set<int> norm_groups;  // fusion groups in which a LayerNorm reads a product's slices
   for (const auto& node : graph->nodes())
     if (node->op == ir::OpKind::kLayerNorm && node->group >= 0) norm_groups.insert(node->group);
@@ -310,9 +322,17 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
     } catch (const Error&) {
       continue;  // a node the generators refuse is the compile's to report
     }
-    if (!t || !seen.insert(t->family + "/" + t->signature).second) continue;
+    if (!t) continue;
+    // One point serves every node of the signature: timed by the product alone only if every
+    // such product's slices are summed by a LayerNorm.
+    bool product_only = node->op == ir::OpKind::kMatMul && norm_groups.count(node->group) > 0;
+    auto [it, first] = seen.emplace(t->family + "/" + t->signature, work.size());
+    if (!first) {
+      work[it->second].product_only &= product_only;
+      continue;
+    }
     Work w{node.get(), *t, {}, {}, t->candidates[0]};
-    w.product_only = node->op == ir::OpKind::kMatMul && norm_groups.count(node->group) > 0;
+    w.product_only = product_only;
     w.k.family = t->family;
     w.k.signature = t->signature;
     w.k.heuristic = w.k.best = codegen::PointString(t->candidates[0]);
@@ -335,8 +355,8 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
   ChosenPoints heuristic_points;
   std::optional<ModelRun> heuristic_model;
   using Check = TuneOptions::ModelCheck;
-  if (options.model_check == Check::kOn ||
-      (options.model_check == Check::kAuto && dev.type == "GPU")) {
+  if (!work.empty() && (options.model_check == Check::kOn ||
+                        (options.model_check == Check::kAuto && dev.type == "GPU"))) {
     try {
       heuristic_model = PrepareModel(ctx, cache, *graph, heuristic_points, options.seed);
       // The chosen points' build can take longer than the heuristic's (Swin-T on an H100: the
@@ -495,12 +515,8 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
       w.k.tuned_us = w.k.heuristic_us;
     }
     w.best = best;
-    runtime::TuningEntry entry;
-    entry.key = runtime::TuningKey::For(dev, t.family, t.version, t.signature);
-    entry.params = std::map<std::string, int64_t>(best.begin(), best.end());
-    entry.heuristic_us = w.k.heuristic_us;
-    entry.tuned_us = w.k.tuned_us;
-    runtime::TuningDb::Store(result.db, {entry});  // as it goes: an interrupted tune keeps it
+    // As it goes: an interrupted tune keeps it.
+    runtime::TuningDb::Store(result.db, {EntryOf(dev, t, best, w.k)});
   }
   // The chosen points in the model, run in turn with the heuristic's: kept if faster by more
   // than noise (0.5%), else their entries get the heuristic's point, so that no compile takes
@@ -508,6 +524,19 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
   ChosenPoints chosen;
   for (Work& w : work)
     if (w.ok && w.k.best != w.k.heuristic) chosen.Set(w.tunable, w.best);
+  // Gives the chosen kernels that `which` names the heuristic's point, in the result and in the
+  // database.
+  auto revert = [&](const std::function<bool(const Work&)>& which) {
+    std::vector<runtime::TuningEntry> entries;
+    for (Work& w : work) {
+      if (!w.ok || w.k.best == w.k.heuristic || !which(w)) continue;
+      w.best = w.tunable.candidates[0];
+      w.k.best = w.k.heuristic;
+      w.k.tuned_us = w.k.heuristic_us;
+      entries.push_back(EntryOf(dev, w.tunable, w.best, w.k));
+    }
+    if (!entries.empty()) runtime::TuningDb::Store(result.db, entries);
+  };
   if (heuristic_model && chosen.empty())
     say("the model check has nothing to compare: every kernel keeps the heuristic's point");
   if (heuristic_model && !chosen.empty()) {
@@ -524,22 +553,12 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
       result.model_heuristic_ms = ms[0];
       result.model_tuned_ms = keep ? ms[1] : ms[0];
       result.model_kept = keep ? "the chosen points" : "the heuristic's points";
-      std::vector<runtime::TuningEntry> reverted;
-      for (Work& w : work) {
-        if (keep || !w.ok || w.k.best == w.k.heuristic) continue;
-        w.k.best = w.k.heuristic;
-        w.k.tuned_us = w.k.heuristic_us;
-        runtime::TuningEntry entry;
-        entry.key =
-            runtime::TuningKey::For(dev, w.tunable.family, w.tunable.version, w.tunable.signature);
-        entry.params = std::map<std::string, int64_t>(w.tunable.candidates[0].begin(),
-                                                      w.tunable.candidates[0].end());
-        entry.heuristic_us = entry.tuned_us = w.k.heuristic_us;
-        reverted.push_back(entry);
-      }
-      if (!reverted.empty()) runtime::TuningDb::Store(result.db, reverted);
+      if (!keep) revert([](const Work&) { return true; });
     } catch (const Error& e) {
-      say(fmt::format("the model check failed (the points chosen alone are kept): {}", e.what()));
+      // The points kept for the check's sake (2% faster alone) go back to the heuristic's.
+      say(fmt::format("the model check failed, so only points 5% faster alone are kept: {}",
+                      e.what()));
+      revert([](const Work& w) { return w.k.tuned_us > 0.95 * w.k.heuristic_us; });
     }
   }
   for (Work& w : work) {

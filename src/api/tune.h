@@ -53,8 +53,10 @@ struct TuneResult {
   std::vector<TunedKernel> kernels;  // in model order; those whose heuristic was measured
   int skipped = 0;                   // kernels the budget did not reach, or that failed
   double seconds = 0;
-  // The whole model, median ms with the heuristic's points and with those kept (0 when it does
-  // not run on random inputs), and which points the model check kept ("" when none was run).
+  // The model check (TuneOptions::model_check): the whole model's median ms with the
+  // heuristic's points and with those kept, and which were kept; 0 and "" where no check ran
+  // (off, over its share of the budget, nothing chosen, or the model does not run on random
+  // inputs).
   double model_heuristic_ms = 0, model_tuned_ms = 0;
   std::string model_kept;
 };

@@ -63,7 +63,7 @@ Stats Partition(ir::Graph& g, const PassContext& ctx) {
     n.backend.clear();
     if (n.outputs[0]->type.bytes() == 0) {
       // No elements: lowering makes no kernel (backends/lower.cpp), so no backend is asked
-      // (their probes generate one, and kernel parameters assume at least one element).
+      // (kernel parameters assume at least one element).
       n.backend = std::string(allowed.front()->name());
       ++stats["nodes-" + n.backend];
       continue;

@@ -79,7 +79,6 @@ void CheckScatter(const ir::Node& n) {
 }
 
 std::string ScatterBody(const ir::Node& n) {
-  CheckScatter(n);
   std::string combine = Combine(n);
   if (n.op == OpKind::kScatterElements) return ScatterElementsBody(n, combine);
   return ScatterNDBody(n, combine);

@@ -138,7 +138,7 @@ std::vector<KernelSpec> GenerateStorageConversion(const ir::Node& node,
                                                   const Target& target);
 KernelSpec GenerateNonMaxSuppression(const ir::Node& node, const std::string& kernel_name);
 
-// The pointwise body of a Resize node (generate_resize.cpp).
+// The pointwise bodies of movement nodes that passed CheckMovement: Resize (generate_resize.cpp).
 std::string ResizeBody(const ir::Node& node);
 // Keys' cubic convolution weight of distance t >= 0 (a variable) with coefficient a.
 std::string CubicWeight(const std::string& t, const std::string& a);

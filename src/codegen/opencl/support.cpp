@@ -13,9 +13,9 @@ void CheckNode(const ir::Node& node, const Target& target) {
     case ir::OpClass::kUnary:
     case ir::OpClass::kBinary:
     case ir::OpClass::kTernary: return CheckElementwise(node);
-    case ir::OpClass::kConv:
-      CheckWindowRank(node);
+    case ir::OpClass::kConv:  // in the generators' order: types, then the window's rank
       RequireOneFloatType(node);
+      CheckWindowRank(node);
       return;
     case ir::OpClass::kPool: return CheckPool(node);
     case ir::OpClass::kReduce: return CheckReduce(node);

@@ -1,7 +1,8 @@
 // What a backend asks of the native generator before lowering, answered from a node's op, types,
-// attributes and shapes without generating its kernels (REVIEW move 2: partition asks of every
-// node, and lowering then generates each kernel once). The generators run the same checks
-// before they emit anything, so the answers and the kernels cannot disagree.
+// attributes and shapes without generating its kernels (partition asks of every node; lowering
+// then generates each kernel once). The generators run the same checks before they emit
+// anything, so a refusal is the generator's own; refusals of a chosen point (a tuned or forced
+// attention or GEMM tiling) are not the node's and are not checked here.
 // Thread safety: pure functions.
 #pragma once
 

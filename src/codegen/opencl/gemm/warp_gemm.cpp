@@ -118,7 +118,11 @@ std::optional<std::string> CheckWarpGemmParams(const WarpGemmParams& p, const Ge
   return std::nullopt;
 }
 
-WarpGemmParams ChooseWarpGemmParams(const GemmProblem& g, const Target& t, bool model) {
+namespace {
+
+// ChooseWarpGemmParams' tiling, or nullopt where none fits the device.
+std::optional<WarpGemmParams> FittingWarpGemmParams(const GemmProblem& g, const Target& t,
+                                                    bool model) {
   // 128 x 128 tiles, 2 stages (a third would pass 48 KiB); where 128 x 128 tiles would leave
   // compute units idle, 64 x 64 with 4 stages in fp16, 128 x 64 with 3 otherwise. Measured on
   // the H100 (texel_gemm_bench --warp, docs/precision.md): at n = 4096 128 x 128 is the fastest
@@ -149,10 +153,19 @@ WarpGemmParams ChooseWarpGemmParams(const GemmProblem& g, const Target& t, bool 
   for (WarpGemmParams q :
        {p, WarpGemmParams{64, 64, p.bk, 32, 32, 2}, WarpGemmParams{32, 32, p.bk, 16, 16, 2}})
     if (!CheckWarpGemmParams(q, g, t)) return q;
-  Fail(ErrorCode::kUnsupported,
-       "no warp-tiled GEMM tiling fits this device ({} bytes of local "
-       "memory, {} work-items per group)",
-       t.local_mem_bytes, t.max_work_group_size);
+  return std::nullopt;
+}
+
+}  // namespace
+
+WarpGemmParams ChooseWarpGemmParams(const GemmProblem& g, const Target& t, bool model) {
+  std::optional<WarpGemmParams> p = FittingWarpGemmParams(g, t, model);
+  if (!p)
+    Fail(ErrorCode::kUnsupported,
+         "no warp-tiled GEMM tiling fits this device ({} bytes of local memory, {} work-items "
+         "per group)",
+         t.local_mem_bytes, t.max_work_group_size);
+  return *p;
 }
 
 namespace {
@@ -270,8 +283,10 @@ std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const T
   // A gathered B is staged as it is stored (LOAD_E): in the mode's operand type.
   if (problem.gather_b && (s.dtype == DType::kFloat16) != (s.mode == ComputeMode::kFp16))
     return std::nullopt;
-  WarpGemmParams p = ChooseWarpGemmParams(problem, t, true);
-  if (CheckWarpGemmParams(p, problem, t)) return std::nullopt;
+  // No tiling that fits: the other kernels (support checks never see this refusal).
+  std::optional<WarpGemmParams> fits = FittingWarpGemmParams(problem, t, true);
+  if (!fits || CheckWarpGemmParams(*fits, problem, t)) return std::nullopt;
+  WarpGemmParams p = *fits;
   int64_t groups = CeilDiv(s.m, p.bm) * CeilDiv(s.n, p.bn) * s.batch;
   // Too few tiles to fill the device (a transformer layer's 128-256 rows, a convolution's
   // channels by a small image): smaller tiles of 4 warps, as deep as they fit, before any split of
