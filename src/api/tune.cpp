@@ -265,22 +265,16 @@ ModelRun PrepareModel(const std::shared_ptr<cl::Context>& ctx, cl::ProgramCache&
 // what a model adds: a split product's sum kernel is free where a LayerNorm sums the slices, a
 // launch costs less where the device is the bottleneck (Swin-T's points chosen alone ran 3.3-3.9%
 // slower in the model than the heuristic's on an H100).
-std::vector<double> TimeInTurn(std::vector<ModelRun*> models, double seconds) {
-  std::vector<std::vector<double>> ms(models.size());
-  auto start = Clock::now();
-  for (int r = 0; r < 102; ++r) {
-    for (size_t i = 0; i < models.size(); ++i) {
-      auto t = Clock::now();
-      models[i]->session->Execute();
-      if (r >= 2) ms[i].push_back(Since(t) * 1e3);  // after 2 warm-up runs
-    }
-    if (r >= 11 && Since(start) > seconds) break;
-  }
+std::vector<double> TimeInTurn(const std::vector<ModelRun*>& models, double seconds) {
+  std::vector<runtime::Session*> sessions;
+  for (ModelRun* m : models) sessions.push_back(m->session.get());
+  // Two warm-up runs of each, then a timed one that sizes the rest.
+  double round_ms = 0;
+  for (const auto& ms : runtime::TimeExecutions(sessions, 2, 1)) round_ms += ms[0];
+  int repeat = static_cast<int>(std::clamp(seconds * 1e3 / std::max(round_ms, 1e-3), 10.0, 100.0));
   std::vector<double> medians;
-  for (auto& m : ms) {
-    std::sort(m.begin(), m.end());
-    medians.push_back(m[m.size() / 2]);
-  }
+  for (const auto& ms : runtime::TimeExecutions(sessions, 0, repeat))
+    medians.push_back(ms[ms.size() / 2]);
   return medians;
 }
 

@@ -2,6 +2,8 @@
 
 #include <CL/cl_ext.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 
@@ -559,6 +561,22 @@ std::vector<HostTensor> Session::Run(const std::map<std::string, HostTensor>& in
   std::vector<HostTensor> outs;
   for (size_t i = 0; i < exe_.plan().outputs.size(); ++i) outs.push_back(GetOutput(i));
   return outs;
+}
+
+std::vector<std::vector<double>> TimeExecutions(const std::vector<Session*>& sessions, int warmup,
+                                                int repeat) {
+  for (int i = 0; i < warmup; ++i)
+    for (Session* s : sessions) s->Execute();
+  std::vector<std::vector<double>> ms(sessions.size());
+  for (int r = 0; r < std::max(repeat, 1); ++r)
+    for (size_t i = 0; i < sessions.size(); ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      sessions[i]->Execute();
+      ms[i].push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+  for (auto& t : ms) std::sort(t.begin(), t.end());
+  return ms;
 }
 
 }  // namespace texel::runtime

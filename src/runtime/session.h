@@ -95,4 +95,10 @@ class Session {
   cl::Event EnqueueRun(const std::vector<cl_event>& wait, std::vector<cl::Event>* step_events);
 };
 
+// Host wall-clock milliseconds of `repeat` (at least 1) executions of each session after
+// `warmup` untimed ones, one run of each in turn (so that all see the same machine state); per
+// session, sorted ascending. Profiling events are not requested, so they cost nothing here.
+std::vector<std::vector<double>> TimeExecutions(const std::vector<Session*>& sessions, int warmup,
+                                                int repeat);
+
 }  // namespace texel::runtime

@@ -130,7 +130,7 @@ std::vector<double> TimeInterleaved(const BenchArgs& a, const ModelSession& ms,
                                     std::vector<Variant>& variants) {
   std::vector<runtime::Session*> sessions = {ms.session.get()};
   for (Variant& v : variants) sessions.push_back(v.session.get());
-  std::vector<std::vector<double>> ms_of = TimeExecutions(sessions, a.warmup, a.repeat);
+  std::vector<std::vector<double>> ms_of = runtime::TimeExecutions(sessions, a.warmup, a.repeat);
   double base = ms_of[0][ms_of[0].size() / 2];
   std::printf(
       "vs       interleaved, %d runs each after %d warm-up: median ms (min), ratio to "
@@ -161,8 +161,9 @@ int Bench(const BenchArgs& a) {
   // per-kernel times, so that requesting events does not weigh on the latency.
   std::vector<Variant> variants;
   for (const std::string& flags : a.vs) variants.push_back(CompileVariant(a, ms, flags));
-  std::vector<double> latency = variants.empty() ? TimeExecutions({&session}, a.warmup, a.repeat)[0]
-                                                 : TimeInterleaved(a, ms, variants);
+  std::vector<double> latency = variants.empty()
+                                    ? runtime::TimeExecutions({&session}, a.warmup, a.repeat)[0]
+                                    : TimeInterleaved(a, ms, variants);
   std::vector<std::vector<double>> step_ms(plan.steps.size());
   std::vector<runtime::StepTiming> timings;
   for (size_t r = 0; r < latency.size() && !plan.steps.empty(); ++r) {

@@ -53,7 +53,7 @@ int Run(const RunArgs& a) {
   ModelSession ms = OpenModelSession(a.model);
   const runtime::Plan& plan = ms.plan();
   runtime::Session& session = *ms.session;
-  std::vector<double> ms_runs = TimeExecutions({&session}, a.warmup, a.repeat)[0];
+  std::vector<double> ms_runs = runtime::TimeExecutions({&session}, a.warmup, a.repeat)[0];
   for (size_t i = 0; i < plan.outputs.size(); ++i) {
     const auto& out = plan.outputs[i];
     HostTensor t = session.GetOutput(i);

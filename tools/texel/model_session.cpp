@@ -156,22 +156,6 @@ ModelSession OpenModelSession(const ModelArgs& a) {
   return ms;
 }
 
-std::vector<std::vector<double>> TimeExecutions(const std::vector<runtime::Session*>& sessions,
-                                                int warmup, int repeat) {
-  for (int i = 0; i < warmup; ++i)
-    for (runtime::Session* s : sessions) s->Execute();
-  std::vector<std::vector<double>> ms(sessions.size());
-  for (int r = 0; r < std::max(repeat, 1); ++r)
-    for (size_t i = 0; i < sessions.size(); ++i) {
-      auto t0 = std::chrono::steady_clock::now();
-      sessions[i]->Execute();
-      ms[i].push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-  for (auto& t : ms) std::sort(t.begin(), t.end());
-  return ms;
-}
-
 std::string FormatBytes(int64_t bytes) {
   double b = static_cast<double>(bytes);
   if (bytes < 1024) return fmt::format("{} B", bytes);

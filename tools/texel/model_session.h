@@ -63,12 +63,6 @@ CompiledModel LoadArtifactModel(const std::string& path, std::shared_ptr<cl::Con
 // values), printing a "device", a "model" and one "input" line each.
 ModelSession OpenModelSession(const ModelArgs& a);
 
-// Host wall-clock milliseconds of `repeat` (at least 1) executions of each session after
-// `warmup` untimed ones, one run of each in turn (so that all see the same machine state); per
-// session, sorted ascending. Profiling events are not requested, so they cost nothing here.
-std::vector<std::vector<double>> TimeExecutions(const std::vector<runtime::Session*>& sessions,
-                                                int warmup, int repeat);
-
 // The plan's kernels by kind, for transformer layers: "attention 4, norm 9, gemm 28, copy 2,
 // other 3" (gemm: MatMul and Conv, with what is fused into them; copy: data movement).
 std::string KernelMix(const runtime::Plan& plan);
