@@ -428,53 +428,27 @@ TEST(WindowKernelTest, CpuHeuristicPoints) {
   ASSERT_FALSE(cpu.gpu);
   struct Case {
     Shape x, w;
-    ir::Attrs attrs;
+    int64_t stride, pad;  // on both axes
     std::string family, point;
   };
   const std::vector<Case> cases = {
-      {{1, 16, 112, 112},
-       {96, 16, 1, 1},
-       ConvAttrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1),
-       "conv_blocked",
-       "along=1,vw=16,wm=16"},
-      {{1, 144, 56, 56},
-       {24, 144, 1, 1},
-       ConvAttrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1),
-       "conv_blocked",
-       "along=1,vw=8,wm=12"},
-      {{1, 64, 56, 56},
-       {64, 64, 3, 3},
-       ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1),
-       "conv_blocked",
-       "along=0,nv=2,rw=8,voc=16"},
+      {{1, 16, 112, 112}, {96, 16, 1, 1}, 1, 0, "conv_blocked", "along=1,vw=16,wm=16"},
+      {{1, 144, 56, 56}, {24, 144, 1, 1}, 1, 0, "conv_blocked", "along=1,vw=8,wm=12"},
+      {{1, 64, 56, 56}, {64, 64, 3, 3}, 1, 1, "conv_blocked", "along=0,nv=2,rw=8,voc=16"},
       // 27 products per output but 64 channels, not 1x1: along the channels
-      {{1, 3, 224, 224},
-       {64, 3, 3, 3},
-       ConvAttrs({2, 2}, {0, 0, 0, 0}, {1, 1}, 1),
-       "conv_blocked",
-       "along=0,nv=2,rw=8,voc=16"},
-      {{1, 32, 112, 112},
-       {32, 1, 3, 3},
-       ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 32),
-       "window_rows",
-       "rh=56,vw=16"},
-      {{1, 384, 14, 14},
-       {384, 1, 3, 3},
-       ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 384),
-       "window_rows",
-       "rh=14,vw=8"},
-      {{1, 960, 7, 7},
-       {960, 1, 3, 3},
-       ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 960),
-       "window_rows",
-       "rh=7,vw=4"},
+      {{1, 3, 224, 224}, {64, 3, 3, 3}, 2, 0, "conv_blocked", "along=0,nv=2,rw=8,voc=16"},
+      // depthwise (group = channels)
+      {{1, 32, 112, 112}, {32, 1, 3, 3}, 1, 1, "window_rows", "rh=56,vw=16"},
+      {{1, 384, 14, 14}, {384, 1, 3, 3}, 1, 1, "window_rows", "rh=14,vw=8"},
+      {{1, 960, 7, 7}, {960, 1, 3, 3}, 1, 1, "window_rows", "rh=7,vw=4"},
   };
   uint32_t seed = 520;
   for (const Case& c : cases) {
     ir::Graph g;
-    ir::Node* n = g.AddNode(ir::OpKind::kConv,
-                            {g.AddInput("x", F32Type(c.x)), Const(g, "w", RandomF32(c.w, ++seed))},
-                            c.attrs, "conv");
+    ir::Node* n = g.AddNode(
+        ir::OpKind::kConv, {g.AddInput("x", F32Type(c.x)), Const(g, "w", RandomF32(c.w, ++seed))},
+        ConvAttrs({c.stride, c.stride}, {c.pad, c.pad, c.pad, c.pad}, {1, 1}, c.x[1] / c.w[1]),
+        "conv");
     std::optional<codegen::Tunable> t = codegen::TunableOf(*n, cpu);
     std::string what = ShapeStr(c.x) + " w " + ShapeStr(c.w);
     ASSERT_TRUE(t.has_value()) << what;

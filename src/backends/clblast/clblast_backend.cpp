@@ -7,6 +7,7 @@
 #include <optional>
 #include <string_view>
 
+#include "codegen/opencl/generator.h"
 #include "codegen/opencl/matmul.h"
 #include "core/error.h"
 #include "runtime/clblast/clblast_library.h"
@@ -88,7 +89,7 @@ std::vector<codegen::KernelSpec> LowerConv(const ir::Node& n, const ConvGemm& c,
   conv.call_args = {c.channels, c.height,   c.width, c.kh,    c.kw,      c.pad_h, c.pad_w,
                     c.stride_h, c.stride_w, c.dil_h, c.dil_w, c.kernels, c.batch};
   conv.args = {n.inputs[0]->id, n.inputs[1]->id, n.outputs[0]->id};
-  conv.flops = 2.0 * static_cast<double>(NumElements(y) * c.channels * c.kh * c.kw);
+  conv.flops = codegen::ConvFlops(n);
   if (n.inputs.size() < 3) return {conv};
   codegen::KernelSpec bias;
   bias.name = name + "_bias";
@@ -126,11 +127,7 @@ double ClblastBackend::Estimate(const ir::Node& node, const cl::DeviceInfo& devi
   if (std::optional<Gemm> g = GemmOf(node))
     return RooflineSeconds(2.0 * static_cast<double>(g->batch * g->m * g->n * g->k),
                            gpu ? 0.35 : 0.03, device);
-  if (ConvGemmOf(node))
-    return RooflineSeconds(2.0 * static_cast<double>(NumElements(node.outputs[0]->type.shape)) *
-                               static_cast<double>(NumElements(node.inputs[1]->type.shape) /
-                                                   node.inputs[1]->type.shape[0]),
-                           gpu ? 0.1 : 0.02, device);
+  if (ConvGemmOf(node)) return RooflineSeconds(codegen::ConvFlops(node), gpu ? 0.1 : 0.02, device);
   return 1e30;
 }
 

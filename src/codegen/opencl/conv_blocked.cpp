@@ -126,7 +126,7 @@ KernelSpec GenerateConvBlocked(const ir::Node& n, const std::string& kernel_name
   spec.global = {static_cast<size_t>(CeilDiv(w.out[2], rw)),
                  static_cast<size_t>(w.out[0] * w.out[1]),
                  static_cast<size_t>(x[0] * groups * CeilDiv(ocb, nv))};
-  spec.flops = 2.0 * static_cast<double>(NumElements(y) * NumElements(wt) / y[1]);
+  spec.flops = ConvFlops(n);
   return spec;
 }
 

@@ -185,12 +185,16 @@ std::optional<Tunable> ConvTunable(const ir::Node& n, const Target& target) {
   return MatMulTunable(g.shape, target);
 }
 
+double ConvFlops(const ir::Node& n) {
+  const Shape& wt = n.inputs[1]->type.shape;
+  return 2.0 * static_cast<double>(NumElements(n.outputs[0]->type.shape)) *
+         static_cast<double>(NumElements(wt) / wt[0]);
+}
+
 KernelTraits ConvTraits(const ir::Node& n, const Target& target) {
   const Shape& wt = n.inputs[1]->type.shape;
-  const Shape& y = n.outputs[0]->type.shape;
   KernelTraits t;
-  t.flops =
-      2.0 * static_cast<double>(NumElements(y)) * static_cast<double>(NumElements(wt) / wt[0]);
+  t.flops = ConvFlops(n);
   // The CPU families read x along its rows; the implicit GEMM may gather it.
   if (WindowRowsTunable(n, target) || ConvBlockedTunable(n, target)) return t;
   Window3 win = ToWindow3(n, Shape(wt.begin() + 2, wt.end()));

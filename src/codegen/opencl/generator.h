@@ -78,6 +78,8 @@ std::vector<KernelSpec> GenerateConv(const ir::Node& node, const std::string& ke
 // gathers the image (an implicit GEMM that cannot read x as its B).
 struct KernelTraits;
 KernelTraits ConvTraits(const ir::Node& node, const Target& target);
+// A Conv node's arithmetic: two flops per output and weight it meets (OIDHW filters).
+double ConvFlops(const ir::Node& node);
 KernelSpec GenerateConvTranspose(const ir::Node& node, const std::string& kernel_name,
                                  const Chain& epilogue = {});
 KernelSpec GeneratePool(const ir::Node& node, const std::string& kernel_name, const Target& target,
