@@ -524,7 +524,25 @@ def describe(proto):
     return f"{len(nodes)} nodes, {bn} BatchNormalization"
 
 
+def use_numpy_beside_torch():
+    """Makes numpy (and onnx's protobuf) resolve from the directory torch is installed in.
+
+    A numpy 2 installed by pip, e.g. as onnxruntime's dependency in ~/.local, comes first on
+    sys.path and shadows the distribution's numpy 1.x that the distribution's torch was built
+    against; torch then fails at its first numpy call ("Numpy is not available"). Packages
+    installed side by side were built for each other, so that directory goes first."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or spec.origin is None or "numpy" in sys.modules:
+        return
+    site = os.path.dirname(os.path.dirname(spec.origin))
+    if os.path.isdir(os.path.join(site, "numpy")) and sys.path[0] != site:
+        sys.path.insert(0, site)
+
+
 def main():
+    use_numpy_beside_torch()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True, help="output directory, one subdirectory per model")
     parser.add_argument(
