@@ -438,9 +438,11 @@ TEST(WindowKernelTest, CpuHeuristicPoints) {
       // 27 products per output but 64 channels, not 1x1: along the channels
       {{1, 3, 224, 224}, {64, 3, 3, 3}, 2, 0, "conv_blocked", "along=0,nv=2,rw=8,voc=16"},
       // depthwise (group = channels)
-      {{1, 32, 112, 112}, {32, 1, 3, 3}, 1, 1, "window_rows", "rh=56,vw=16"},
-      {{1, 384, 14, 14}, {384, 1, 3, 3}, 1, 1, "window_rows", "rh=14,vw=8"},
-      {{1, 960, 7, 7}, {960, 1, 3, 3}, 1, 1, "window_rows", "rh=7,vw=4"},
+      {{1, 32, 112, 112}, {32, 1, 3, 3}, 1, 1, "window_rows", "rh=56,shift=1,vw=16"},
+      {{1, 384, 14, 14}, {384, 1, 3, 3}, 1, 1, "window_rows", "rh=14,shift=1,vw=16"},
+      {{1, 960, 7, 7}, {960, 1, 3, 3}, 1, 1, "window_rows", "rh=7,shift=1,vw=8"},
+      // stride 3: no lane shifts
+      {{1, 64, 30, 30}, {64, 1, 3, 3}, 3, 1, "window_rows", "rh=10,shift=0,vw=8"},
   };
   uint32_t seed = 520;
   for (const Case& c : cases) {
@@ -486,6 +488,23 @@ TEST(WindowKernelTest, EveryTunedPointComputesTheReference) {
                          RefPool(x, true, {3, 3}, {st, st}, {1, 1, 1, 1}, {1, 1}, false), "maxpool",
                          2, false);
   }
+  // Rows in chunks with lanes shifted in (window_shift.cl): a 5x5 depthwise window on a row of
+  // 37 (a left edge, an inside and a partial chunk of 16), dilated and strided (odd and even
+  // lanes shifted by more than one), and max pooling whose windows pass the row's end.
+  HostTensor xw = RandomF32({1, 5, 6, 37}, 510), w5 = RandomF32({5, 1, 5, 5}, 511),
+             b5 = RandomF32({5}, 512);
+  ir::Attrs dw5 = ConvAttrs({1, 1}, {2, 2, 2, 2}, {1, 1}, 5);
+  n += CheckCandidates(ir::OpKind::kConv, dw5, xw, {w5, b5},
+                       RefConv(xw, w5, &b5, {1, 1}, {2, 2, 2, 2}, {1, 1}, 5), "depthwise 5x5", 3);
+  HostTensor w3 = RandomF32({5, 1, 3, 3}, 513);
+  ir::Attrs dilated = ConvAttrs({2, 2}, {2, 3, 1, 2}, {2, 2}, 5);
+  n += CheckCandidates(ir::OpKind::kConv, dilated, xw, {w3},
+                       RefConv(xw, w3, nullptr, {2, 2}, {2, 3, 1, 2}, {2, 2}, 5),
+                       "depthwise dilated", 3);
+  ir::Attrs past_end = PoolAttrs({3, 3}, {2, 2}, {0, 1, 1, 2}, {1, 1});
+  n += CheckCandidates(ir::OpKind::kMaxPool, past_end, xw, {},
+                       RefPool(xw, true, {3, 3}, {2, 2}, {0, 1, 1, 2}, {1, 1}, false),
+                       "maxpool past the row's end", 3, false);
   // A product whose sides fill no whole tile.
   HostTensor a = RandomF32({13, 37}, 506), bm = RandomF32({37, 45}, 507);
   Shape ys;
@@ -494,6 +513,44 @@ TEST(WindowKernelTest, EveryTunedPointComputesTheReference) {
   for (size_t i = 0; i < ref.size(); ++i) want.data<float>()[i] = static_cast<float>(ref[i]);
   n += CheckCandidates(ir::OpKind::kMatMul, {}, a, {bm}, want, "matmul", 9);
   EXPECT_GT(n, 20u);
+}
+
+// A depthwise convolution's fused epilogue on whole chunks as vectors (VEPILOGUE): a residual
+// read along the row, a per-channel factor constant along it, and a Clip; on a row of 33 (two
+// whole chunks of 16 and one lane by lane). Elementwise ops without a vector form keep the
+// lane-by-lane epilogue (Max, with its NaN rule).
+TEST(WindowKernelTest, DepthwiseEpilogueOnVectors) {
+  HostTensor x = RandomF32({2, 6, 5, 33}, 520), w = RandomF32({6, 1, 3, 3}, 521),
+             r = RandomF32({2, 6, 5, 33}, 522), f = RandomF32({6, 1, 1}, 523);
+  for (bool vector_form : {true, false}) {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* xv = g->AddInput("x", F32Type(x.shape));
+    ir::Value* rv = g->AddInput("r", F32Type(r.shape));
+    ir::Value* y = g->AddNode(ir::OpKind::kConv, {xv, Const(*g, "w", w)},
+                              ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 6), "dw")
+                       ->outputs[0];
+    y = g->AddNode(ir::OpKind::kAdd, {y, rv}, {}, "residual")->outputs[0];
+    y = g->AddNode(vector_form ? ir::OpKind::kMul : ir::OpKind::kMax, {y, Const(*g, "f", f)}, {},
+                   "factor")
+            ->outputs[0];
+    g->AddOutput(
+        g->AddNode(ir::OpKind::kClip, {y}, {{"min", -0.5}, {"max", 0.25}}, "clip")->outputs[0]);
+    CompiledModel m = CompileGraph(std::move(g), SharedContext(), CompileOptions{});
+    if (!backends::NativeBackend::TargetOf(SharedContext()->info()).gpu) {
+      EXPECT_EQ(m.executable->plan().steps.size(), 1u) << "one fused kernel";
+      EXPECT_EQ(m.executable->plan().source.find("_vchain(") != std::string::npos, vector_form);
+    }
+    runtime::Session session(*m.executable);
+    std::vector<HostTensor> out = session.Run({{"x", x}, {"r", r}});
+    HostTensor want = RefConv(x, w, nullptr, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6);
+    float* p = want.data<float>();
+    for (int64_t i = 0; i < want.size(); ++i) {
+      float v = p[i] + r.data<float>()[i], c = f.data<float>()[i / (5 * 33) % 6];
+      v = vector_form ? v * c : std::max(v, c);
+      p[i] = std::min(std::max(v, -0.5f), 0.25f);
+    }
+    ExpectClose(out[0], want, vector_form ? "vector epilogue" : "lane-by-lane epilogue");
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <map>
+#include <optional>
 
 #include "codegen/opencl/generator.h"
 #include "core/error.h"
@@ -123,6 +124,40 @@ std::string LoadExpr(const ir::Node& n, size_t k, const Shape& out, const std::s
   return fmt::format("{}[{}]", param, off);
 }
 
+// How input k of node n is read as vw consecutive elements along the innermost axis of the
+// output (shape out) from coordinates c0.. on: one vector load where it runs along that axis,
+// its element broadcast where it is constant along it; nullopt otherwise (f16 storage, other
+// strides).
+std::optional<std::string> VectorLoadExpr(const ir::Node& n, size_t k, const Shape& out,
+                                          const std::string& param, int vw) {
+  const ir::Value* v = n.inputs[k];
+  if (v->type.dtype != DType::kFloat32 || out.empty()) return std::nullopt;
+  ir::IndexMap m = ir::IndexMap::Load(n.attrs, fmt::format("in{}", k), v->type.shape);
+  int64_t along = 0;  // the operand's stride along the output's innermost axis
+  if (!m.shape.empty() && m.shape.back() != 1) along = m.strides.back();
+  if (along != 0 && along != 1) return std::nullopt;
+  std::string scalar = LoadExpr(n, k, out, param);  // param[offset]
+  std::string off = scalar.substr(param.size() + 1, scalar.size() - param.size() - 2);
+  if (along == 0) return fmt::format("((float{})({}))", vw, scalar);
+  return fmt::format("vload{}(0, {} + {})", vw, param, off);
+}
+
+// Vector forms of the f32 ops an epilogue applies to vectors of results: the scalar rules'
+// ternaries become select() with the same NaN behaviour (a NaN compares false).
+constexpr ExprRule kVectorRules[] = {
+    {OpKind::kRelu, "select(x0, (TV)(0.0f), x0 < 0)", ""},
+    {OpKind::kClip, "select(select(x0, (TV)(MAXV), x0 > MAXV), (TV)(MINV), x0 < MINV)", ""},
+    {OpKind::kSigmoid, "(1.0f / (1.0f + exp(-x0)))", ""},
+    {OpKind::kHardSigmoid, "clamp(ALPHA * x0 + BETA, 0.0f, 1.0f)", ""},
+    {OpKind::kTanh, "tanh(x0)", ""},
+    {OpKind::kExp, "exp(x0)", ""},
+    {OpKind::kCopy, "x0", ""},
+    {OpKind::kAdd, "(x0 + x1)", ""},
+    {OpKind::kSub, "(x0 - x1)", ""},
+    {OpKind::kMul, "(x0 * x1)", ""},
+    {OpKind::kDiv, "(x0 / x1)", ""},
+};
+
 }  // namespace
 
 std::string ValueTypeName(DType t) {
@@ -207,6 +242,46 @@ ChainCode ElementwiseChain(const std::vector<const ir::Node*>& ops, const ir::Va
   return c;
 }
 
+namespace {
+
+// ElementwiseChain on vectors of vw results along the output's innermost axis, or nullopt where
+// an op has no vector form or an operand no vector read (VectorLoadExpr).
+std::optional<ChainCode> VectorChain(const std::vector<const ir::Node*>& ops,
+                                     const ir::Value* seed_value, const std::string& seed_var,
+                                     const std::function<std::string(const ir::Value*)>& param,
+                                     int vw) {
+  const Shape& shape = ops.back()->outputs[0]->type.shape;
+  ChainCode c;
+  std::map<const ir::Value*, std::string> var_of = {{seed_value, seed_var}};
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const ir::Node& n = *ops[k];
+    const ExprRule* rule = nullptr;
+    for (const auto& r : kVectorRules)
+      if (r.op == n.op) rule = &r;
+    if (!rule || n.outputs[0]->type.dtype != DType::kFloat32) return std::nullopt;
+    std::map<std::string, std::string> names = {{"TV", fmt::format("float{}", vw)}};
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      auto it = var_of.find(n.inputs[k]);
+      std::optional<std::string> x =
+          it != var_of.end() ? it->second : VectorLoadExpr(n, k, shape, param(n.inputs[k]), vw);
+      if (!x || n.inputs[k]->type.dtype != DType::kFloat32) return std::nullopt;
+      names[fmt::format("x{}", k)] = *x;
+    }
+    const ir::Attrs& a = n.attrs;
+    if (a.Has("alpha")) names["ALPHA"] = FloatLiteral(a.Float("alpha"));
+    if (a.Has("beta")) names["BETA"] = FloatLiteral(a.Float("beta"));
+    if (a.Has("min")) names["MINV"] = FloatLiteral(a.Float("min"));
+    if (a.Has("max")) names["MAXV"] = FloatLiteral(a.Float("max"));
+    std::string var = fmt::format("y{}", k);
+    c.code += fmt::format("const float{} {} = {}; ", vw, var, Substitute(rule->float_expr, names));
+    var_of[n.outputs[0]] = var;
+    c.result = var;
+  }
+  return c;
+}
+
+}  // namespace
+
 DType ChainResultType(const ir::Value* anchor_out, const std::vector<const ir::Node*>& ops) {
   return ops.empty() ? anchor_out->type.dtype : ops.back()->outputs[0]->type.dtype;
 }
@@ -221,6 +296,35 @@ void ApplyEpilogue(KernelSource& src, const std::string& kernel_name, const ir::
   src.Define("EPILOGUE_STORE(p, i, v)",
              out == DType::kFloat16 ? "vstore_half_rte((v), (i), (p))" : "(p)[i] = (v)");
   ApplyChain(src, kernel_name, anchor_out, ops, spec, "EPILOGUE", "e");
+}
+
+void ApplyVectorEpilogue(KernelSource& src, const std::string& kernel_name,
+                         const ir::Value* anchor_out, const std::vector<const ir::Node*>& ops,
+                         int vw) {
+  if (ops.empty()) {
+    src.Define("VEPILOGUE(v, i)", "(v)");
+    return;
+  }
+  // The parameters ApplyChain gives EPILOGUE: e<k> in first-use order.
+  std::vector<const ir::Value*> ext = ir::ExternalInputs(ops);
+  std::erase(ext, anchor_out);
+  auto param = [&](const ir::Value* v) {
+    return fmt::format("e{}", std::find(ext.begin(), ext.end(), v) - ext.begin());
+  };
+  std::optional<ChainCode> c = VectorChain(ops, anchor_out, "v", param, vw);
+  if (!c || anchor_out->type.dtype != DType::kFloat32) return;
+  std::string params, args;
+  for (size_t k = 0; k < ext.size(); ++k) {
+    params += fmt::format(", __global const float* e{}", k);
+    args += fmt::format(", e{}", k);
+  }
+  std::vector<const ir::Value*> operands = ext;
+  operands.push_back(ops.back()->outputs[0]);
+  std::string fn = kernel_name + "_vchain";
+  src.Prelude(fmt::format(
+      "float{} {}(float{} v, long i{}) {{ {} {} return {}; }}\n", vw, fn, vw, params,
+      CoordsCode(ops.back()->outputs[0]->type.shape, WideIndex(operands)), c->code, c->result));
+  src.Define("VEPILOGUE(v, i)", fmt::format("{}(v, i{})", fn, args));
 }
 
 void ApplyChain(KernelSource& src, const std::string& kernel_name, const ir::Value* anchor_out,

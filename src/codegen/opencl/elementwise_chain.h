@@ -67,6 +67,14 @@ DType ChainResultType(const ir::Value* anchor_out, const std::vector<const ir::N
 void ApplyEpilogue(KernelSource& src, const std::string& kernel_name, const ir::Value* anchor_out,
                    const std::vector<const ir::Node*>& ops, KernelSpec& spec,
                    bool stores_any_float = false);
+// Where the chain has a vector form (VectorChain: f32 ops with a vector rule, operands read
+// along the output's innermost axis or constant along it), defines VEPILOGUE(v, i): the chain on
+// a float<vw> v of the results at flat indices i to i + vw - 1 of one innermost row, with
+// EPILOGUE's parameters; the identity without ops. Leaves it undefined otherwise (the kernel
+// then applies EPILOGUE lane by lane). Call before ApplyEpilogue.
+void ApplyVectorEpilogue(KernelSource& src, const std::string& kernel_name,
+                         const ir::Value* anchor_out, const std::vector<const ir::Node*>& ops,
+                         int vw);
 // The same under another macro name (MACRO(v, i), MACRO_PARAMS) and parameter prefix: a chain
 // applied to values a kernel reads (LayerNorm's prologue) rather than writes. It computes in
 // float whatever the chain's types; what a kernel stores is ApplyEpilogue's to check.

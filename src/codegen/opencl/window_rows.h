@@ -1,8 +1,12 @@
-// The CPU family "window_rows" (kernels/window_rows.cl): depthwise convolution and max pooling
-// vectorised along the output row (the kernel also serves conv_blocked's variant along the row).
-// Its points are {vw: outputs per vector (4, 8 or 16), rh: output rows per work-item}; the
-// heuristic takes the widest vector the row fills and as many rows per work-item as leave at least
-// 64 work-items (docs/tuning.md). Thread safety: pure.
+// The CPU family "window_rows": depthwise convolution and max pooling vectorised along the output
+// row, in one of two kernels (`shift`): kernels/window_rows.cl (0; it also serves conv_blocked's
+// variant along the row) takes vectors whose windows stay inside the row and the outputs near its
+// ends one at a time; kernels/window_shift.cl (1; stride 1 or 2) takes whole rows in chunks of vw
+// outputs, shifting the lanes near the row's ends in from the neighbouring chunks. Its points are
+// {rh: output rows per work-item, shift, vw: outputs per vector (4, 8 or 16)}; the heuristic takes
+// the shift kernel where it applies, with the narrowest vector that covers a row of up to 16
+// (else 16), and as many rows per work-item as leave at least 64 work-items (docs/tuning.md).
+// Thread safety: pure.
 #pragma once
 
 #include <optional>
