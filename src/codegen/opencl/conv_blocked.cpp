@@ -117,7 +117,7 @@ KernelSpec GenerateConvBlocked(const ir::Node& n, const std::string& kernel_name
   src.Define("NV", nv);
   src.Define("TV", fmt::format("float{}", voc));
   src.Define("VLOAD(p)", fmt::format("vload{}(0, (p))", voc));
-  src.Define("ELEM(v, e)", "(((T*)&(v))[e])");
+  src.Define("VSTORE_TO(v, p)", fmt::format("vstore{}((v), 0, (p))", voc));
   KernelSpec spec = FinishConvKernel(n, src, kernel_name, epilogue);
   ConstTensorPtr filters = n.inputs[1]->constant;
   spec.packed.push_back(

@@ -171,6 +171,15 @@ std::optional<Tunable> WindowRowsTunable(const ir::Node& n, const Target& t) {
 
 namespace {
 
+// VSTORE(v, i) (vw results to the output from flat index i), VSTORE_TO(v, p) and, where the
+// epilogue has a vector form, VEPILOGUE (ApplyVectorEpilogue).
+void DefineVectorStores(KernelSource& src, const ir::Node& n, const std::string& kernel_name,
+                        int64_t vw, const Chain& epilogue) {
+  src.Define("VSTORE(v, i)", fmt::format("vstore{}((v), 0, out + (i))", vw));
+  src.Define("VSTORE_TO(v, p)", fmt::format("vstore{}((v), 0, (p))", vw));
+  ApplyVectorEpilogue(src, kernel_name, n.outputs[0], epilogue, static_cast<int>(vw));
+}
+
 // Defines what convolution and pooling differ in for both kernels (what a tap does, what lies
 // beyond the input, the filters and bias), binds the arguments, applies the fused epilogue and
 // renders the source.
@@ -220,6 +229,7 @@ KernelSpec RowsKernel(const ir::Node& n, const std::string& kernel_name, int64_t
   bool edges = vlo <= vhi;
   src.Define("EDGES", edges).Define("VLO", vlo).Define("VHI", vhi);
   src.Define("VECS", edges ? CeilDiv(vhi - vlo, vw) + 1 : 0);
+  DefineVectorStores(src, n, kernel_name, vw, epilogue);
   KernelSpec spec = FinishWindowKernel(n, src, kernel_name, epilogue);
   // One filter per channel is already in the packed order.
   if (conv && (icg > 1 || ocg > 1)) {
@@ -255,9 +265,7 @@ KernelSpec ShiftKernel(const ir::Node& n, const std::string& kernel_name, int64_
   src.Define("VLOAD(p)", fmt::format("vload{}(0, (p))", vw));
   src.Define("PARTIAL(p)", PartialLoad(vw, w.in[2] % vw));
   src.Define("TAPS(acc, row, j, wk)", TapsMacro(w, ls, vw));
-  src.Define("VSTORE(v, i)", fmt::format("vstore{}((v), 0, out + (i))", vw));
-  src.Define("VSTORE_TO(v, p)", fmt::format("vstore{}((v), 0, (p))", vw));
-  ApplyVectorEpilogue(src, kernel_name, n.outputs[0], epilogue, static_cast<int>(vw));
+  DefineVectorStores(src, n, kernel_name, vw, epilogue);
   KernelSpec spec = FinishWindowKernel(n, src, kernel_name, epilogue);
   spec.local = {1, 1};
   spec.global = {static_cast<size_t>(CeilDiv(w.out[0] * w.out[1], rh)),

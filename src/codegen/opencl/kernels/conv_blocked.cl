@@ -8,7 +8,8 @@
 // a * b + c, which OpenCL C contracts into one fused multiply-add where the device has it
 // (FP_CONTRACT is on by default), not mad(): PoCL computes mad() as a multiply and an add, which
 // left the loop without a single FMA (SqueezeNet's 3x3 convolutions 1.2-1.4x slower).
-// Parameters: KERNEL_NAME; T, T_STORE, LOAD, STORE (f32 storage); TV (float VOC), VOC, RW, NV;
+// Parameters: KERNEL_NAME; T, T_STORE, LOAD, STORE (f32 storage); TV (float VOC), VOC, RW, NV,
+// VSTORE_TO(v, p);
 // C (input channels), COUT, G (groups), ICG (input channels per group), OCG, OCB (VOC blocks per
 // group; a work-item's last blocks past OCB read block OCB - 1 and store nothing); the window macros (ID, IH, IW, OD, OH, OW, KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH,
 // DW; window.h); BIAS_PARAM, BIAS(c); EPILOGUE(v, i), EPILOGUE_PARAMS.
@@ -71,6 +72,12 @@ __attribute__((reqd_work_group_size(1, 1, 1))) __kernel void KERNEL_NAME(
         }
       }
     }
+  // Lane by lane through a copy: taking acc's address would keep it in memory throughout.
+  T lanes[NV][RW][VOC];
+#pragma unroll
+  for (int v = 0; v < NV; ++v)
+#pragma unroll
+    for (int j = 0; j < RW; ++j) VSTORE_TO(acc[v][j], lanes[v][j]);
 #pragma unroll
   for (int v = 0; v < NV; ++v)
 #pragma unroll
@@ -83,7 +90,7 @@ __attribute__((reqd_work_group_size(1, 1, 1))) __kernel void KERNEL_NAME(
 #pragma unroll
       for (int j = 0; j < RW; ++j) {
         if (ow0 + j >= OW) break;
-        STORE(out, o + j, EPILOGUE(ELEM(acc[v][j], e) + bias, o + j));
+        STORE(out, o + j, EPILOGUE(lanes[v][j][e] + bias, o + j));
       }
     }
 }

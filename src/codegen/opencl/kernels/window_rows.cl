@@ -13,7 +13,8 @@
 // output channels per group); the window macros (window.h); INIT (accumulator start), PAD (what
 // lies beyond the input), ACC(acc, v, wt) (wt: the tap's weight, or 0 without filters),
 // WEIGHT(p) (the weight at p), WEIGHT_PARAM, BIAS_PARAM, BIAS(c); EPILOGUE(v, i),
-// EPILOGUE_PARAMS; EDGES (1: the vectors whose windows stay inside the row, starting from VLO
+// EPILOGUE_PARAMS, and VEPILOGUE(v, i), VSTORE(v, i) where the epilogue has a vector form (whole
+// vectors are then stored as such); VSTORE_TO(v, p); EDGES (1: the vectors whose windows stay inside the row, starting from VLO
 // to VHI, VECS of them, without copies near the ends, and the other outputs one at a time; 0:
 // every vector from 0 on, with the copies where a window crosses an end).
 #if SW == 1
@@ -102,10 +103,19 @@ __attribute__((reqd_work_group_size(1, 1, 1))) __kernel void KERNEL_NAME(
         const int c = g * OCG + oc;
         const T bias = BIAS(c);
         const long o = (((long)n * COUT + c) * OD * OH + odh) * OW + ow0;
+#ifdef VEPILOGUE
+        if (cnt == VW) {
+          VSTORE(VEPILOGUE(acc[r] + bias, o), o);
+          continue;
+        }
+#endif
+        // Lane by lane through a copy: taking acc's address would keep it in memory throughout.
+        T lanes[VW];
+        VSTORE_TO(acc[r], lanes);
 #pragma unroll
         for (int e = 0; e < VW; ++e) {
           if (e >= cnt) break;
-          STORE(out, o + e, EPILOGUE(ELEM(acc[r], e) + bias, o + e));
+          STORE(out, o + e, EPILOGUE(lanes[e] + bias, o + e));
         }
       }
     }
