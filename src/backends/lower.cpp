@@ -8,6 +8,7 @@
 #include "backends/backend.h"
 #include "core/error.h"
 #include "core/texture_layout.h"
+#include "runtime/memory_plan.h"
 
 namespace texel::backends {
 namespace {
@@ -39,6 +40,34 @@ runtime::BufferDesc DescOf(const ir::Value* v) {
   return d;
 }
 
+// Whether Concat n can have its inputs written in place into its output: along an axis with only
+// 1s before it (each input then a contiguous byte range of the output), read plainly (no views
+// of the views pass), no ops fused after it, an output that is no graph output or image; each
+// input a value of its own that only n reads, computed by this plan's kernels (no graph input,
+// constant or image). Offsets, buffers and alignment are the caller's to check.
+bool ConcatInPlace(const ir::Node& n, const ir::Graph& g,
+                   const std::unordered_map<const ir::Value*, int>& uses) {
+  if (n.op != ir::OpKind::kConcat || n.group >= 0 || n.outputs[0]->is_image()) return false;
+  auto in_list = [](const std::vector<ir::Value*>& list, const ir::Value* v) {
+    return std::find(list.begin(), list.end(), v) != list.end();
+  };
+  if (in_list(g.outputs(), n.outputs[0])) return false;
+  int64_t axis = n.attrs.Int("axis");
+  const Shape& out = n.outputs[0]->type.shape;
+  if (axis < 0 || axis >= static_cast<int64_t>(out.size())) return false;
+  for (int64_t d = 0; d < axis; ++d)
+    if (out[d] != 1) return false;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const ir::Value* v = n.inputs[k];
+    auto it = uses.find(v);
+    if (n.attrs.Has(fmt::format("in{}_shape", k)) || v->constant || v->is_image() ||
+        v->valid_rows || v->type.dtype != n.outputs[0]->type.dtype || in_list(g.inputs(), v) ||
+        in_list(g.outputs(), v) || it == uses.end() || it->second != 1)
+      return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device,
@@ -68,10 +97,42 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device,
   std::map<int, std::vector<const ir::Node*>> groups;
   for (const auto& node : g.nodes())
     if (node->group >= 0) groups[node->group].push_back(node.get());
+  std::unordered_map<const ir::Value*, int> uses;  // reads by nodes
+  for (const auto& node : g.nodes())
+    for (const ir::Value* v : node->inputs) ++uses[v];
+  const int64_t alignment = runtime::ArenaAlignment(device);
+  const bool in_place = runtime::SubBuffersUsable(device);
   for (const auto& node : g.nodes()) {
     const ir::Node& n = *node;
     bool is_output =
         std::find(g.outputs().begin(), g.outputs().end(), n.outputs[0]) != g.outputs().end();
+    // A Concat whose inputs its producers can write in place: no kernel, the inputs' buffers
+    // become parts of the output's (memory planning places them there). Each input's buffer must
+    // be its own (no other value's view), not already hold parts, and start at an offset the
+    // device's sub-buffers allow.
+    if (in_place && ConcatInPlace(n, g, uses)) {
+      std::vector<int> parts;
+      bool fits = true;
+      int64_t offset = 0;
+      for (const ir::Value* v : n.inputs) {
+        int b = static_cast<size_t>(v->id) < buffer_of.size() ? buffer_of[v->id] : -1;
+        fits = fits && b >= 0 && offset % alignment == 0 && plan.buffers[b].alias_of < 0 &&
+               !plan.buffers[b].zeroed && std::count(buffer_of.begin(), buffer_of.end(), b) == 1;
+        for (const runtime::BufferDesc& d : plan.buffers) fits = fits && d.alias_of != b;
+        parts.push_back(b);
+        offset += v->type.bytes();
+      }
+      if (fits) {
+        int whole = buffer(n.outputs[0]);
+        offset = 0;
+        for (size_t k = 0; k < parts.size(); ++k) {
+          plan.buffers[parts[k]].alias_of = whole;
+          plan.buffers[parts[k]].alias_offset = offset;
+          offset += n.inputs[k]->type.bytes();
+        }
+        continue;
+      }
+    }
     if (n.op == ir::OpKind::kReshape && !is_output) {  // a view: shares the input's buffer
       int b = buffer(n.inputs[0]);
       if (static_cast<size_t>(n.outputs[0]->id) >= buffer_of.size())

@@ -58,6 +58,11 @@ constexpr auto kBufferFields = [](auto& b, auto&& f) {
   f("image_half", b.image_half), f("zeroed", b.zeroed);
 };
 
+// Format version 2 (buffers aliasing part of another): absent in version 1 files.
+constexpr auto kBufferAliasFields = [](auto& b, auto&& f) {
+  f("alias_of", b.alias_of), f("alias_offset", b.alias_offset);
+};
+
 constexpr auto kBindingFields = [](auto& t, auto&& f) {
   f("name", t.name), f("dtype", t.dtype), f("shape", t.shape), f("buffer", t.buffer);
   f("rows_buffer", t.rows_buffer);
@@ -88,6 +93,7 @@ json PlanJson(const Plan& plan, const std::map<int, std::string_view>& views,
   json buffers = json::array();
   for (const BufferDesc& b : plan.buffers) {
     json jb = Write(b, kBufferFields);
+    jb.update(Write(b, kBufferAliasFields));
     if (b.constant) {
       auto view = views.find(static_cast<int>(buffers.size()));
       std::string_view bytes =
@@ -127,6 +133,7 @@ Plan PlanOf(const json& j, std::string_view constants, std::map<int, std::string
   plan.needs = Read<DeviceNeeds>(j.at("needs"), kNeedsFields);
   for (const json& jb : j.at("buffers")) {
     BufferDesc b = Read<BufferDesc>(jb, kBufferFields);
+    ReadPresent(jb, kBufferAliasFields, &b);
     if (jb.contains("constant")) {
       const json& c = jb.at("constant");
       uint64_t offset = Num<uint64_t>(c.at("offset")), bytes = Num<uint64_t>(c.at("bytes"));

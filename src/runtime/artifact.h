@@ -25,7 +25,9 @@
 
 namespace texel::runtime {
 
-inline constexpr uint32_t kArtifactFormatVersion = 1;
+// 2: buffers may alias part of another (BufferDesc::alias_of), which a version-1 reader would
+// miss.
+inline constexpr uint32_t kArtifactFormatVersion = 2;
 
 // An OpenCL program binary, used only on the device it was built for by the same texel (every
 // field of the key equal); anywhere else the program is built from the source.

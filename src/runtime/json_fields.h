@@ -85,4 +85,13 @@ S Read(const json& j, Fields fields) {
   return s;
 }
 
+// The listed fields of s that j has, others left as they are: fields added in a later format
+// version, which older files lack.
+template <class S, class Fields>
+void ReadPresent(const json& j, Fields fields, S* s) {
+  fields(*s, [&j](const char* key, auto& v) {
+    if (j.contains(key)) FromJson(j.at(key), &v);
+  });
+}
+
 }  // namespace texel::runtime

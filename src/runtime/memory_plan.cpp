@@ -78,6 +78,14 @@ MemoryPlan PlanMemory(const Plan& plan, int64_t alignment) {
       last[b] = static_cast<int>(s);
     }
   }
+  // A buffer that is part of another (BufferDesc::alias_of) is placed with it: the whole one
+  // lives from the first use of either to the last.
+  for (size_t i = 0; i < n; ++i) {
+    int whole = plan.buffers[i].alias_of;
+    if (whole < 0 || first[i] < 0) continue;
+    first.at(whole) = first[whole] < 0 ? first[i] : std::min(first[whole], first[i]);
+    last[whole] = std::max(last[whole], last[i]);
+  }
   std::vector<Planned> planned;
   std::vector<TextureRequest> images;
   std::vector<int> image_buffer;  // request -> buffer index
@@ -89,6 +97,7 @@ MemoryPlan PlanMemory(const Plan& plan, int64_t alignment) {
       image_buffer.push_back(static_cast<int>(i));
       continue;
     }
+    if (b.alias_of >= 0) continue;
     if (b.constant) {
       m.constant_bytes += b.bytes;
     } else if (host[i] || b.zeroed) {
@@ -145,7 +154,25 @@ MemoryPlan PlanMemory(const Plan& plan, int64_t alignment) {
                           [&](int i) { return offsets[i] + planned[i].bytes > m.lower_bound; });
   }
   for (size_t i = 0; i < planned.size(); ++i) m.offsets[planned[i].buffer] = best_offsets[i];
+  for (size_t i = 0; i < n; ++i) {
+    const BufferDesc& b = plan.buffers[i];
+    if (b.alias_of < 0) continue;
+    int64_t whole = m.offsets.at(b.alias_of);
+    if (whole < 0)
+      Fail(ErrorCode::kInvalidModel, "buffer {} is part of buffer {}, which is not planned", i,
+           b.alias_of);
+    if (b.alias_offset % alignment != 0)
+      Fail(ErrorCode::kUnsupported,
+           "buffer {} lies {} bytes into buffer {}, not a multiple of this device's {}-byte "
+           "alignment: compile the model for this device",
+           i, b.alias_offset, b.alias_of, alignment);
+    m.offsets[i] = whole + b.alias_offset;
+  }
   return m;
+}
+
+bool SubBuffersUsable(const cl::DeviceInfo& device) {
+  return device.vendor.find("NVIDIA") == std::string::npos;
 }
 
 int64_t ArenaAlignment(const cl::DeviceInfo& device) {

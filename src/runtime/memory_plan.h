@@ -17,8 +17,15 @@ namespace texel::runtime {
 // their row counts), empty buffers and buffers no step uses. Greedy by size, as TFLite's arena
 // planner: the largest buffer first, each into the smallest gap left between the buffers already
 // placed that are live at the same time, else above them all; then a few passes that place first
-// the buffers that ended up above the liveness lower bound, keeping the best placement.
+// the buffers that ended up above the liveness lower bound, keeping the best placement. A buffer
+// that is part of another (BufferDesc::alias_of) goes at its offset inside it, the whole one
+// live while either is; Error(kUnsupported) where that offset is not a multiple of alignment.
 MemoryPlan PlanMemory(const Plan& plan, int64_t alignment);
+
+// Whether the runtime may use sub-buffers on the device (the arena's regions, a buffer's parts):
+// not on NVIDIA's driver, whose processes crash when a sub-buffer is released (580.x, H100;
+// docs/decisions.md).
+bool SubBuffersUsable(const cl::DeviceInfo& device);
 
 // The offset alignment the device demands of sub-buffers (CL_DEVICE_MEM_BASE_ADDR_ALIGN), bytes.
 int64_t ArenaAlignment(const cl::DeviceInfo& device);

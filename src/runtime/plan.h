@@ -22,6 +22,11 @@ struct BufferDesc {
   // Zero when a session starts, and left zero by the kernels after each run (work-group arrival
   // counters): its own buffer per session, never in the arena.
   bool zeroed = false;
+  // Part of another buffer: bytes [alias_offset, alias_offset + bytes) of buffer alias_of (the
+  // inputs of a Concat written in place into its output, backends/lower.cpp; memory planning
+  // places them there). -1: memory of its own.
+  int alias_of = -1;
+  int64_t alias_offset = 0;
   bool is_image() const { return image_width > 0; }
 };
 

@@ -88,6 +88,29 @@ void CheckStep(const KernelStep& s, size_t i, const Plan& plan) {
            s.global[d], s.local.empty() ? 0 : s.local[d], d);
 }
 
+// A buffer that is part of another: both plain device buffers in the arena (no constant, image,
+// arrival counter or host-visible binding), the part inside the whole, the whole no part itself.
+void CheckAlias(const Plan& plan, size_t i) {
+  const BufferDesc& b = plan.buffers[i];
+  if (b.alias_of < 0 && b.alias_offset == 0) return;
+  std::string what = fmt::format("buffer {}", i);
+  if (b.alias_of < 0 || static_cast<size_t>(b.alias_of) >= plan.buffers.size() ||
+      static_cast<size_t>(b.alias_of) == i)
+    Fail(ErrorCode::kInvalidModel, "{}: part of buffer {}, which does not exist", what, b.alias_of);
+  const BufferDesc& whole = plan.buffers[b.alias_of];
+  auto plain = [&](const BufferDesc& d, int index) {
+    bool host = false;
+    for (const auto* list : {&plan.inputs, &plan.outputs})
+      for (const TensorBinding& t : *list)
+        host = host || t.buffer == index || t.rows_buffer == index;
+    return !d.constant && !d.is_image() && !d.zeroed && !host;
+  };
+  if (whole.alias_of >= 0 || !plain(b, static_cast<int>(i)) || !plain(whole, b.alias_of) ||
+      b.alias_offset < 0 || b.alias_offset > whole.bytes - b.bytes)
+    Fail(ErrorCode::kInvalidModel, "{}: {} bytes at offset {} cannot be part of buffer {}", what,
+         b.bytes, b.alias_offset, b.alias_of);
+}
+
 void CheckMemory(const Plan& plan) {
   const MemoryPlan& m = plan.memory;
   const size_t n = plan.buffers.size();
@@ -138,6 +161,7 @@ std::set<std::string> EnabledExtensions(const std::string& source) {
 
 void CheckPlan(const Plan& plan) {
   for (size_t i = 0; i < plan.buffers.size(); ++i) CheckBuffer(plan.buffers[i], i);
+  for (size_t i = 0; i < plan.buffers.size(); ++i) CheckAlias(plan, i);
   for (const TensorBinding& t : plan.inputs) CheckBinding(t, plan, "input");
   for (const TensorBinding& t : plan.outputs) CheckBinding(t, plan, "output");
   for (size_t i = 0; i < plan.steps.size(); ++i) CheckStep(plan.steps[i], i, plan);

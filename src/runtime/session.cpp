@@ -28,8 +28,6 @@ namespace {
 // The device's sub-buffer origin alignment, and the vector loads' 16 bytes for pointers.
 constexpr uintptr_t kPointerAlignment = 16;
 
-bool IsNvidia(const cl::DeviceInfo& d) { return d.vendor.find("NVIDIA") != std::string::npos; }
-
 using SetArgMemPointerIntel = cl_int(CL_API_CALL*)(cl_kernel, cl_uint, const void*);
 
 SetArgMemPointerIntel FindSetArgMemPointer(const cl::DeviceInfo& d) {
@@ -60,7 +58,8 @@ Session::Session(const Executable& exe) : exe_(exe) {
   // arena out when debugging), and on NVIDIA's driver, whose processes crash when a sub-buffer
   // of the arena is released (580.x, H100; see docs/decisions.md).
   const char* arena_env = std::getenv("TEXEL_ARENA");
-  bool no_arena = (arena_env && std::string(arena_env) == "off") || IsNvidia(exe.context().info());
+  bool no_arena =
+      (arena_env && std::string(arena_env) == "off") || !SubBuffersUsable(exe.context().info());
   static const MemoryPlan kNoPlan;
   const MemoryPlan& mem = no_arena ? kNoPlan : plan.memory;
   if (mem.arena_bytes > 0) {
@@ -92,6 +91,7 @@ Session::Session(const Executable& exe) : exe_(exe) {
       continue;
     }
     int64_t offset = i < mem.offsets.size() ? mem.offsets[i] : -1;
+    if (offset < 0 && b.alias_of >= 0) continue;  // a part of its whole's own buffer, below
     if (offset < 0) {
       buffers_[i] = cl::Buffer(exe.context(), static_cast<size_t>(b.bytes));
       slot_[i] = static_cast<int>(i);
@@ -102,6 +102,20 @@ Session::Session(const Executable& exe) : exe_(exe) {
     if (fresh)
       buffers_[i] = cl::Buffer(arena_, static_cast<size_t>(offset), static_cast<size_t>(b.bytes));
     slot_[i] = it->second;
+  }
+  // Without the arena, a buffer that is part of another is a sub-buffer of that one's own.
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const BufferDesc& b = plan.buffers[i];
+    if (b.alias_of < 0 || slot_[i] >= 0) continue;
+    if (!SubBuffersUsable(exe.context().info()))
+      Fail(ErrorCode::kUnsupported,
+           "buffer {} is part of buffer {} (a concatenation computed in place), which needs a "
+           "sub-buffer that this device's driver cannot release safely: compile the model for "
+           "this device",
+           i, b.alias_of);
+    buffers_[i] = cl::Buffer(BufferAt(b.alias_of), static_cast<size_t>(b.alias_offset),
+                             static_cast<size_t>(b.bytes));
+    slot_[i] = static_cast<int>(i);
   }
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const KernelStep& s = plan.steps[i];
@@ -247,7 +261,7 @@ void Session::Bind(const TensorBinding& tensor, bool output, const ExternalTenso
       } else if (t.offset != 0) {
         // A sub-buffer needs an aligned origin; NVIDIA's driver crashes releasing sub-buffers
         // (docs/decisions.md). Otherwise the tensor is copied on the device.
-        if (t.offset % align == 0 && !IsNvidia(device)) {
+        if (t.offset % align == 0 && SubBuffersUsable(device)) {
           cl_buffer_region region{t.offset, b->bytes};
           cl_int err = cl::InjectedFault(cl::FaultPoint::kBuffer);
           cl_mem sub =

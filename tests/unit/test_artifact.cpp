@@ -135,8 +135,10 @@ TEST(ArtifactTest, DamageIsNamed) {
   EXPECT_NE(ReadError(good.substr(0, good.size() - 1)).find("truncated"), std::string::npos);
   EXPECT_NE(ReadError(good + "x").find("truncated or extended"), std::string::npos);
   std::string future = good;
-  future[8] = 2;
-  EXPECT_NE(ReadError(future).find("format version 2"), std::string::npos);
+  future[8] = static_cast<char>(runtime::kArtifactFormatVersion + 1);
+  EXPECT_NE(
+      ReadError(future).find(fmt::format("format version {}", runtime::kArtifactFormatVersion + 1)),
+      std::string::npos);
   std::string zero = good;
   zero[8] = 0;
   EXPECT_NE(ReadError(zero).find("format version 0"), std::string::npos);
@@ -181,6 +183,10 @@ TEST(ArtifactTest, InconsistentPlanIsRefused) {
       if (b.constant) b.bytes += 4;
   });
   expect("image", [&](runtime::Plan& p) { p.buffers[0].image_width = 3; });
+  // A part of a buffer: inside it, of a plain device buffer, of no part itself.
+  int out = good.plan.outputs[0].buffer, in = good.plan.inputs[0].buffer;
+  expect("which does not exist", [&](runtime::Plan& p) { p.buffers[out].alias_of = nbuf; });
+  expect("cannot be part of buffer", [&](runtime::Plan& p) { p.buffers[in].alias_of = out; });
 }
 
 TEST(ArtifactTest, MissingFeaturesAreNamed) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api/compiler.h"
+#include "core/error.h"
 #include "ir/graph.h"
 #include "kernel_test_util.h"
 #include "runtime/memory_plan.h"
@@ -43,6 +44,18 @@ int ExpectValid(const Plan& p, const MemoryPlan& m) {
       if (first[b] < 0) first[b] = static_cast<int>(s);
       last[b] = static_cast<int>(s);
     }
+  // A whole buffer lives while its parts do; a part shares its whole's bytes by design.
+  for (size_t i = 0; i < n; ++i) {
+    int whole = p.buffers[i].alias_of;
+    if (whole < 0 || first[i] < 0) continue;
+    EXPECT_EQ(m.offsets[i], m.offsets[whole] + p.buffers[i].alias_offset) << "part " << i;
+    first[whole] = first[whole] < 0 ? first[i] : std::min(first[whole], first[i]);
+    last[whole] = std::max(last[whole], last[i]);
+  }
+  auto related = [&](size_t i, size_t j) {
+    return p.buffers[i].alias_of == static_cast<int>(j) ||
+           p.buffers[j].alias_of == static_cast<int>(i);
+  };
   int planned = 0;
   for (size_t i = 0; i < n; ++i) {
     if (m.offsets[i] < 0) continue;
@@ -50,7 +63,7 @@ int ExpectValid(const Plan& p, const MemoryPlan& m) {
     EXPECT_EQ(m.offsets[i] % m.alignment, 0) << "buffer " << i;
     EXPECT_LE(m.offsets[i] + p.buffers[i].bytes, m.arena_bytes) << "buffer " << i;
     for (size_t j = i + 1; j < n; ++j) {
-      if (m.offsets[j] < 0 || last[i] < first[j] || last[j] < first[i]) continue;
+      if (m.offsets[j] < 0 || last[i] < first[j] || last[j] < first[i] || related(i, j)) continue;
       bool disjoint = m.offsets[i] + p.buffers[i].bytes <= m.offsets[j] ||
                       m.offsets[j] + p.buffers[j].bytes <= m.offsets[i];
       EXPECT_TRUE(disjoint) << "buffers " << i << " and " << j << " are live together at "
@@ -166,15 +179,86 @@ TEST(MemoryPlanTest, RandomPlansAreValid) {
 
 // The same graph's outputs with and without the arena, bit for bit: a chain of poolings (which
 // no fusion merges), so that the arena must reuse memory, with a residual Add.
+// A 3x3 pooling window, stride 1, padded by 1 (average: not counting the pads).
+ir::Attrs Pool3x3(bool average = false) {
+  ir::Attrs a{{"kernel", std::vector<int64_t>{3, 3}},
+              {"strides", std::vector<int64_t>{1, 1}},
+              {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+              {"dilations", std::vector<int64_t>{1, 1}},
+              {"ceil_mode", int64_t{0}}};
+  if (average) a.Set("count_include_pad", int64_t{0});
+  return a;
+}
+
+// Buffers that are parts of another sit inside it, and the whole one lives while any part does.
+TEST(MemoryPlanTest, PartsLieInsideTheirWhole) {
+  // 0 and 1 are parts of 2 (written by steps 0 and 1, read through 2 by step 3); 3 lives
+  // meanwhile.
+  Plan p = MakePlan({256, 128, 384, 512, 64}, {{0, 3}, {1, 3}, {3}, {2, 4}}, {}, {4});
+  p.buffers[0].alias_of = 2;
+  p.buffers[1].alias_of = 2;
+  p.buffers[1].alias_offset = 256;
+  MemoryPlan m = PlanMemory(p, 128);
+  EXPECT_EQ(m.offsets[0], m.offsets[2]);
+  EXPECT_EQ(m.offsets[1], m.offsets[2] + 256);
+  bool apart = m.offsets[3] + 512 <= m.offsets[2] || m.offsets[2] + 384 <= m.offsets[3];
+  EXPECT_TRUE(apart) << "buffer 3 overlaps the whole while its parts are written";
+  EXPECT_EQ(m.lower_bound, 384 + 512);
+  // A part at an offset the device's sub-buffers cannot start at.
+  p.buffers[1].alias_offset = 192;
+  try {
+    PlanMemory(p, 128);
+    ADD_FAILURE() << "a misaligned part was placed";
+  } catch (const texel::Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("192 bytes into buffer 2"), std::string::npos) << e.what();
+  }
+}
+
+// A Concat whose inputs only it reads is computed in place: no kernel, its inputs written into
+// its output's memory; outputs equal a Concat kernel's (an input that is also a graph output
+// keeps the kernel), with the arena and with a buffer per value.
+TEST(MemoryPlanTest, ConcatInPlace) {
+  auto build = [](bool keep_kernel) {
+    auto g = std::make_unique<ir::Graph>();
+    const ir::Attrs pool = Pool3x3(), avg = Pool3x3(true);
+    ir::Value* v = g->AddInput("x", {DType::kFloat32, {1, 4, 16, 16}});
+    ir::Value* a = g->AddNode(ir::OpKind::kMaxPool, {v}, pool, "a")->outputs[0];
+    ir::Value* b = g->AddNode(ir::OpKind::kAveragePool, {v}, avg, "b")->outputs[0];
+    ir::Value* c = g->AddNode(ir::OpKind::kNeg, {v}, {}, "c")->outputs[0];
+    ir::Value* cat =
+        g->AddNode(ir::OpKind::kConcat, {a, b, c}, {{"axis", int64_t{1}}}, "cat")->outputs[0];
+    g->AddOutput(g->AddNode(ir::OpKind::kMaxPool, {cat}, pool, "after")->outputs[0]);
+    if (keep_kernel) g->AddOutput(b);
+    return g;
+  };
+  std::map<std::string, HostTensor> inputs{{"x", testing::RandomF32({1, 4, 16, 16}, 12)}};
+  std::vector<std::vector<HostTensor>> results;
+  for (bool keep_kernel : {false, true}) {
+    CompiledModel m = CompileGraph(build(keep_kernel), testing::SharedContext(), CompileOptions{});
+    const Plan& plan = m.executable->plan();
+    int concats = 0, parts = 0;
+    for (const KernelStep& s : plan.steps) concats += s.op == "Concat";
+    for (const BufferDesc& b : plan.buffers) parts += b.alias_of >= 0;
+    bool in_place = SubBuffersUsable(testing::SharedContext()->info()) && !keep_kernel;
+    EXPECT_EQ(concats, in_place ? 0 : 1);
+    EXPECT_EQ(parts, in_place ? 3 : 0);
+    ExpectValid(plan, plan.memory);
+    results.push_back(Session(*m.executable).Run(inputs));
+    Plan unplanned = plan;
+    unplanned.memory = MemoryPlan{};
+    Executable separate(testing::SharedContext(), unplanned, nullptr);
+    results.push_back(Session(separate).Run(inputs));
+  }
+  for (const auto& r : results) {
+    ASSERT_EQ(r[0].bytes.size(), results[0][0].bytes.size());
+    EXPECT_EQ(std::memcmp(r[0].bytes.data(), results[0][0].bytes.data(), r[0].bytes.size()), 0);
+  }
+}
+
 TEST(MemoryPlanTest, ArenaLeavesModelOutputsUnchanged) {
   auto g = std::make_unique<ir::Graph>();
-  ir::Attrs pool{{"kernel", std::vector<int64_t>{3, 3}},
-                 {"strides", std::vector<int64_t>{1, 1}},
-                 {"pads", std::vector<int64_t>{1, 1, 1, 1}},
-                 {"dilations", std::vector<int64_t>{1, 1}},
-                 {"ceil_mode", int64_t{0}}};
-  ir::Attrs avg = pool;
-  avg.Set("count_include_pad", int64_t{0});
+  const ir::Attrs pool = Pool3x3(), avg = Pool3x3(true);
   ir::Value* v = g->AddInput("x", {DType::kFloat32, {1, 4, 16, 16}});
   ir::Value* p1 = g->AddNode(ir::OpKind::kMaxPool, {v}, pool, "p1")->outputs[0];
   ir::Value* p2 = g->AddNode(ir::OpKind::kAveragePool, {p1}, avg, "p2")->outputs[0];
