@@ -432,8 +432,9 @@ TEST(WindowKernelTest, CpuHeuristicPoints) {
     std::string family, point;
   };
   const std::vector<Case> cases = {
-      {{1, 16, 112, 112}, {96, 16, 1, 1}, 1, 0, "conv_blocked", "along=1,vw=16,wm=16"},
-      {{1, 144, 56, 56}, {24, 144, 1, 1}, 1, 0, "conv_blocked", "along=1,vw=8,wm=12"},
+      {{1, 16, 112, 112}, {96, 16, 1, 1}, 1, 0, "conv_blocked", "along=1,vw=16,wm=24"},
+      {{1, 144, 56, 56}, {24, 144, 1, 1}, 1, 0, "conv_blocked", "along=1,vw=16,wm=24"},
+      {{1, 192, 28, 28}, {32, 192, 1, 1}, 1, 0, "conv_blocked", "along=0,nv=2,rw=7,voc=16"},
       {{1, 64, 56, 56}, {64, 64, 3, 3}, 1, 1, "conv_blocked", "along=0,nv=2,rw=8,voc=16"},
       // 27 products per output but 64 channels, not 1x1: along the channels
       {{1, 3, 224, 224}, {64, 3, 3, 3}, 2, 0, "conv_blocked", "along=0,nv=2,rw=8,voc=16"},
@@ -477,6 +478,11 @@ TEST(WindowKernelTest, EveryTunedPointComputesTheReference) {
   ir::Attrs pointwise = ConvAttrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
   n += CheckCandidates(ir::OpKind::kConv, pointwise, xr, {wr},
                        RefConv(xr, wr, nullptr, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1), "1x1 conv", 40);
+  // 47 output channels along the row: the heuristic's blocks of 24, the last one partial.
+  HostTensor w47 = RandomF32({47, 5, 1, 1}, 514);
+  n += CheckCandidates(ir::OpKind::kConv, pointwise, xr, {w47},
+                       RefConv(xr, w47, nullptr, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1),
+                       "1x1 conv, 47 channels", 1000);
   // Depthwise, stride 2; max pooling, stride 1 and 2.
   HostTensor wd = RandomF32({6, 1, 3, 3}, 505);
   ir::Attrs dw = ConvAttrs({2, 2}, {1, 1, 1, 1}, {1, 1}, 6);
