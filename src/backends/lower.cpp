@@ -43,8 +43,9 @@ runtime::BufferDesc DescOf(const ir::Value* v) {
 // Whether Concat n can have its inputs written in place into its output: along an axis with only
 // 1s before it (each input then a contiguous byte range of the output), read plainly (no views
 // of the views pass), no ops fused after it, an output that is no graph output or image; each
-// input a value of its own that only n reads, computed by this plan's kernels (no graph input,
-// constant or image). Offsets, buffers and alignment are the caller's to check.
+// input a non-empty value that only n reads, computed by this plan's kernels (no graph input,
+// constant or image; a sub-buffer cannot be empty). Offsets, buffers and alignment are the caller's
+// to check.
 bool ConcatInPlace(const ir::Node& n, const ir::Graph& g,
                    const std::unordered_map<const ir::Value*, int>& uses) {
   if (n.op != ir::OpKind::kConcat || n.group >= 0 || n.outputs[0]->is_image()) return false;
@@ -61,8 +62,8 @@ bool ConcatInPlace(const ir::Node& n, const ir::Graph& g,
     const ir::Value* v = n.inputs[k];
     auto it = uses.find(v);
     if (n.attrs.Has(fmt::format("in{}_shape", k)) || v->constant || v->is_image() ||
-        v->valid_rows || v->type.dtype != n.outputs[0]->type.dtype || in_list(g.inputs(), v) ||
-        in_list(g.outputs(), v) || it == uses.end() || it->second != 1)
+        v->type.bytes() == 0 || v->valid_rows || v->type.dtype != n.outputs[0]->type.dtype ||
+        in_list(g.inputs(), v) || in_list(g.outputs(), v) || it == uses.end() || it->second != 1)
       return false;
   }
   return true;

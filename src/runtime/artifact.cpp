@@ -188,7 +188,14 @@ bool LooksLikeArtifact(std::string_view bytes) {
   return bytes.size() >= sizeof(kMagic) && std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) == 0;
 }
 
+uint32_t FormatVersionOf(const Plan& plan) {
+  bool parts = std::any_of(plan.buffers.begin(), plan.buffers.end(),
+                           [](const BufferDesc& b) { return b.alias_of >= 0; });
+  return parts ? 2 : 1;
+}
+
 std::string WriteArtifact(const Artifact& a) {
+  const uint32_t version = FormatVersionOf(a.plan);
   std::string constants;
   json plan = PlanJson(a.plan, a.constant_bytes, &constants);
   json binaries = json::array();
@@ -200,7 +207,7 @@ std::string WriteArtifact(const Artifact& a) {
     binaries.push_back(std::move(key));
   }
   json meta = Write(a.plan.info, kInfoFields);
-  meta["format_version"] = a.format_version;
+  meta["format_version"] = version;
   meta["binaries"] = binaries;
   const std::string meta_text = meta.dump(1), plan_text = plan.dump(1);
   std::vector<NamedSection> sections = {{"meta", meta_text},
@@ -211,7 +218,7 @@ std::string WriteArtifact(const Artifact& a) {
     sections.push_back(
         {binary_names[i],
          {reinterpret_cast<const char*>(a.binaries[i].bytes.data()), a.binaries[i].bytes.size()}});
-  return PackSections(sections, a.format_version);
+  return PackSections(sections, version);
 }
 
 std::string PackSections(const std::vector<NamedSection>& sections, uint32_t format_version) {

@@ -25,8 +25,9 @@
 
 namespace texel::runtime {
 
-// 2: buffers may alias part of another (BufferDesc::alias_of), which a version-1 reader would
-// miss.
+// 2: buffers may be parts of another (BufferDesc::alias_of), which a version-1 reader would
+// miss. A plan is written in the lowest version that holds it (FormatVersionOf), so that older
+// readers keep loading what they can run.
 inline constexpr uint32_t kArtifactFormatVersion = 2;
 
 // An OpenCL program binary, used only on the device it was built for by the same texel (every
@@ -45,7 +46,8 @@ struct ArtifactSection {
 };
 
 struct Artifact {
-  uint32_t format_version = kArtifactFormatVersion;
+  uint32_t format_version = kArtifactFormatVersion;  // as read; writing takes FormatVersionOf
+
   Plan plan;
   std::vector<ProgramBinary> binaries;
   // Buffer index -> its constant's bytes where the plan's tensor holds none (its type and shape
@@ -66,6 +68,9 @@ struct NamedSection {
   std::string_view bytes;
 };
 std::string PackSections(const std::vector<NamedSection>& sections, uint32_t format_version);
+
+// The lowest format version that holds plan: 2 where a buffer is part of another, else 1.
+uint32_t FormatVersionOf(const Plan& plan);
 
 // Parses and verifies bytes: the header, the section table, every section's sha256 and the plan's
 // consistency (CheckPlan). Throws Error(kInvalidModel) naming `what` (the file) and the part

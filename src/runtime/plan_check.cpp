@@ -89,7 +89,8 @@ void CheckStep(const KernelStep& s, size_t i, const Plan& plan) {
 }
 
 // A buffer that is part of another: both plain device buffers in the arena (no constant, image,
-// arrival counter or host-visible binding), the part inside the whole, the whole no part itself.
+// arrival counter or host-visible binding), the part non-empty (a sub-buffer) and inside the
+// whole, the whole no part itself.
 void CheckAlias(const Plan& plan, size_t i) {
   const BufferDesc& b = plan.buffers[i];
   if (b.alias_of < 0 && b.alias_offset == 0) return;
@@ -106,7 +107,7 @@ void CheckAlias(const Plan& plan, size_t i) {
     return !d.constant && !d.is_image() && !d.zeroed && !host;
   };
   if (whole.alias_of >= 0 || !plain(b, static_cast<int>(i)) || !plain(whole, b.alias_of) ||
-      b.alias_offset < 0 || b.alias_offset > whole.bytes - b.bytes)
+      b.bytes == 0 || b.alias_offset < 0 || b.alias_offset > whole.bytes - b.bytes)
     Fail(ErrorCode::kInvalidModel, "{}: {} bytes at offset {} cannot be part of buffer {}", what,
          b.bytes, b.alias_offset, b.alias_of);
 }

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "ir/graph.h"
 #include "kernel_test_util.h"
+#include "runtime/artifact.h"
 #include "runtime/memory_plan.h"
 #include "runtime/session.h"
 
@@ -245,6 +246,14 @@ TEST(MemoryPlanTest, ConcatInPlace) {
     EXPECT_EQ(parts, in_place ? 3 : 0);
     ExpectValid(plan, plan.memory);
     results.push_back(Session(*m.executable).Run(inputs));
+    // An artifact keeps the parts, in format version 2 only where there are some.
+    std::string bytes = WriteArtifact(m.executable->ToArtifact(false));
+    Artifact read = ReadArtifact(bytes, "concat.texel");
+    EXPECT_EQ(read.format_version, in_place ? 2u : 1u);
+    for (size_t i = 0; i < plan.buffers.size(); ++i) {
+      EXPECT_EQ(read.plan.buffers[i].alias_of, plan.buffers[i].alias_of) << "buffer " << i;
+      EXPECT_EQ(read.plan.buffers[i].alias_offset, plan.buffers[i].alias_offset) << "buffer " << i;
+    }
     Plan unplanned = plan;
     unplanned.memory = MemoryPlan{};
     Executable separate(testing::SharedContext(), unplanned, nullptr);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -242,13 +244,27 @@ bool ParseIndexPair(std::string_view spec, int* p, int* d) {
   return parse(spec.substr(0, colon), p) && parse(spec.substr(colon + 1), d);
 }
 
+// Whether the process may run on every online CPU, 0 to n - 1 (no taskset, no narrower cpuset).
+bool RunsOnEveryCpu() {
+  cpu_set_t set;
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  if (n <= 0 || n > CPU_SETSIZE || sched_getaffinity(0, sizeof(set), &set) != 0) return false;
+  for (long i = 0; i < n; ++i)
+    if (!CPU_ISSET(i, &set)) return false;
+  return true;
+}
+
 // PoCL's CPU driver leaves its worker threads unpinned unless POCL_AFFINITY=1, which it reads
 // when the platforms are first listed. Pinned, MobileNetV2's 54 kernels ran 6.0-6.3 ms against
 // 6.9-7.5 on a 2-core machine (three alternations; SqueezeNet and ResNet-18 within the noise),
 // so texel asks for it unless the process chose already (POCL_AFFINITY=0 keeps them unpinned).
-// Other drivers ignore the variable. A context adopted from the host was listed by the host.
+// PoCL pins worker i to CPU i, which fails where the process may not run on all of them, so
+// only where it may. Other drivers ignore the variable; a context adopted from the host was
+// listed by the host. The variable is set once, at the first listing (setenv is not safe
+// beside other threads reading the environment: list devices before starting them).
 void PreferPinnedPoclThreads() {
-  static const bool once = (setenv("POCL_AFFINITY", "1", /*overwrite=*/0), true);
+  static const bool once =
+      (RunsOnEveryCpu() && setenv("POCL_AFFINITY", "1", /*overwrite=*/0) == 0, true);
   (void)once;
 }
 
