@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "runtime/library_call.h"
+#include "runtime/memory_plan.h"
 
 namespace texel::runtime {
 namespace {
@@ -207,6 +208,15 @@ std::vector<std::string> MissingFeatures(const Plan& plan, const cl::DeviceInfo&
   else if (plan.needs.tensor_cores && device.nv_cc_major < 8)
     missing.push_back(fmt::format("tensor cores: compute capability 8.0 (the device's is {}.{})",
                                   device.nv_cc_major, device.nv_cc_minor));
+  // Parts of buffers (Concats computed in place) are sub-buffers, which texel keeps off NVIDIA's
+  // driver (memory_plan.h).
+  auto parts = std::count_if(plan.buffers.begin(), plan.buffers.end(),
+                             [](const BufferDesc& b) { return b.alias_of >= 0; });
+  if (parts > 0 && !SubBuffersUsable(device))
+    missing.push_back(fmt::format(
+        "sub-buffers (the plan writes {} values in place into Concat outputs; this driver "
+        "cannot release sub-buffers safely)",
+        parts));
   // Work-groups that hand results to each other (zeroed arrival counters) rely on a fence that
   // orders memory across the device: PTX's on NVIDIA, OpenCL's global fence on a CPU.
   bool handoff = std::any_of(plan.buffers.begin(), plan.buffers.end(),

@@ -14,6 +14,7 @@
 #include "kernel_test_util.h"
 #include "runtime/artifact.h"
 #include "runtime/memory_plan.h"
+#include "runtime/plan_check.h"
 #include "runtime/session.h"
 
 namespace texel::runtime {
@@ -250,6 +251,13 @@ TEST(MemoryPlanTest, ConcatInPlace) {
     std::string bytes = WriteArtifact(m.executable->ToArtifact(false));
     Artifact read = ReadArtifact(bytes, "concat.texel");
     EXPECT_EQ(read.format_version, in_place ? 2u : 1u);
+    cl::DeviceInfo nvidia = testing::SharedContext()->info();
+    nvidia.vendor = "NVIDIA Corporation";
+    std::vector<std::string> missing = MissingFeatures(read.plan, nvidia);
+    EXPECT_EQ(missing.size(), in_place ? 1u : 0u);
+    if (in_place) {
+      EXPECT_NE(missing[0].find("3 values in place"), std::string::npos) << missing[0];
+    }
     for (size_t i = 0; i < plan.buffers.size(); ++i) {
       EXPECT_EQ(read.plan.buffers[i].alias_of, plan.buffers[i].alias_of) << "buffer " << i;
       EXPECT_EQ(read.plan.buffers[i].alias_offset, plan.buffers[i].alias_offset) << "buffer " << i;
