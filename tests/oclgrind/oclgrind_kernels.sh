@@ -36,6 +36,7 @@ for config in ${configs//,/ }; do
   case $config in
     plain) ;;
     gpu) env=(TEXEL_TARGET=gpu:132) ;;
+    cpu) env=(TEXEL_TARGET=cpu) ;;
     mma) env=(TEXEL_TARGET=gpu:132:mma) args+=(--precision tf32) ;;
     texture) args+=(--storage texture) ;;
     fp16) args+=(--precision fp16) ;;
