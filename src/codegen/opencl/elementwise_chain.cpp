@@ -6,6 +6,7 @@
 #include <cctype>
 #include <map>
 #include <optional>
+#include <string_view>
 
 #include "codegen/opencl/generator.h"
 #include "core/error.h"
@@ -18,19 +19,22 @@ namespace {
 using ir::OpKind;
 
 // One rule per line: the expression of an elementwise op over x0, x1, x2, for float and for
-// integer/bool inputs (an empty string: no kernel for that type). Upper-case names are the
-// node's attributes, substituted by ElementwiseExpr.
+// integer/bool inputs (an empty string: no kernel for that type), and for f32 vectors of results
+// (VectorChain; empty: no vector form, "=": the float expression holds for vectors too; the
+// float rules' ternaries become select() with the same NaN results, a NaN comparing false).
+// Upper-case names are the node's attributes (AttrNames); TV is the vector type.
 struct ExprRule {
   OpKind op;
   const char* float_expr;
   const char* int_expr;
+  const char* vector_expr = "";
 };
 
 constexpr ExprRule kExprRules[] = {
-    {OpKind::kRelu, "(x0 < 0 ? 0.0f : x0)", "(x0 < 0 ? 0 : x0)"},
-    {OpKind::kSigmoid, "(1.0f / (1.0f + exp(-x0)))", ""},
-    {OpKind::kTanh, "tanh(x0)", ""},
-    {OpKind::kExp, "exp(x0)", ""},
+    {OpKind::kRelu, "(x0 < 0 ? 0.0f : x0)", "(x0 < 0 ? 0 : x0)", "select(x0, (TV)(0.0f), x0 < 0)"},
+    {OpKind::kSigmoid, "(1.0f / (1.0f + exp(-x0)))", "", "="},
+    {OpKind::kTanh, "tanh(x0)", "", "="},
+    {OpKind::kExp, "exp(x0)", "", "="},
     {OpKind::kLog, "log(x0)", ""},
     {OpKind::kSqrt, "sqrt(x0)", ""},
     {OpKind::kNeg, "(-x0)", "(-x0)"},
@@ -56,15 +60,16 @@ constexpr ExprRule kExprRules[] = {
     {OpKind::kAtanh, "atanh(x0)", ""},
     {OpKind::kIsNaN, "isnan(x0)", ""},
     {OpKind::kIsInf, "(isinf(x0) && ((x0 > 0 && POS) || (x0 < 0 && NEG)))", ""},
-    {OpKind::kClip, "(x0 < MINV ? MINV : (x0 > MAXV ? MAXV : x0))", ""},
+    {OpKind::kClip, "(x0 < MINV ? MINV : (x0 > MAXV ? MAXV : x0))", "",
+     "select(select(x0, (TV)(MAXV), x0 > MAXV), (TV)(MINV), x0 < MINV)"},
     {OpKind::kLeakyRelu, "(x0 >= 0 ? x0 : x0 * ALPHA)", ""},
     {OpKind::kElu, "(x0 >= 0 ? x0 : ALPHA * expm1(x0))", ""},
-    {OpKind::kHardSigmoid, "clamp(ALPHA * x0 + BETA, (T_IN)0, (T_IN)1)", ""},
-    {OpKind::kCopy, "x0", "x0"},
-    {OpKind::kAdd, "(x0 + x1)", "(x0 + x1)"},
-    {OpKind::kSub, "(x0 - x1)", "(x0 - x1)"},
-    {OpKind::kMul, "(x0 * x1)", "(x0 * x1)"},
-    {OpKind::kDiv, "(x0 / x1)", "(x0 / x1)"},
+    {OpKind::kHardSigmoid, "clamp(ALPHA * x0 + BETA, (T_IN)0, (T_IN)1)", "", "="},
+    {OpKind::kCopy, "x0", "x0", "="},
+    {OpKind::kAdd, "(x0 + x1)", "(x0 + x1)", "="},
+    {OpKind::kSub, "(x0 - x1)", "(x0 - x1)", "="},
+    {OpKind::kMul, "(x0 * x1)", "(x0 * x1)", "="},
+    {OpKind::kDiv, "(x0 / x1)", "(x0 / x1)", "="},
     {OpKind::kPow, "pow(x0, x1)", ""},  // integers: a loop (ElementwiseBody)
     {OpKind::kBitShift, "", "(LEFT ? x0 << x1 : x0 >> x1)"},
     {OpKind::kMax, "(isnan(x0) || x0 > x1 ? x0 : x1)", "(x0 > x1 ? x0 : x1)"},  // NaN wins
@@ -82,6 +87,28 @@ constexpr ExprRule kExprRules[] = {
      ": (x0 % x1)))"},
     {OpKind::kWhere, "", "(x0 ? x1 : x2)"},  // typed by the condition
 };
+
+// The rule of op, or nullptr.
+const ExprRule* FindRule(OpKind op) {
+  for (const auto& r : kExprRules)
+    if (r.op == op) return &r;
+  return nullptr;
+}
+
+// The substitutions of a rule's upper-case names by node n's attributes.
+std::map<std::string, std::string> AttrNames(const ir::Node& n) {
+  std::map<std::string, std::string> names;
+  const ir::Attrs& a = n.attrs;
+  if (a.Has("alpha")) names["ALPHA"] = FloatLiteral(a.Float("alpha"));
+  if (a.Has("beta")) names["BETA"] = FloatLiteral(a.Float("beta"));
+  if (a.Has("min")) names["MINV"] = FloatLiteral(a.Float("min"));
+  if (a.Has("max")) names["MAXV"] = FloatLiteral(a.Float("max"));
+  if (a.Has("detect_positive")) names["POS"] = std::to_string(a.Int("detect_positive"));
+  if (a.Has("detect_negative")) names["NEG"] = std::to_string(a.Int("detect_negative"));
+  if (a.Has("left")) names["LEFT"] = std::to_string(a.Int("left"));
+  if (a.Has("fmod")) names["FMOD"] = std::to_string(a.Int("fmod"));
+  return names;
+}
 
 // Replaces whole identifiers of `text` found in `names`.
 std::string Substitute(const std::string& text, const std::map<std::string, std::string>& names) {
@@ -103,11 +130,10 @@ std::string Substitute(const std::string& text, const std::map<std::string, std:
   return out;
 }
 
-// How input k of node n (value v) is read at the output coordinates c0.. of a tensor of shape
-// `out`: broadcast, through the view the views pass stored (in<k>_*) when there is one.
-std::string LoadExpr(const ir::Node& n, size_t k, const Shape& out, const std::string& param) {
-  const ir::Value* v = n.inputs[k];
-  ir::IndexMap m = ir::IndexMap::Load(n.attrs, fmt::format("in{}", k), v->type.shape);
+// Where input k of node n is read at the output coordinates c0.. of a tensor of shape `out`:
+// broadcast, through the view the views pass stored (in<k>_*) when there is one.
+std::string LoadOffset(const ir::Node& n, size_t k, const Shape& out) {
+  ir::IndexMap m = ir::IndexMap::Load(n.attrs, fmt::format("in{}", k), n.inputs[k]->type.shape);
   std::vector<int64_t> st(out.size(), 0);
   for (size_t e = 0; e < m.shape.size(); ++e) {
     size_t d = out.size() - m.shape.size() + e;  // right-aligned, as broadcasting
@@ -120,7 +146,14 @@ std::string LoadExpr(const ir::Node& n, size_t k, const Shape& out, const std::s
   for (size_t d = 0; d < out.size(); ++d) same = same && (out[d] == 1 || st[d] == dense[d]);
   std::string off = same ? "i" : OffsetExpr(st);
   if (m.offset != 0) off = fmt::format("({} + {})", off, m.offset);
-  if (v->type.dtype == DType::kFloat16) return fmt::format("vload_half({}, {})", off, param);
+  return off;
+}
+
+// How input k of node n is read at the output coordinates c0.. (LoadOffset) from parameter param.
+std::string LoadExpr(const ir::Node& n, size_t k, const Shape& out, const std::string& param) {
+  std::string off = LoadOffset(n, k, out);
+  if (n.inputs[k]->type.dtype == DType::kFloat16)
+    return fmt::format("vload_half({}, {})", off, param);
   return fmt::format("{}[{}]", param, off);
 }
 
@@ -136,27 +169,10 @@ std::optional<std::string> VectorLoadExpr(const ir::Node& n, size_t k, const Sha
   int64_t along = 0;  // the operand's stride along the output's innermost axis
   if (!m.shape.empty() && m.shape.back() != 1) along = m.strides.back();
   if (along != 0 && along != 1) return std::nullopt;
-  std::string scalar = LoadExpr(n, k, out, param);  // param[offset]
-  std::string off = scalar.substr(param.size() + 1, scalar.size() - param.size() - 2);
-  if (along == 0) return fmt::format("((float{})({}))", vw, scalar);
+  std::string off = LoadOffset(n, k, out);
+  if (along == 0) return fmt::format("((float{})({}[{}]))", vw, param, off);
   return fmt::format("vload{}(0, {} + {})", vw, param, off);
 }
-
-// Vector forms of the f32 ops an epilogue applies to vectors of results: the scalar rules'
-// ternaries become select() with the same NaN behaviour (a NaN compares false).
-constexpr ExprRule kVectorRules[] = {
-    {OpKind::kRelu, "select(x0, (TV)(0.0f), x0 < 0)", ""},
-    {OpKind::kClip, "select(select(x0, (TV)(MAXV), x0 > MAXV), (TV)(MINV), x0 < MINV)", ""},
-    {OpKind::kSigmoid, "(1.0f / (1.0f + exp(-x0)))", ""},
-    {OpKind::kHardSigmoid, "clamp(ALPHA * x0 + BETA, 0.0f, 1.0f)", ""},
-    {OpKind::kTanh, "tanh(x0)", ""},
-    {OpKind::kExp, "exp(x0)", ""},
-    {OpKind::kCopy, "x0", ""},
-    {OpKind::kAdd, "(x0 + x1)", ""},
-    {OpKind::kSub, "(x0 - x1)", ""},
-    {OpKind::kMul, "(x0 * x1)", ""},
-    {OpKind::kDiv, "(x0 / x1)", ""},
-};
 
 }  // namespace
 
@@ -169,9 +185,7 @@ namespace {
 
 // The expression template of elementwise node n (not a Cast) for its operand type.
 const char* ExprTemplate(const ir::Node& n) {
-  const ExprRule* rule = nullptr;
-  for (const auto& r : kExprRules)
-    if (r.op == n.op) rule = &r;
+  const ExprRule* rule = FindRule(n.op);
   TEXEL_CHECK(rule != nullptr, "no expression for {}", OpName(n.op));
   DType t = n.op == OpKind::kWhere ? DType::kBool : n.inputs[0]->type.dtype;
   const char* expr = IsFloat(t) ? rule->float_expr : rule->int_expr;
@@ -197,17 +211,9 @@ std::string ElementwiseExpr(const ir::Node& n, const std::vector<std::string>& x
     return fmt::format("(({}){})", ValueTypeName(out->type.dtype), x[0]);
   }
   const char* expr = ExprTemplate(n);
-  std::map<std::string, std::string> names = {{"T_IN", ValueTypeName(n.inputs[0]->type.dtype)}};
+  std::map<std::string, std::string> names = AttrNames(n);
+  names["T_IN"] = ValueTypeName(n.inputs[0]->type.dtype);
   for (size_t k = 0; k < x.size(); ++k) names[fmt::format("x{}", k)] = x[k];
-  const ir::Attrs& a = n.attrs;
-  if (a.Has("alpha")) names["ALPHA"] = FloatLiteral(a.Float("alpha"));
-  if (a.Has("beta")) names["BETA"] = FloatLiteral(a.Float("beta"));
-  if (a.Has("min")) names["MINV"] = FloatLiteral(a.Float("min"));
-  if (a.Has("max")) names["MAXV"] = FloatLiteral(a.Float("max"));
-  if (a.Has("detect_positive")) names["POS"] = std::to_string(a.Int("detect_positive"));
-  if (a.Has("detect_negative")) names["NEG"] = std::to_string(a.Int("detect_negative"));
-  if (a.Has("left")) names["LEFT"] = std::to_string(a.Int("left"));
-  if (a.Has("fmod")) names["FMOD"] = std::to_string(a.Int("fmod"));
   return fmt::format("(({}){})", ValueTypeName(out->type.dtype), Substitute(expr, names));
 }
 
@@ -255,11 +261,11 @@ std::optional<ChainCode> VectorChain(const std::vector<const ir::Node*>& ops,
   std::map<const ir::Value*, std::string> var_of = {{seed_value, seed_var}};
   for (size_t k = 0; k < ops.size(); ++k) {
     const ir::Node& n = *ops[k];
-    const ExprRule* rule = nullptr;
-    for (const auto& r : kVectorRules)
-      if (r.op == n.op) rule = &r;
-    if (!rule || n.outputs[0]->type.dtype != DType::kFloat32) return std::nullopt;
-    std::map<std::string, std::string> names = {{"TV", fmt::format("float{}", vw)}};
+    const ExprRule* rule = FindRule(n.op);
+    if (!rule || !*rule->vector_expr || n.outputs[0]->type.dtype != DType::kFloat32)
+      return std::nullopt;
+    std::map<std::string, std::string> names = AttrNames(n);
+    names["TV"] = fmt::format("float{}", vw);
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       auto it = var_of.find(n.inputs[k]);
       std::optional<std::string> x =
@@ -267,13 +273,10 @@ std::optional<ChainCode> VectorChain(const std::vector<const ir::Node*>& ops,
       if (!x || n.inputs[k]->type.dtype != DType::kFloat32) return std::nullopt;
       names[fmt::format("x{}", k)] = *x;
     }
-    const ir::Attrs& a = n.attrs;
-    if (a.Has("alpha")) names["ALPHA"] = FloatLiteral(a.Float("alpha"));
-    if (a.Has("beta")) names["BETA"] = FloatLiteral(a.Float("beta"));
-    if (a.Has("min")) names["MINV"] = FloatLiteral(a.Float("min"));
-    if (a.Has("max")) names["MAXV"] = FloatLiteral(a.Float("max"));
+    const char* expr =
+        std::string_view(rule->vector_expr) == "=" ? rule->float_expr : rule->vector_expr;
     std::string var = fmt::format("y{}", k);
-    c.code += fmt::format("const float{} {} = {}; ", vw, var, Substitute(rule->float_expr, names));
+    c.code += fmt::format("const float{} {} = {}; ", vw, var, Substitute(expr, names));
     var_of[n.outputs[0]] = var;
     c.result = var;
   }

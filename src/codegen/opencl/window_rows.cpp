@@ -186,7 +186,6 @@ void DefineVectorStores(KernelSource& src, const ir::Node& n, const std::string&
 KernelSpec FinishWindowKernel(const ir::Node& n, KernelSource& src, const std::string& kernel_name,
                               const Chain& epilogue) {
   bool conv = n.op == ir::OpKind::kConv;
-  src.Define("ELEM(v, e)", "(((T*)&(v))[e])");
   src.Define("INIT", conv ? "0" : "-INFINITY").Define("PAD", conv ? "0" : "-INFINITY");
   src.Define("ACC(acc, v, wt)", conv ? "(v) * (wt) + (acc)" : "fmax(acc, v)");
   src.Define("WEIGHT(i)", conv ? "LOAD(w, i)" : "0");
@@ -221,6 +220,7 @@ KernelSpec RowsKernel(const ir::Node& n, const std::string& kernel_name, int64_t
   src.Define("SPAN", vw * w.s[2] + (w.k[2] - 1) * w.d[2]);
   src.Define("TV", fmt::format("float{}", vw));
   src.Define("VLOAD(p)", fmt::format("vload{}(0, (p))", vw));
+  src.Define("ELEM(v, e)", "(((T*)&(v))[e])");
   // Vectors whose windows stay inside the row start from VLO to VHI; the outputs outside that
   // range go one at a time (EDGES) where there is such a vector and the loads are vectors
   // (stride 1 or 2). The last vector may overlap the one before: its outputs are written twice,
