@@ -357,6 +357,15 @@ std::vector<TensorType> InferUnchecked(OpKind op, const std::vector<TensorType>&
       break;
     case OpClass::kConv:
       Expect(in.size() == 2 || in.size() == 3, "Conv takes 2 or 3 inputs");
+      if (op == OpKind::kConv && a.Int("convert_input", 0)) {
+        // x stored f32, converted to the filters' type as it is read (passes/fuse.cpp).
+        Expect(in[0].dtype == DType::kFloat32, "Conv with convert_input reads an f32 image");
+        for (const auto& t : in)
+          Expect(&t == &in[0] || t.dtype == in[1].dtype, "Conv inputs must share a type");
+        TensorType t = InferWindow(info, in, a);
+        t.dtype = in[1].dtype;
+        return {t};
+      }
       for (const auto& t : in) Expect(t.dtype == in[0].dtype, "Conv inputs must share a type");
       if (op == OpKind::kConvTranspose) return {InferConvTranspose(in, a)};
       return {InferWindow(info, in, a)};

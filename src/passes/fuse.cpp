@@ -22,6 +22,11 @@
 // elsewhere too (a pre-norm layer's residual stream), every such reader must come after the
 // merged group or belong to the LayerNorm's epilogue, and the LayerNorm also writes X
 // (attribute write_input = 1) before its epilogue reads it.
+// First of all, a graph input's Cast to f16 (--precision fp16) whose every reader is a native
+// convolution that gathers its image runs inside them: they read the f32 input and convert it as
+// they gather it (attribute convert_input, codegen::ConvReadsF32Image), and the Cast's kernel
+// goes. Buffer storage only
+// (texture kernels read images of one channel type).
 // No group grows past kMaxGroupNodes: a chain of thousands of elementwise nodes (a hostile or
 // generated model) would be one kernel of as many statements, which OpenCL compilers (PoCL's
 // clang among them) overflow their stack on; the chain continues in the next group.
@@ -32,6 +37,7 @@
 #include <set>
 
 #include "backends/backend.h"
+#include "codegen/opencl/generator.h"
 #include "ir/index_map.h"
 #include "passes/pipeline.h"
 
@@ -81,6 +87,39 @@ bool BackendFuses(const ir::Node& n) {
 bool JoinsGroupOf(const ir::Node& first, const Shape& x, const Shape& out) {
   if (first.op == OpKind::kGather) return first.outputs[0]->type.shape == out;
   return SameLayout(x, out);
+}
+
+// The rule before the others; returns how many Casts went.
+int64_t ConvertInputsInConvolutions(ir::Graph& g, const PassContext& ctx) {
+  if (ctx.storage != StoragePolicy::kBuffer) return 0;
+  std::vector<std::vector<ir::Node*>> readers(g.UseCounts().size());
+  for (const auto& node : g.nodes())
+    for (const ir::Value* in : node->inputs) readers[in->id].push_back(node.get());
+  std::set<const ir::Value*> outputs(g.outputs().begin(), g.outputs().end());
+  int64_t absorbed = 0;
+  for (const auto& node : g.nodes()) {
+    ir::Node& c = *node;
+    if (c.op != OpKind::kCast || !c.inputs[0]->is_input ||
+        c.inputs[0]->type.dtype != DType::kFloat32 || c.outputs[0]->type.dtype != DType::kFloat16 ||
+        outputs.count(c.outputs[0]))
+      continue;
+    ir::Value *x = c.inputs[0], *h = c.outputs[0];
+    std::vector<ir::Node*>& rs = readers[h->id];
+    auto reads_as_image = [&](const ir::Node* r) {
+      if (r->op != OpKind::kConv || !(r->backend.empty() || r->backend == "native")) return false;
+      for (size_t i = 1; i < r->inputs.size(); ++i)
+        if (r->inputs[i] == h) return false;
+      return codegen::ConvCanConvertImage(*r);
+    };
+    if (rs.empty() || !std::all_of(rs.begin(), rs.end(), reads_as_image)) continue;
+    for (ir::Node* r : rs) {
+      r->inputs[0] = x;
+      r->attrs.Set("convert_input", int64_t{1});
+    }
+    ++absorbed;
+  }
+  if (absorbed > 0) g.RemoveDeadNodes();
+  return absorbed;
 }
 
 // What the second and third rules look up. They change groups, never edges.
@@ -173,7 +212,8 @@ int64_t MergeNormPrologues(ir::Graph& g, GraphIndex& ix, std::vector<const ir::N
 
 }  // namespace
 
-Stats Fuse(ir::Graph& g, const PassContext&) {
+Stats Fuse(ir::Graph& g, const PassContext& ctx) {
+  int64_t converted = ConvertInputsInConvolutions(g, ctx);
   std::vector<int> uses = g.UseCounts();
   std::vector<const ir::Node*> root;  // group id -> the group's first node
   std::vector<size_t> size;           // group id -> its nodes so far
@@ -209,7 +249,8 @@ Stats Fuse(ir::Graph& g, const PassContext&) {
   return {{"groups", static_cast<int64_t>(groups.size())},
           {"nodes-fused", fused},
           {"groups-merged", merged},
-          {"norms-after-products", norms}};
+          {"norms-after-products", norms},
+          {"inputs-converted-in-convolutions", converted}};
 }
 
 }  // namespace texel::passes

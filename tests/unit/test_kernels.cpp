@@ -607,6 +607,55 @@ TEST(PrecisionTest, Fp16ConvOverImagesWithResidual) {
   ExpectClose(got[0], want[0], "conv + residual + relu over 3 images, f16 storage", 1e-2f);
 }
 
+// A graph input read only by convolutions that gather it is converted by them in fp16: its Cast
+// to f16 goes (passes/fuse.cpp), each convolution reads the f32 image (convert_input), on this
+// device's scalar implicit GEMM and on the matrix-engine kernel in emulation (TEXEL_TARGET, K
+// split: the hoisted gather of a 3x3 window and the unhoisted one of a 9x9 window, 81 taps).
+// An input also read by an Add keeps its Cast. Results within f16 rounding of fp32.
+TEST(PrecisionTest, Fp16InputConvertedByItsConvolutions) {
+  HostTensor x = testing::RandomF32({2, 8, 11, 11}, 931),
+             w = testing::RandomF32({16, 8, 3, 3}, 932);
+  HostTensor w9 = testing::RandomF32({16, 8, 9, 9}, 933), b = testing::RandomF32({16}, 934);
+  for (HostTensor* t : {&w, &w9})  // sums of order 1, their f16 rounding a few 1e-3
+    for (int64_t i = 0; i < t->size(); ++i) t->data<float>()[i] /= t == &w ? 8 : 24;
+  auto build = [&](bool also_added) {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* xv = g->AddInput("x", F32Type(x.shape));
+    ir::Value* c = g->AddNode(ir::OpKind::kConv, {xv, Const(*g, "w", w), Const(*g, "b", b)},
+                              ConvAttrs({2, 2}, {1, 1, 1, 1}, {1, 1}, 1), "conv3")
+                       ->outputs[0];
+    g->AddOutput(g->AddNode(ir::OpKind::kRelu, {c}, {}, "relu")->outputs[0]);
+    g->AddOutput(g->AddNode(ir::OpKind::kConv, {xv, Const(*g, "w9", w9)},
+                            ConvAttrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1), "conv9")
+                     ->outputs[0]);
+    if (also_added) g->AddOutput(g->AddNode(ir::OpKind::kAdd, {xv, xv}, {}, "twice")->outputs[0]);
+    return g;
+  };
+  std::map<std::string, HostTensor> in{{"x", x}};
+  for (bool also_added : {false, true}) {
+    auto want =
+        runtime::Session(*CompileIn(build(also_added), ComputeMode::kFp32).executable).Run(in);
+    for (const char* target : {"", "gpu:132:mma"}) {
+      if (also_added && *target) continue;  // the Cast's kernel as before: one target is enough
+      SCOPED_TRACE(fmt::format("TEXEL_TARGET={} also added: {}", target, also_added));
+      if (*target) setenv("TEXEL_TARGET", target, 1);
+      CompiledModel half = CompileIn(build(also_added), ComputeMode::kFp16);
+      unsetenv("TEXEL_TARGET");
+      int casts = 0, converting = 0;
+      for (const auto& n : half.graph->nodes()) {
+        casts += n->op == ir::OpKind::kCast && n->inputs[0]->is_input;
+        converting += n->op == ir::OpKind::kConv && n->attrs.Int("convert_input", 0) == 1;
+      }
+      EXPECT_EQ(casts, also_added ? 1 : 0);
+      EXPECT_EQ(converting, also_added ? 0 : 2);
+      auto got = runtime::Session(*half.executable).Run(in);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t k = 0; k < got.size(); ++k)
+        ExpectClose(got[k], want[k], fmt::format("output {}", k), 2e-2f);
+    }
+  }
+}
+
 void CheckFp16Outputs(const CompiledModel& half, const std::vector<HostTensor>& want,
                       const std::map<std::string, HostTensor>& in);
 

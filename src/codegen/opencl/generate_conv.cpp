@@ -21,6 +21,7 @@
 #include "codegen/opencl/support.h"
 #include "codegen/opencl/window.h"
 #include "codegen/opencl/window_rows.h"
+#include "core/error.h"
 
 namespace texel::codegen {
 namespace {
@@ -116,9 +117,37 @@ bool GathersImage(const Window3& win, int64_t pixels, const Target& target) {
   return !IsPlainGemm(win) || pixels % (target.gpu ? 4 : 16) != 0;
 }
 
+}  // namespace
+
+bool ConvCanConvertImage(const ir::Node& n) {
+  if (n.op != ir::OpKind::kConv || n.inputs[0]->type.shape.size() < 3 ||
+      n.inputs[0]->type.shape.size() > 5 || n.attrs.Int("group", 1) != 1)
+    return false;
+  for (size_t i = 1; i < n.inputs.size(); ++i)
+    if (n.inputs[i]->type.dtype != DType::kFloat16) return false;
+  const Shape& wt = n.inputs[1]->type.shape;
+  return n.outputs[0]->type.dtype == DType::kFloat16 &&
+         !IsPlainGemm(ToWindow3(n, Shape(wt.begin() + 2, wt.end())));
+}
+
+bool ConvReadsF32Image(const ir::Node& n) {
+  return n.op == ir::OpKind::kConv && n.attrs.Int("convert_input", 0) != 0;
+}
+
+DType RequireConvTypes(const ir::Node& n) {
+  if (!ConvReadsF32Image(n)) return RequireOneFloatType(n);
+  if (!ConvCanConvertImage(n) || n.inputs[0]->type.dtype != DType::kFloat32)
+    Fail(ErrorCode::kUnsupported,
+         "Conv with convert_input reads an f32 image into a one-group f16 convolution that "
+         "gathers it");
+  return DType::kFloat16;
+}
+
+namespace {
+
 // The GEMM that computes Conv node n.
 GemmOperands ConvGemm(const ir::Node& n, const Target& target) {
-  DType t = RequireOneFloatType(n);
+  DType t = RequireConvTypes(n);
   const Shape& x = n.inputs[0]->type.shape;
   const Shape& wt = n.inputs[1]->type.shape;
   const Shape& y = n.outputs[0]->type.shape;
@@ -151,6 +180,7 @@ GemmOperands ConvGemm(const ir::Node& n, const Target& target) {
       g.b_offset = grouped ? fmt::format("((long)(b) * {})", ic_g * in_pixels) : "0";
     }
     g.load_b = Im2ColLoad(folded);
+    g.b_f32 = ConvReadsF32Image(n);
     g.defines = WindowDefines(win);
     if (folded)
       g.defines.insert(g.defines.end(), {{"PIX", std::to_string(g.fold)},

@@ -420,7 +420,7 @@ void DefineLoadB(KernelSource& src, const GemmOperands& g, const std::string& ke
   for (const auto& [key, value] : g.defines) src.Define(key, value);
   src.Define("LOAD_B(p, k, col)", kernel_name + "_load_b(p, k, col)");
   src.Prelude(fmt::format(
-      "inline TVB {}_load_b(const __global T_STORE* restrict p, int k, int col) {{\n{}\n}}\n",
+      "inline TVB {}_load_b(const __global T_STORE_B* restrict p, int k, int col) {{\n{}\n}}\n",
       kernel_name, g.load_b));
   hoisted = hoisted && !g.gather_init.empty();
   src.Define("GATHER_HOISTED", hoisted);
@@ -432,7 +432,7 @@ void DefineLoadB(KernelSource& src, const GemmOperands& g, const std::string& ke
   src.Prelude(
       fmt::format("typedef struct {{\n{1}\n}} {0}_gather_t;\n"
                   "inline {0}_gather_t {0}_gather_init(int col) {{\n{2}\n}}\n"
-                  "inline TVB {0}_gather_load(const __global T_STORE* restrict p, int k,\n"
+                  "inline TVB {0}_gather_load(const __global T_STORE_B* restrict p, int k,\n"
                   "                           const {0}_gather_t* s) {{\n{3}\n}}\n",
                   n, g.gather_fields, g.gather_init, g.gather_load));
 }
@@ -469,11 +469,13 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
   src.Define("ELEM(v, e)", fmt::format("(((T*)&(v))[e])"));
   src.Define("LX", p.LocalX()).Define("LY", p.LocalY());
   src.Define("VB", p.vec_b).Define("TVB", VecType(t, p.vec_b));
+  TEXEL_CHECK(!g.b_f32 || !g.load_b.empty(), "an f32 image is gathered");
+  src.Define("T_STORE_B", g.b_f32 ? "float" : "T_STORE");
   if (g.load_b.empty()) {
     src.Define("GLOAD_B(p, i)", VecLoad(t, p.vec_b));
     src.Define("LOAD_B(p, k, col)", "GLOAD_B(p, (long)(k) * N + (col))");
   } else {
-    src.Define("LOAD_E(p, i)", "LOAD(p, i)");
+    src.Define("LOAD_E(p, i)", g.b_f32 ? "((p)[i])" : "LOAD(p, i)");
     DefineLoadB(src, g, kernel_name);
   }
   DefineBias(src, g, bias && !split);

@@ -78,6 +78,15 @@ std::vector<KernelSpec> GenerateConv(const ir::Node& node, const std::string& ke
 // gathers the image (an implicit GEMM that cannot read x as its B).
 struct KernelTraits;
 KernelTraits ConvTraits(const ir::Node& node, const Target& target);
+// Whether Conv node n could read its image x as f32 and convert it to f16 as it gathers it: a
+// convolution of one group on f16 filters and output whose image is gathered (not a plain 1x1).
+bool ConvCanConvertImage(const ir::Node& n);
+// Whether Conv node n does (attribute convert_input = 1, set by passes/fuse.cpp where a graph
+// input's Cast to f16 runs in the convolution's gather).
+bool ConvReadsF32Image(const ir::Node& n);
+// A convolution's storage type: RequireOneFloatType, or f16 where ConvReadsF32Image (then x
+// must be f32 and ConvCanConvertImage hold: kUnsupported otherwise).
+DType RequireConvTypes(const ir::Node& n);
 // A Conv node's arithmetic: two flops per output and weight it meets (OIDHW filters).
 double ConvFlops(const ir::Node& node);
 KernelSpec GenerateConvTranspose(const ir::Node& node, const std::string& kernel_name,

@@ -95,7 +95,7 @@ std::optional<std::string> CheckMatMulParams(const MatMulParams& p, const GemmSh
 struct GemmOperands {
   GemmShape shape;
   std::string a_offset = "0", b_offset = "0";  // element offsets of batch (b)'s A and B
-  // Body of `TVB load_b(const __global T_STORE* p, int k, int col)`, which returns VB elements
+  // Body of `TVB load_b(const __global T_STORE_B* p, int k, int col)`, which returns VB elements
   // of B's row k from column col (p points at batch b's B); empty: B is row-major [K, N].
   // It may use the macros TVB, VB, ELEM(v, e), LOAD_E(p, i) (an element as the kernel stages
   // it: a float in the scalar kernels, f16 bits in the warp-tiled one's fp16) and its defines.
@@ -105,7 +105,7 @@ struct GemmOperands {
   // at every step of K (empty: it calls load_b at every step): gather_init is the body of
   // `GATHER_T init(int col)`, which computes what VB columns from col need of it once
   // (GATHER_T: a struct of gather_fields), gather_load the body of `TVB load(const __global
-  // T_STORE* p, int k, const GATHER_T* s)`, which loads row k's elements with it.
+  // T_STORE_B* p, int k, const GATHER_T* s)`, which loads row k's elements with it.
   std::string gather_fields, gather_init, gather_load;
   std::string bias;       // element index (an expression in b and row) of a bias per row, or ""
   std::vector<int> args;  // value ids bound to a, b[, bias], out
@@ -114,6 +114,9 @@ struct GemmOperands {
   // epilogue or sum kernel: the consumer adds them up (a LayerNorm's prologue).
   bool partials_only = false;
   bool convolution = false;  // a convolution's implicit GEMM (B is its image)
+  // B (a gathered image) is stored f32 while the product is f16: a graph input that the
+  // convolution converts as it gathers it (ConvReadsF32Image). T_STORE_B is B's storage type.
+  bool b_f32 = false;
   // > 0: the columns are images x `fold` pixels (a convolution's images folded into N, so that
   // small images fill the tiles), and C(b, row, col) is stored at ((col / fold * batch + b) * m
   // + row) * fold + col % fold, NCHW. Never with partials_only (the slices stay row-major).
@@ -125,8 +128,8 @@ struct GemmOperands {
 void DefineOutputIndex(KernelSource& src, const GemmOperands& g, bool folded);
 
 // LOAD_B(p, k, col): g.load_b as a function of the kernel's, with g.defines; the caller defines
-// TVB, VB, ELEM and LOAD_E. With `hoisted` and g.gather_init, also GATHER_T, GATHER_INIT(col)
-// and GATHER_LOAD(p, k, s) (GATHER_HOISTED 1).
+// TVB, VB, ELEM, LOAD_E and T_STORE_B. With `hoisted` and g.gather_init, also GATHER_T,
+// GATHER_INIT(col) and GATHER_LOAD(p, k, s) (GATHER_HOISTED 1).
 void DefineLoadB(KernelSource& src, const GemmOperands& g, const std::string& kernel_name,
                  bool hoisted = false);
 

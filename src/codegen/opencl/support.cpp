@@ -14,7 +14,7 @@ void CheckNode(const ir::Node& node, const Target& target) {
     case ir::OpClass::kBinary:
     case ir::OpClass::kTernary: return CheckElementwise(node);
     case ir::OpClass::kConv:  // in the generators' order: types, then the window's rank
-      RequireOneFloatType(node);
+      RequireConvTypes(node);
       CheckWindowRank(node);
       return;
     case ir::OpClass::kPool: return CheckPool(node);

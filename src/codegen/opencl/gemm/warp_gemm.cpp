@@ -193,6 +193,7 @@ KernelSource WarpSource(const GemmProblem& g, const std::string& kernel_name, co
   src.Define("STAGES", p.stages).Define("PENDING", p.stages - 2);
   src.Define("STAGED", StagedStore(p, g, t));
   src.Define("TRANS_A", g.trans_a).Define("TRANS_B", g.trans_b).Define("GATHER_B", g.gather_b);
+  src.Define("GATHER_F32", g.gather_f32);
   DefineOperandOffsets(src, g.trans_a, g.trans_b);
   // 4-wide loads along each operand's contiguous dimension; unaligned ones (f16, or an offset or
   // stride off the 4-element grid) as vload4, which the compiler may split.
@@ -231,6 +232,7 @@ GemmProblem ProblemOf(const GemmOperands& o) {
   g.elem = s.dtype;
   g.mode = s.mode;
   g.gather_b = !o.load_b.empty() && !s.trans_b;  // a transposed B is a matrix: TRANS_B reads it
+  g.gather_f32 = g.gather_b && o.b_f32;
   return g;
 }
 
@@ -332,9 +334,12 @@ std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::
   bool bias = !g.bias.empty() && !partials;
   src.Define("BIAS_PARAM", bias ? ", __global const T_STORE* restrict bias_p" : "");
   src.Define("BIAS(b, row)", bias ? "GLOAD(bias_p, " + g.bias + ")" : "0");
+  TEXEL_CHECK(!g.b_f32 || problem.gather_b, "an f32 image is gathered");
+  src.Define("T_STORE_B", g.b_f32 ? "float" : "T_STORE");
   if (problem.gather_b) {
-    // Elements as the template stages them (RT): f16 bits in fp16, floats otherwise.
-    const char* rt = s.dtype == DType::kFloat16 ? "ushort" : "float";
+    // Elements as stored: f16 bits in fp16 (as the template stages them, RT), floats otherwise
+    // (an f32 image converted to RT by the template, GATHER_F32).
+    const char* rt = s.dtype == DType::kFloat16 && !g.b_f32 ? "ushort" : "float";
     src.Define("VB", 4).Define("TVB", fmt::format("{}4", rt));
     src.Define("ELEM(v, e)", fmt::format("((({}*)&(v))[e])", rt));
     src.Define("LOAD_E(p, i)", fmt::format("(((__global const {}*)(p))[i])", rt));

@@ -34,6 +34,9 @@ struct GemmProblem {
   // Models only: B is gathered element by element (GemmOperands::load_b, a convolution's image),
   // so it goes through registers, never by asynchronous copies.
   bool gather_b = false;
+  // Models only, with gather_b: B is stored f32 and converted to the operand type as it is
+  // gathered (GemmOperands::b_f32).
+  bool gather_f32 = false;
 };
 
 // A BM x BN tile per work-group, BK deep per local-memory step, WM x WN per warp; `stages` local

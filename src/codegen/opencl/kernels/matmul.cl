@@ -8,7 +8,8 @@
 // vectors. A work-item's rows are ty*VM + g*LY*VM (g < WM/VM), its columns tx*VN + g*LX*VN:
 // adjacent work-items read adjacent vectors, which keeps local reads free of bank conflicts and
 // output stores coalesced.
-// Parameters: KERNEL_NAME; T, T_STORE, LOAD, STORE (element storage); T_OUT, OSTORE(p, i, v) (the
+// Parameters: KERNEL_NAME; T, T_STORE, LOAD, STORE (element storage); T_STORE_B (B's: T_STORE, or
+// float for an f32 image gathered by an f16 convolution); T_OUT, OSTORE(p, i, v) (the
 // output's: the epilogue's result type, f16 or f32 where a fused Cast converts it, or with
 // SPLITS > 1 the compute type T); M, N, K, BATCH;
 // A_OFFSET(b), B_OFFSET(b) (element offsets of batch b's matrices); A_RS, A_KS (A's element
@@ -32,7 +33,7 @@
 // Overhanging rows and columns are clamped on load (their results are never stored); K beyond
 // its end reads zeros.
 __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
-    __global const T_STORE* restrict a, __global const T_STORE* restrict b BIAS_PARAM,
+    __global const T_STORE* restrict a, __global const T_STORE_B* restrict b BIAS_PARAM,
     __global T_OUT* restrict out EPILOGUE_PARAMS) {
   __local T as[2][TK][AS_STRIDE] __attribute__((aligned(LOCAL_ALIGN)));
   __local T bs[2][TK][BS_STRIDE] __attribute__((aligned(LOCAL_ALIGN)));
@@ -42,7 +43,7 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
   const int batch = get_group_id(2) / SPLITS, split = get_group_id(2) % SPLITS;
   const int k_begin = split * KS;
   const __global T_STORE* restrict ap = a + A_OFFSET(batch);
-  const __global T_STORE* restrict bp = b + B_OFFSET(batch);
+  const __global T_STORE_B* restrict bp = b + B_OFFSET(batch);
 
   // Where this work-item's loads land in the tiles (constant over the K loop).
   long a_src[LOADS_A];

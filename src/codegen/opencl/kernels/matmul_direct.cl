@@ -10,7 +10,7 @@
 // of its columns of B into local memory and all its row blocks read them there: on a CPU that
 // turns the strided walk down B (whose rows often alias in the caches) into one copy per panel
 // per TM rows.
-// Parameters: KERNEL_NAME; T, T_STORE, LOAD, STORE; T_OUT, OSTORE(p, i, v) (the output's: the
+// Parameters: KERNEL_NAME; T, T_STORE, LOAD, STORE; T_STORE_B (as in matmul.cl); T_OUT, OSTORE(p, i, v) (the output's: the
 // epilogue's result type, or T for a LayerNorm's partial sums); M, N, K, BATCH; A_OFFSET(b),
 // B_OFFSET(b);
 // A_RS, A_KS (A's element (row, k) is at row * A_RS + k * A_KS);
@@ -19,7 +19,7 @@
 // EDGE_M, EDGE_N (1 when the last group overhangs M or N);
 // OUT_AT(b, r, c) (as in matmul.cl); EPILOGUE(v, i), EPILOGUE_PARAMS.
 __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
-    __global const T_STORE* restrict a, __global const T_STORE* restrict b BIAS_PARAM,
+    __global const T_STORE* restrict a, __global const T_STORE_B* restrict b BIAS_PARAM,
     __global T_OUT* restrict out EPILOGUE_PARAMS) {
   const int tx = get_local_id(0), ty = get_local_id(1);
   const int col0 = (get_group_id(0) * LX + tx) * VB;
@@ -35,7 +35,7 @@ __attribute__((reqd_work_group_size(LX, LY, 1))) __kernel void KERNEL_NAME(
   const int col = col0;
 #endif
   const __global T_STORE* restrict ap = a + A_OFFSET(batch);
-  const __global T_STORE* restrict bp = b + B_OFFSET(batch);
+  const __global T_STORE_B* restrict bp = b + B_OFFSET(batch);
   long a_row[WM];
 #pragma unroll
   for (int r = 0; r < WM; ++r) {

@@ -27,7 +27,8 @@
 // dimension is loaded as float4; 1: scalars), GATHER_B (B is not stored as a matrix: LOAD_B(p,
 // k, col) returns VEC_B elements of its row k from column col as staged, zeros past N: a
 // convolution's image gathered as im2col; never with TRANS_B or ASYNC; with GATHER_HOISTED its
-// per-column part GATHER_INIT(col) once and GATHER_LOAD(p, k, state) per step instead),
+// per-column part GATHER_INIT(col) once and GATHER_LOAD(p, k, state) per step instead;
+// GATHER_F32: the image is f32 (T_STORE_B float, models only) and converted as it is staged),
 // EVEN (M, N, K are multiples of BM, BN, BK: no bounds checks), T_STORE, F16_STORAGE, GLOAD(p,
 // i), GLOAD4(p, i) (4 elements at i as float4), GSTORE(p, i, v); TO_TF32, ROUND_TF32, TO_F16
 // (helper names unique to the kernel); MODEL (a model's product: M, N, K, lda, ldb, A_OFF(z),
@@ -178,7 +179,7 @@ ushort TO_F16(float x) {
 #define T_C EPILOGUE_T
 #endif
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
-    __global const T_STORE* restrict a, __global const T_STORE* restrict b BIAS_PARAM,
+    __global const T_STORE* restrict a, __global const T_STORE_B* restrict b BIAS_PARAM,
     __global T_C* restrict c EPILOGUE_PARAMS) {
   // Work-group z = batch * SPLITS + s sums k in [s * KS, s * KS + KS) into slice s of c.
   const int z = get_group_id(2) / SPLITS, k_begin = get_group_id(2) % SPLITS * KS;
@@ -244,9 +245,15 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #else
 #define GATHER_VEC(col, kk) LOAD_B(b, kk, col)
 #endif
+// An f32 image under MODE 16 is gathered as floats and staged as f16 bits.
+#if GATHER_F32 && MODE == 16
+#define GATHER_RT(v) ((ushort4)(TO_F16((v).x), TO_F16((v).y), TO_F16((v).z), TO_F16((v).w)))
+#else
+#define GATHER_RT(v) (v)
+#endif
 #define LOAD_B_VEC(rb, col, kk)                                                            \
   if (EVEN || (kk) < K) {                                                                  \
-    vstore4(GATHER_VEC(col, kk), 0, rb);                                                   \
+    vstore4(GATHER_RT(GATHER_VEC(col, kk)), 0, rb);                                        \
   } else {                                                                                 \
     for (int v = 0; v < VEC_B; ++v) (rb)[v] = 0;                                           \
   }
@@ -495,6 +502,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #undef LOAD_TILES
 #undef LOAD_B_VEC
 #undef GATHER_VEC
+#undef GATHER_RT
 #undef C_STORE
 #undef C_AT
 #undef T_C
