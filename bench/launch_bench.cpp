@@ -9,6 +9,8 @@
 //   out-of-order    one out-of-order queue, no dependencies (the launches may overlap)
 //   two queues      two in-order queues, launches alternating between them
 //   two threads     two host threads, each enqueueing half of them into its own queue
+//   programs        one in-order queue, the add taken in turn from 16 programs (a model's
+//                   kernels are programs of their own) and from 16 kernels of one program
 // All times are per launch, in microseconds.
 // Usage: texel_launch_bench [--device gpu|cpu] [--launches N]
 #include <CL/cl.h>
@@ -167,6 +169,47 @@ int main(int argc, char** argv) {
     clFinish(in_order);
     clFinish(second);
     std::printf("%-12s two threads   total %7.2f\n", label, (Now() - t0) / n);
+  }
+  // Kernels of different programs in turn, against as many kernels of one program.
+  const int kPrograms = 16;
+  std::vector<cl_kernel> own, shared;
+  std::string one;
+  for (int i = 0; i < kPrograms; ++i) {
+    std::string src = "__kernel void add" + std::to_string(i) +
+                      "(__global const float* a, __global const float* b, __global float* y) {\n"
+                      "  const int i = get_global_id(0);\n  y[i] = a[i] + b[i] + " +
+                      std::to_string(i) + ";\n}\n";
+    one += src;
+    const char* text = src.c_str();
+    cl_program p = clCreateProgramWithSource(ctx, 1, &text, nullptr, &err);
+    Check(err, "clCreateProgramWithSource");
+    Check(clBuildProgram(p, 1, &device, "", nullptr, nullptr), "clBuildProgram");
+    own.push_back(clCreateKernel(p, ("add" + std::to_string(i)).c_str(), &err));
+    Check(err, "clCreateKernel");
+  }
+  const char* text = one.c_str();
+  cl_program all = clCreateProgramWithSource(ctx, 1, &text, nullptr, &err);
+  Check(err, "clCreateProgramWithSource");
+  Check(clBuildProgram(all, 1, &device, "", nullptr, nullptr), "clBuildProgram");
+  for (int i = 0; i < kPrograms; ++i) {
+    shared.push_back(clCreateKernel(all, ("add" + std::to_string(i)).c_str(), &err));
+    Check(err, "clCreateKernel");
+  }
+  for (auto* set : {&own, &shared})
+    for (cl_kernel k : *set)
+      for (cl_uint a = 0; a < 3; ++a) Check(clSetKernelArg(k, a, sizeof(cl_mem), &buf[a]), "arg");
+  for (const auto& [label, set] :
+       {std::pair{"16 programs", &own}, std::pair{"one program", &shared}}) {
+    for (int i = 0; i < 32; ++i)
+      enqueue(in_order, Launch{(*set)[i % kPrograms], elems, 256}, nullptr);
+    clFinish(in_order);
+    double t0 = Now();
+    for (int i = 0; i < n; ++i)
+      enqueue(in_order, Launch{(*set)[i % kPrograms], elems, 256}, nullptr);
+    double t1 = Now();
+    clFinish(in_order);
+    std::printf("%-12s in-order      enqueue %7.2f  total %7.2f\n", label, (t1 - t0) / n,
+                (Now() - t0) / n);
   }
   return 0;
 }

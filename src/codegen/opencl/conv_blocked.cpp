@@ -117,6 +117,7 @@ KernelSpec GenerateConvBlocked(const ir::Node& n, const std::string& kernel_name
   src.Define("C", x[1]).Define("COUT", y[1]).Define("G", groups).Define("ICG", x[1] / groups);
   src.Define("OCG", ocg).Define("OCB", ocb).Define("VOC", voc).Define("RW", rw);
   src.Define("NV", nv);
+  DefineRowPrefetch(src, kernel_name);
   src.Define("TV", fmt::format("float{}", voc));
   src.Define("VLOAD(p)", fmt::format("vload{}(0, (p))", voc));
   src.Define("VSTORE_TO(v, p)", fmt::format("vstore{}((v), 0, (p))", voc));

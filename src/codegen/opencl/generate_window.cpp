@@ -105,6 +105,20 @@ ConstTensorPtr PackFiltersByOutput(const HostTensor& w, int64_t groups, int64_t 
   return packed;
 }
 
+void DefineRowPrefetch(KernelSource& src, const std::string& kernel_name) {
+  const std::string f = kernel_name + "_prefetch";
+  src.Prelude(
+      fmt::format("#if defined(__clang__) && !defined(__SPIR__)\n#define {0}(p) "
+                  "__builtin_prefetch((p), 0, 3)\n#else\n"
+                  "#define {0}(p) prefetch((p), 1)\n#endif\n",
+                  f));
+  src.Define("PREFETCH_AHEAD", 8);
+  src.Define("PREFETCH_ROW(p, n)",
+             fmt::format("do {{ for (int o_ = 0; o_ < (n); o_ += 16) {0}((p) + o_); "
+                         "{0}((p) + (n) - 1); }} while (0)",
+                         f));
+}
+
 std::vector<std::pair<std::string, std::string>> WindowDefines(const Window3& w) {
   static const char* const kAxis[3] = {"D", "H", "W"};
   std::vector<std::pair<std::string, std::string>> defs;

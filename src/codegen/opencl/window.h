@@ -30,6 +30,17 @@ KernelSpec FinishConvKernel(const ir::Node& n, KernelSource& src, const std::str
 // KD, KH, KW, SD, SH, SW (strides), PD, PH, PW (begin pads), DD, DH, DW (dilations).
 std::vector<std::pair<std::string, std::string>> WindowDefines(const Window3& w);
 
+// The CPU convolutions' prefetch of the input rows a later input channel will read: defines
+// PREFETCH_AHEAD (channels ahead) and PREFETCH_ROW(p, n) (a statement fetching the n floats from
+// p into the caches: one prefetch per 64 bytes; clang's __builtin_prefetch, which PoCL's LLVM
+// emits as prefetcht0, where a clang compiles for a native target, else OpenCL's prefetch(),
+// which PoCL leaves out: SPIR targets such as Oclgrind's have no llvm.prefetch). A
+// work-item's loads along a row are a few cache lines per channel plane, too short for the
+// hardware's stream prefetchers, and the out-of-order window covers only a few planes: a 1x1
+// convolution reading an input just written by the kernel before it ran 1.8x faster so (PoCL,
+// 96 -> 24 on 56 x 56, docs/tuning.md).
+void DefineRowPrefetch(KernelSource& src, const std::string& kernel_name);
+
 // Filters [COUT, ICG, k...] laid out as [G][OCB][ICG][k...][VOC] (OCB = ceil(OCG / VOC)): the
 // VOC output channels of a block next to each other for every input channel and tap, zero
 // beyond each group's channels. f32.

@@ -217,6 +217,7 @@ KernelSpec RowsKernel(const ir::Node& n, const std::string& kernel_name, int64_t
   src.Define("C", x[1]).Define("COUT", y[1]).Define("G", groups).Define("ICG", icg);
   src.Define("OCG", ocg).Define("OCB", ocb).Define("WM", wm);
   src.Define("VW", vw).Define("RH", rh);
+  if (conv && icg > 1) DefineRowPrefetch(src, kernel_name);
   src.Define("SPAN", vw * w.s[2] + (w.k[2] - 1) * w.d[2]);
   src.Define("TV", fmt::format("float{}", vw));
   src.Define("VLOAD(p)", fmt::format("vload{}(0, (p))", vw));

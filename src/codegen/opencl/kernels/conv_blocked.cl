@@ -12,7 +12,8 @@
 // VSTORE_TO(v, p);
 // C (input channels), COUT, G (groups), ICG (input channels per group), OCG, OCB (VOC blocks per
 // group; a work-item's last blocks past OCB read block OCB - 1 and store nothing); the window macros (ID, IH, IW, OD, OH, OW, KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH,
-// DW; window.h); BIAS_PARAM, BIAS(c); EPILOGUE(v, i), EPILOGUE_PARAMS.
+// DW; window.h); PREFETCH_AHEAD, PREFETCH_ROW(p, n) (window.h DefineRowPrefetch); BIAS_PARAM,
+// BIAS(c); EPILOGUE(v, i), EPILOGUE_PARAMS.
 __attribute__((reqd_work_group_size(1, 1, 1))) __kernel void KERNEL_NAME(
     __global const T_STORE* restrict x, __global const float* restrict w BIAS_PARAM,
     __global T_STORE* restrict out EPILOGUE_PARAMS) {
@@ -45,6 +46,8 @@ __attribute__((reqd_work_group_size(1, 1, 1))) __kernel void KERNEL_NAME(
         const __global T_STORE* restrict row = xp + (((long)ic * ID + id) * IH + ih) * IW + iw0;
         const __global float* restrict wk = wp + ((ic * KD + kd) * KH + kh) * KW * VOC;
         if (inside) {
+          if (ic + PREFETCH_AHEAD < ICG)
+            PREFETCH_ROW(row + (long)PREFETCH_AHEAD * ID * IH * IW, (RW - 1) * SW + (KW - 1) * DW + 1);
           for (int kw = 0; kw < KW; ++kw) {
             TV wv[NV];
 #pragma unroll

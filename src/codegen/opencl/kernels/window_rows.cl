@@ -12,7 +12,9 @@
 // WM; C (input channels), COUT, G (groups), ICG, OCG (channels per group), OCB (blocks of WM
 // output channels per group); the window macros (window.h); INIT (accumulator start), PAD (what
 // lies beyond the input), ACC(acc, v, wt) (wt: the tap's weight, or 0 without filters),
-// WEIGHT(p) (the weight at p), WEIGHT_PARAM, BIAS_PARAM, BIAS(c); EPILOGUE(v, i),
+// WEIGHT(p) (the weight at p), WEIGHT_PARAM, BIAS_PARAM, BIAS(c); PREFETCH_AHEAD and
+// PREFETCH_ROW(p, n) where defined (convolutions over several input channels: window.h
+// DefineRowPrefetch); EPILOGUE(v, i),
 // EPILOGUE_PARAMS, and VEPILOGUE(v, i), VSTORE(v, i) where the epilogue has a vector form (whole
 // vectors are then stored as such); VSTORE_TO(v, p); EDGES (1: the vectors whose windows stay inside the row, starting from VLO
 // to VHI, VECS of them, without copies near the ends, and the other outputs one at a time; 0:
@@ -59,6 +61,10 @@ __attribute__((reqd_work_group_size(1, 1, 1))) __kernel void KERNEL_NAME(
             const long wk = wp + (((long)ic * KD + kd) * KH + kh) * KW * WM;
 #ifdef LOADV
             if (inside) {
+#ifdef PREFETCH_ROW
+              if (ic + PREFETCH_AHEAD < ICG)
+                PREFETCH_ROW(row + (long)PREFETCH_AHEAD * ID * IH * IW + iw0, SPAN);
+#endif
               for (int kw = 0; kw < KW; ++kw) {
                 const TV v = LOADV(row, iw0 + kw * DW);
 #pragma unroll
