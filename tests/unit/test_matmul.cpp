@@ -10,6 +10,7 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -324,6 +325,49 @@ TEST(MatMulTest, TransposedOperands) {
     MatMulParams p = codegen::ChooseMatMulParams(codegen::GemmShapeOf(*node), gpu);
     ExpectMatches(RunKernel(sa, sb, &p, CpuTarget(), attrs), a, b, what + " gpu " + p.ToString());
   }
+}
+
+// Names one point for every tunable kernel generated.
+class OnePoint : public codegen::TuningSource {
+ public:
+  explicit OnePoint(codegen::TunePoint p) : p_(std::move(p)) {}
+  std::optional<codegen::TunePoint> Pick(const codegen::Tunable&) const override { return p_; }
+
+ private:
+  codegen::TunePoint p_;
+};
+
+// The warp_gemm family (ModelWarpGemmTunable): a model product on the matrix engine declares its
+// tilings, the heuristic's first, every one valid on the device; each of every fifth point,
+// picked as the tuner picks it (Target::tuning), computes the product (tf32x3, whose emulation
+// keeps fp32 accuracy; the GPU's facts: tiles that split K and tiles that do not).
+TEST(MatMulTest, EveryWarpGemmPointComputesTheProduct) {
+  codegen::Target gpu = H100Target();
+  gpu.mma_emulated = true;
+  gpu.max_work_group_size = std::min(CpuTarget().max_work_group_size, gpu.max_work_group_size);
+  HostTensor a = Random(DType::kFloat32, {67, 259}, 1400),
+             b = Random(DType::kFloat32, {259, 131}, 1401);
+  ir::Attrs attrs{{"compute_mode", static_cast<int64_t>(ComputeMode::kTf32x3)}};
+  ir::Graph g;
+  ir::Node* node = g.AddNode(
+      ir::OpKind::kMatMul,
+      {g.AddInput("a", {a.dtype, a.shape}), g.AddInput("b", {b.dtype, b.shape})}, attrs, "mm");
+  std::optional<codegen::Tunable> t = codegen::TunableOf(*node, gpu);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->family, "warp_gemm");
+  ASSERT_GT(t->candidates.size(), 20u);
+  std::set<int64_t> splits;
+  for (const codegen::TunePoint& p : t->candidates) splits.insert(p.at("split"));
+  EXPECT_GT(splits.size(), 2u) << "whole and split K ranges";
+  int split_before = split_runs;
+  for (size_t i = 0; i < t->candidates.size(); i += 5) {
+    OnePoint source(t->candidates[i]);
+    codegen::Target picked = gpu;
+    picked.tuning = &source;
+    ExpectMatches(RunKernel(a, b, nullptr, picked, attrs), a, b,
+                  "tf32x3 " + codegen::PointString(t->candidates[i]), 2e-5);
+  }
+  EXPECT_GT(split_runs, split_before) << "some points split K";
 }
 
 // Reduced-precision products on the warp-tiled kernel in the models' form (gemm/warp_gemm.h):

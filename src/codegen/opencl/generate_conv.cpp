@@ -211,7 +211,7 @@ std::optional<Tunable> ConvTunable(const ir::Node& n, const Target& target) {
   if (auto rows = WindowRowsTunable(n, target)) return rows;
   if (auto blocked = ConvBlockedTunable(n, target)) return blocked;
   GemmOperands g = ConvGemm(n, target);
-  if (ChooseModelWarpGemm(g, target)) return std::nullopt;
+  if (auto warp = ModelWarpGemmTunable(g, target)) return warp;
   return MatMulTunable(g.shape, target);
 }
 
@@ -239,7 +239,7 @@ std::vector<KernelSpec> GenerateConv(const ir::Node& n, const std::string& kerne
   if (auto blocked = ConvBlockedTunable(n, target))
     return {GenerateConvBlocked(n, kernel_name, Choose(*blocked, target), epilogue)};
   GemmOperands g = ConvGemm(n, target);
-  if (auto warp = ChooseModelWarpGemm(g, target))
+  if (auto warp = TunedModelWarpGemm(g, target))
     return GenerateModelWarpGemm(g, kernel_name, target, *warp, epilogue);
   return GenerateGemm(g, kernel_name, target, TunedMatMulParams(g.shape, target), epilogue);
 }

@@ -590,7 +590,7 @@ KernelSpec GenerateMatMulPartials(const ir::Node& n, const std::string& kernel_n
   RequireOneFloatType(n);
   GemmOperands g = OperandsOf(n);
   g.partials_only = true;
-  std::optional<WarpGemmParams> warp = ChooseModelWarpGemm(g, target);
+  std::optional<WarpGemmParams> warp = TunedModelWarpGemm(g, target);
   std::vector<KernelSpec> specs =
       warp ? GenerateModelWarpGemm(g, kernel_name, target, *warp)
            : GenerateGemm(g, kernel_name, target, TunedMatMulParams(g.shape, target));
@@ -604,7 +604,7 @@ std::vector<KernelSpec> GenerateMatMul(const ir::Node& n, const std::string& ker
                                        const Target& target, const Chain& epilogue) {
   RequireOneFloatType(n);
   GemmOperands g = OperandsOf(n);
-  if (auto warp = ChooseModelWarpGemm(g, target))
+  if (auto warp = TunedModelWarpGemm(g, target))
     return GenerateModelWarpGemm(g, kernel_name, target, *warp, epilogue);
   return GenerateGemm(g, kernel_name, target, TunedMatMulParams(g.shape, target), epilogue);
 }
@@ -612,7 +612,7 @@ std::vector<KernelSpec> GenerateMatMul(const ir::Node& n, const std::string& ker
 std::optional<Tunable> MatMulNodeTunable(const ir::Node& n, const Target& t) {
   RequireOneFloatType(n);
   GemmOperands g = OperandsOf(n);
-  if (ChooseModelWarpGemm(g, t)) return std::nullopt;
+  if (auto warp = ModelWarpGemmTunable(g, t)) return warp;
   return MatMulTunable(g.shape, t);
 }
 

@@ -70,7 +70,8 @@ KernelSpec GenerateElementwise(const std::vector<const ir::Node*>& ops,
                                const std::string& kernel_name);
 // Anchors take the elementwise chain fused after them (passes/fuse.cpp), applied to each result.
 using Chain = std::vector<const ir::Node*>;
-// Conv node's tunable family on target: window_rows, conv_blocked or its implicit GEMM's matmul.
+// Conv node's tunable family on target: window_rows, conv_blocked, or its implicit GEMM's
+// warp_gemm (on the matrix engine) or matmul.
 std::optional<Tunable> ConvTunable(const ir::Node& node, const Target& target);
 std::vector<KernelSpec> GenerateConv(const ir::Node& node, const std::string& kernel_name,
                                      const Target& target, const Chain& epilogue = {});

@@ -82,7 +82,8 @@ Tunable MatMulTunable(const GemmShape& s, const Target& t);
 MatMulParams MatMulParamsOf(const TunePoint& p);
 // ChooseMatMulParams, or t.tuning's point (Choose, tuning.h).
 MatMulParams TunedMatMulParams(const GemmShape& s, const Target& t);
-// The family of MatMul node n on t, or nullopt where a matrix-engine kernel computes it.
+// The family of MatMul node n on t: warp_gemm where the matrix engine computes it (gemm/
+// warp_gemm.h ModelWarpGemmTunable), else matmul.
 std::optional<Tunable> MatMulNodeTunable(const ir::Node& n, const Target& t);
 
 // Why p cannot run s on t (tiles that do not divide, vector widths that do not divide K or N,

@@ -315,6 +315,75 @@ std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const T
   return p;
 }
 
+namespace {
+
+constexpr int kFamilyVersion = 1;
+
+TunePoint PointOf(const WarpGemmParams& p) {
+  return {{"bm", p.bm}, {"bn", p.bn},         {"bk", p.bk},        {"wm", p.wm},
+          {"wn", p.wn}, {"stages", p.stages}, {"split", p.split_k}};
+}
+
+WarpGemmParams ParamsOf(const TunePoint& q) {
+  WarpGemmParams p;
+  p.bm = static_cast<int>(q.at("bm")), p.bn = static_cast<int>(q.at("bn"));
+  p.bk = static_cast<int>(q.at("bk")), p.wm = static_cast<int>(q.at("wm"));
+  p.wn = static_cast<int>(q.at("wn")), p.stages = static_cast<int>(q.at("stages"));
+  p.split_k = static_cast<int>(q.at("split"));
+  return p;
+}
+
+}  // namespace
+
+std::optional<Tunable> ModelWarpGemmTunable(const GemmOperands& g, const Target& t) {
+  std::optional<WarpGemmParams> heuristic = ChooseModelWarpGemm(g, t);
+  if (!heuristic) return std::nullopt;
+  const GemmShape& s = g.shape;
+  GemmProblem problem = ProblemOf(g);
+  Tunable tn;
+  tn.family = "warp_gemm";
+  tn.version = kFamilyVersion;
+  tn.signature = fmt::format(
+      "m={},n={},k={},batch={},ta={},tb={},dtype={},mode={},gather={},conv={},fold={},b32={}", s.m,
+      s.n, s.k, s.batch, s.trans_a, s.trans_b, DTypeName(s.dtype), ComputeModeName(s.mode),
+      problem.gather_b, g.convolution, g.fold, g.b_f32);
+  tn.candidates.push_back(PointOf(*heuristic));
+  // Tiles with their warps' blocks: 4 warps each but the last.
+  const int tiles[][4] = {{64, 32, 32, 16},  {32, 32, 16, 16},  {32, 64, 16, 32},  {64, 64, 32, 32},
+                          {128, 64, 64, 32}, {64, 128, 32, 64}, {128, 128, 64, 32}};
+  for (const auto& [bm, bn, wm, wn] : tiles)
+    for (int bk : {16, 32, 64}) {
+      WarpGemmParams p{bm, bn, bk, wm, wn, 2};
+      for (int stages = 4; stages > 2; --stages) {
+        WarpGemmParams q = p;
+        q.stages = stages;
+        if (AsyncCopies(problem, q, t) && !CheckWarpGemmParams(q, problem, t)) {
+          p = q;
+          break;
+        }
+      }
+      if (CheckWarpGemmParams(p, problem, t)) continue;
+      int64_t groups = CeilDiv(s.m, p.bm) * CeilDiv(s.n, p.bn) * s.batch;
+      std::vector<int> splits = {1, 2, 4, 8, 16};
+      if (groups < static_cast<int64_t>(t.compute_units))
+        splits.push_back(SplitsToFill(groups, s.k, p.bk, kMinRange, t));
+      for (int split : splits) {
+        if (split > 1 && SplitLength(s.k, split, p.bk) < 64) continue;
+        p.split_k = split;
+        TunePoint point = PointOf(p);
+        if (std::find(tn.candidates.begin(), tn.candidates.end(), point) == tn.candidates.end())
+          tn.candidates.push_back(point);
+      }
+    }
+  return tn;
+}
+
+std::optional<WarpGemmParams> TunedModelWarpGemm(const GemmOperands& g, const Target& t) {
+  std::optional<Tunable> tn = ModelWarpGemmTunable(g, t);
+  if (!tn) return std::nullopt;
+  return ParamsOf(Choose(*tn, t));
+}
+
 std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::string& kernel_name,
                                               const Target& t, const WarpGemmParams& p,
                                               const Chain& epilogue) {

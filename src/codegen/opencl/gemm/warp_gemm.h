@@ -16,6 +16,7 @@
 
 #include "codegen/opencl/generator.h"
 #include "codegen/opencl/matmul.h"
+#include "codegen/opencl/tuning.h"
 #include "core/dtype.h"
 #include "core/precision.h"
 
@@ -96,6 +97,15 @@ void DefineOperandOffsets(KernelSource& src, bool trans_a, bool trans_b);
 // matmul.h run it). In fp16, a product or convolution whose tiles would not fill the compute
 // units takes smaller ones (32 x 64 and 64 x 32) before K is split.
 std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const Target& t);
+// The tunable family "warp_gemm" (tuning.h) of a model's product that ChooseModelWarpGemm puts
+// on the matrix engine (nullopt elsewhere): its tiling first, then tiles of 4 warps (64 x 32,
+// 32 x 32, 32 x 64, 64 x 64, 128 x 64, 64 x 128) and 8 (128 x 128), BK 16, 32 or 64, the most
+// stages that fit (up to 4 with asynchronous copies, else 2), K split 1, 2, 4, 8 or 16 ways
+// (each range at least 64 long) and the split that fills the device best. Points {bm, bn, bk,
+// wm, wn, stages, split}.
+std::optional<Tunable> ModelWarpGemmTunable(const GemmOperands& g, const Target& t);
+// ChooseModelWarpGemm, or t.tuning's point of ModelWarpGemmTunable.
+std::optional<WarpGemmParams> TunedModelWarpGemm(const GemmOperands& g, const Target& t);
 // The kernel: sizes fixed, the epilogue applied as results are stored; with
 // g.partials_only the product alone, as one slice of float sums in scratch 0.
 std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::string& kernel_name,
