@@ -22,11 +22,10 @@
 // elsewhere too (a pre-norm layer's residual stream), every such reader must come after the
 // merged group or belong to the LayerNorm's epilogue, and the LayerNorm also writes X
 // (attribute write_input = 1) before its epilogue reads it.
-// First of all, a graph input's Cast to f16 (--precision fp16) whose every reader is a native
-// convolution that gathers its image runs inside them: they read the f32 input and convert it as
-// they gather it (attribute convert_input, codegen::ConvReadsF32Image), and the Cast's kernel
-// goes. Buffer storage only
-// (texture kernels read images of one channel type).
+// Before these rules, a graph input's Cast to f16 (--precision fp16) whose every reader is a
+// native convolution that gathers its image runs inside those convolutions: they read the f32
+// input and convert it as they gather it (attribute convert_input, codegen::ConvReadsF32Image),
+// and the Cast's kernel goes. Buffer storage only (texture kernels read one channel type).
 // No group grows past kMaxGroupNodes: a chain of thousands of elementwise nodes (a hostile or
 // generated model) would be one kernel of as many statements, which OpenCL compilers (PoCL's
 // clang among them) overflow their stack on; the chain continues in the next group.
