@@ -95,7 +95,7 @@ void RunPassesFor(ir::Graph& graph, const cl::DeviceInfo& dev, std::shared_ptr<c
   if (options.partition == passes::PartitionPolicy::kMeasure &&
       options.storage == passes::StoragePolicy::kAuto)
     pc.measure_storage = [&ctx](const ir::Node& n, ir::Storage s) {
-      return MeasureNode(n, *backends::FindBackend("native"), ctx, s);
+      return MeasureNode(n, *backends::FindBackend(backends::kNative), ctx, s);
     };
   pc.half_texels = options.half_texels;
   pc.precision = options.precision;

@@ -73,7 +73,7 @@ double StepCostUs(const std::shared_ptr<cl::Context>& ctx) {
   ir::Value* v = g.AddInput("x", {DType::kFloat32, {256}});
   for (int i = 0; i < kSteps; ++i) {
     ir::Node* n = g.AddNode(ir::OpKind::kRelu, {v}, {}, fmt::format("step{}", i));
-    n->backend = "native";
+    n->backend = backends::kNative;
     v = n->outputs[0];
   }
   g.AddOutput(v);
@@ -122,7 +122,7 @@ std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx, cl::Pro
       }
     }
     ir::Node* m = g.AddNode(n.op, in, n.attrs, fmt::format("trial{}", i));
-    m->backend = "native";
+    m->backend = backends::kNative;
     g.AddOutput(m->outputs[0]);
     points.emplace_back(trials[i].tunable, trials[i].point);
   }
@@ -309,7 +309,7 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
   for (const auto& node : graph->nodes())
     if (node->op == ir::OpKind::kLayerNorm && node->group >= 0) norm_groups.insert(node->group);
   for (const auto& node : graph->nodes()) {
-    if (!node->backend.empty() && node->backend != "native") continue;
+    if (backends::BackendOf(*node) != backends::kNative) continue;
     std::optional<codegen::Tunable> t;
     try {
       t = codegen::TunableOf(*node, target);

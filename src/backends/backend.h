@@ -61,6 +61,13 @@ inline double RooflineSeconds(double flops, double efficiency, const cl::DeviceI
   return 5e-6 + flops / (peak * efficiency);
 }
 
+// The name of texel's own kernels' backend, which a node with no backend assigned runs on.
+inline constexpr std::string_view kNative = "native";
+// The backend node n runs on: its own, or kNative where none is assigned.
+inline std::string_view BackendOf(const ir::Node& n) {
+  return n.backend.empty() ? kNative : std::string_view(n.backend);
+}
+
 // Registry. Names are lower-case identifiers ("native", "clblast").
 void RegisterBackend(std::unique_ptr<Backend> backend);
 const Backend* FindBackend(std::string_view name);  // nullptr when unknown

@@ -153,7 +153,7 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device,
     for (const ir::Value* v : n.outputs) buffer(v);
     if (n.outputs[0]->type.bytes() == 0) continue;  // nothing to compute
     const ir::Node& first = *nodes[0];
-    const Backend* be = FindBackend(first.backend.empty() ? "native" : first.backend);
+    const Backend* be = FindBackend(BackendOf(first));
     TEXEL_CHECK(be != nullptr, "node '{}' has unknown backend '{}'", first.name, first.backend);
     // "Conv+Add+Relu": the ops of nodes[from..], a kernel's label.
     auto ops_from = [&](size_t from) {

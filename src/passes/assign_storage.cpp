@@ -20,6 +20,7 @@
 #include <map>
 #include <mutex>
 
+#include "backends/backend.h"
 #include "core/enum_names.h"
 #include "core/error.h"
 #include "core/texture_layout.h"
@@ -55,7 +56,8 @@ bool IsElementwise(const ir::Node& n) {
 const ir::Value* TextureInput(const std::vector<ir::Node*>& group, const cl::DeviceInfo& d) {
   const ir::Node& a = *group.front();
   const ir::Value* out = group.back()->outputs[0];
-  if (a.backend != "native" || !Is4dF32(out) || !FitsDevice(out, TextureKind::kActivation, d))
+  if (a.backend != backends::kNative || !Is4dF32(out) ||
+      !FitsDevice(out, TextureKind::kActivation, d))
     return nullptr;
   for (size_t k = 1; k < group.size(); ++k)
     if (!IsElementwise(*group[k]) || !Is4dF32(group[k]->outputs[0])) return nullptr;
@@ -166,7 +168,7 @@ Stats AssignStorage(ir::Graph& g, const PassContext& ctx) {
       ir::Node* c =
           g.InsertNodeAfter(v->producer, ir::OpKind::kConvertStorage, {v}, {},
                             v->name + (to == Storage::kBuffer ? "/to_buffer" : "/to_texture"));
-      c->backend = "native";
+      c->backend = backends::kNative;
       c->outputs[0]->storage = to;
       c->outputs[0]->half_texels = to != Storage::kBuffer && HalfTexels(v, ctx);
       it->second = c->outputs[0];

@@ -76,7 +76,7 @@ bool StoresAs(const ir::Node& anchor, DType t) {
 }
 
 bool BackendFuses(const ir::Node& n) {
-  const backends::Backend* be = backends::FindBackend(n.backend.empty() ? "native" : n.backend);
+  const backends::Backend* be = backends::FindBackend(backends::BackendOf(n));
   return be && be->FusesEpilogues();
 }
 
@@ -105,7 +105,7 @@ int64_t ConvertInputsInConvolutions(ir::Graph& g, const PassContext& ctx) {
     ir::Value *x = c.inputs[0], *h = c.outputs[0];
     std::vector<ir::Node*>& rs = readers[h->id];
     auto reads_as_image = [&](const ir::Node* r) {
-      if (r->op != OpKind::kConv || !(r->backend.empty() || r->backend == "native")) return false;
+      if (r->op != OpKind::kConv || backends::BackendOf(*r) != backends::kNative) return false;
       for (size_t i = 1; i < r->inputs.size(); ++i)
         if (r->inputs[i] == h) return false;
       return codegen::ConvCanConvertImage(*r);

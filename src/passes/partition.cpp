@@ -48,8 +48,9 @@ const char* PolicyName(PartitionPolicy p) { return NameIn(kPolicyNames, p); }
 bool ParsePolicy(std::string_view s, PartitionPolicy* p) { return ParseIn(kPolicyNames, s, p); }
 
 Stats Partition(ir::Graph& g, const PassContext& ctx) {
-  std::vector<std::string> names =
-      ctx.backends.empty() ? std::vector<std::string>{"native"} : ctx.backends;
+  std::vector<std::string> names = ctx.backends.empty()
+                                       ? std::vector<std::string>{std::string(backends::kNative)}
+                                       : ctx.backends;
   std::vector<const backends::Backend*> allowed;
   for (const auto& name : names) {
     const backends::Backend* b = backends::FindBackend(name);
@@ -85,7 +86,7 @@ Stats Partition(ir::Graph& g, const PassContext& ctx) {
       double best = 0;
       for (const backends::Backend* b : able) {
         double t = measured ? ctx.measure(n, *b) : b->Estimate(n, *ctx.device);
-        t += b->name() == "native" ? 0.0 : kBoundarySeconds;
+        t += b->name() == backends::kNative ? 0.0 : kBoundarySeconds;
         if (b == able.front() || t < best) best = t, n.backend = std::string(b->name());
       }
       ++stats[measured ? "nodes-measured" : "nodes-estimated"];

@@ -8,7 +8,7 @@ namespace texel::backends {
 
 class NativeBackend : public Backend {
  public:
-  std::string_view name() const override { return "native"; }
+  std::string_view name() const override { return kNative; }
   Support Supports(const ir::Node& node, const cl::DeviceInfo& device) const override;
   double Estimate(const ir::Node& node, const cl::DeviceInfo& device) const override;
   bool FusesEpilogues() const override { return true; }
