@@ -656,6 +656,30 @@ TEST(PrecisionTest, Fp16InputConvertedByItsConvolutions) {
   }
 }
 
+// convert_input (which only the fuse pass sets) on a convolution that cannot convert, here one of
+// f32 filters, gathered or a plain 1x1, is refused with an error that names it, never generated.
+TEST(PrecisionTest, ConvertInputOnlyWhereTheConvolutionGathers) {
+  HostTensor w = testing::RandomF32({4, 3, 3, 3}, 941), w1 = testing::RandomF32({4, 3, 1, 1}, 942);
+  auto build = [&](const HostTensor& filters, bool pad) {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* xv = g->AddInput("x", F32Type({1, 3, 6, 6}));
+    ir::Attrs a = ConvAttrs({1, 1}, pad ? Ints{1, 1, 1, 1} : Ints{0, 0, 0, 0}, {1, 1}, 1);
+    a.Set("convert_input", int64_t{1});
+    g->AddOutput(
+        g->AddNode(ir::OpKind::kConv, {xv, Const(*g, "w", filters)}, a, "conv")->outputs[0]);
+    return g;
+  };
+  for (auto [filters, pad] : {std::pair{&w, true}, std::pair{&w1, false}}) {
+    try {
+      CompileIn(build(*filters, pad), ComputeMode::kFp32);
+      ADD_FAILURE() << "compiled a Conv with convert_input on f32 filters";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+      EXPECT_NE(std::string(e.what()).find("convert_input"), std::string::npos) << e.what();
+    }
+  }
+}
+
 void CheckFp16Outputs(const CompiledModel& half, const std::vector<HostTensor>& want,
                       const std::map<std::string, HostTensor>& in);
 
