@@ -34,7 +34,7 @@ std::vector<std::pair<std::string, std::string>> WindowDefines(const Window3& w)
 // PREFETCH_AHEAD (channels ahead) and PREFETCH_ROW(p, n) (a statement fetching the n floats from
 // p into the caches: one prefetch per 64 bytes; clang's __builtin_prefetch, which PoCL's LLVM
 // emits as prefetcht0, where a clang compiles for a native target, else OpenCL's prefetch(),
-// which PoCL leaves out: SPIR targets such as Oclgrind's have no llvm.prefetch). A
+// which measured no faster on PoCL: SPIR targets such as Oclgrind's have no llvm.prefetch). A
 // work-item's loads along a row are a few cache lines per channel plane, too short for the
 // hardware's stream prefetchers, and the out-of-order window covers only a few planes: a 1x1
 // convolution reading an input just written by the kernel before it ran 1.8x faster so (PoCL,

@@ -273,6 +273,16 @@ KernelSpec GenerateWarpGemm(const GemmProblem& g, const std::string& kernel_name
   return spec;
 }
 
+namespace {
+
+// Lowers p->stages, down to 2, until asynchronous copies run p and it fits the device: a
+// model's tiling with as many stages as its local memory holds.
+void FitStages(WarpGemmParams* p, const GemmProblem& g, const Target& t) {
+  while (p->stages > 2 && (!AsyncCopies(g, *p, t) || CheckWarpGemmParams(*p, g, t))) --p->stages;
+}
+
+}  // namespace
+
 std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const Target& t) {
   const GemmShape& s = g.shape;
   // The matrix engine for a reduced-precision product deep enough; products of a few rows stay
@@ -301,9 +311,7 @@ std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const T
   if (groups < static_cast<int64_t>(t.compute_units) && s.mode == ComputeMode::kFp16) {
     WarpGemmParams small = g.convolution ? WarpGemmParams{64, 32, 2 * p.bk, 32, 16, 3}
                                          : WarpGemmParams{32, 64, p.bk, 16, 32, 5};
-    while (small.stages > 2 &&
-           (!AsyncCopies(problem, small, t) || CheckWarpGemmParams(small, problem, t)))
-      --small.stages;
+    FitStages(&small, problem, t);
     if (!CheckWarpGemmParams(small, problem, t)) p = small;
     groups = CeilDiv(s.m, p.bm) * CeilDiv(s.n, p.bn) * s.batch;
   }
@@ -353,15 +361,8 @@ std::optional<Tunable> ModelWarpGemmTunable(const GemmOperands& g, const Target&
                           {128, 64, 64, 32}, {64, 128, 32, 64}, {128, 128, 64, 32}};
   for (const auto& [bm, bn, wm, wn] : tiles)
     for (int bk : {16, 32, 64}) {
-      WarpGemmParams p{bm, bn, bk, wm, wn, 2};
-      for (int stages = 4; stages > 2; --stages) {
-        WarpGemmParams q = p;
-        q.stages = stages;
-        if (AsyncCopies(problem, q, t) && !CheckWarpGemmParams(q, problem, t)) {
-          p = q;
-          break;
-        }
-      }
+      WarpGemmParams p{bm, bn, bk, wm, wn, 4};
+      FitStages(&p, problem, t);
       if (CheckWarpGemmParams(p, problem, t)) continue;
       int64_t groups = CeilDiv(s.m, p.bm) * CeilDiv(s.n, p.bn) * s.batch;
       std::vector<int> splits = {1, 2, 4, 8, 16};
@@ -379,6 +380,7 @@ std::optional<Tunable> ModelWarpGemmTunable(const GemmOperands& g, const Target&
 }
 
 std::optional<WarpGemmParams> TunedModelWarpGemm(const GemmOperands& g, const Target& t) {
+  if (t.tuning == nullptr) return ChooseModelWarpGemm(g, t);  // no need for the whole space
   std::optional<Tunable> tn = ModelWarpGemmTunable(g, t);
   if (!tn) return std::nullopt;
   return ParamsOf(Choose(*tn, t));
