@@ -11,6 +11,13 @@
 //   two threads     two host threads, each enqueueing half of them into its own queue
 //   programs        one in-order queue, the add taken in turn from 16 programs (a model's
 //                   kernels are programs of their own) and from 16 kernels of one program
+//   probes          what a launch's cost depends on, one in-order queue each: the first 16
+//                   enqueues onto an idle device (before any queue of the driver's can fill),
+//                   kernels of 0 and 16 buffer arguments, sub-buffers as arguments, 264
+//                   work-groups instead of one, kernels of 40 KiB of local memory alone and
+//                   alternating with ones of none, work-groups of 64 and 1024 alternating,
+//                   an out-of-order queue whose launches each wait for the one before, and
+//                   the add again with 2000 more buffers alive in the context
 // All times are per launch, in microseconds.
 // Usage: texel_launch_bench [--device gpu|cpu] [--launches N]
 #include <CL/cl.h>
@@ -33,6 +40,20 @@ void Check(cl_int err, const char* what) {
 
 const char* kSource = R"(
 __kernel void empty(__global float* x) {}
+__kernel void noargs() {}
+__kernel void args16(__global float* a0, __global float* a1, __global float* a2,
+                     __global float* a3, __global float* a4, __global float* a5,
+                     __global float* a6, __global float* a7, __global float* a8,
+                     __global float* a9, __global float* a10, __global float* a11,
+                     __global float* a12, __global float* a13, __global float* a14,
+                     __global float* a15) {}
+__kernel void local40k(__global float* x) {
+  __local float s[10240];
+  const int l = get_local_id(0);
+  s[l * 97 % 10240] = l;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (s[(l + 1) * 89 % 10240] == -1.0f) x[0] = 1.0f;
+}
 __kernel void add(__global const float* a, __global const float* b, __global float* y) {
   const int i = get_global_id(0);
   y[i] = a[i] + b[i];
@@ -210,6 +231,110 @@ int main(int argc, char** argv) {
     clFinish(in_order);
     std::printf("%-12s in-order      enqueue %7.2f  total %7.2f\n", label, (t1 - t0) / n,
                 (Now() - t0) / n);
+  }
+  // Probes: what the cost of a launch depends on.
+  auto steady = [&](const char* label, cl_command_queue q, const std::vector<Launch>& ls) {
+    for (int i = 0; i < 20; ++i) enqueue(q, ls[i % ls.size()], nullptr);
+    clFinish(q);
+    double t0 = Now();
+    for (int i = 0; i < n; ++i) enqueue(q, ls[i % ls.size()], nullptr);
+    double t1 = Now();
+    clFinish(q);
+    std::printf("probe %-34s enqueue %7.2f  total %7.2f\n", label, (t1 - t0) / n, (Now() - t0) / n);
+  };
+  {
+    // The first 16 enqueues onto an idle device, 50 times.
+    const Launch l{empty, 64, 64};
+    double first = 0, rest = 0;
+    for (int r = 0; r < 50; ++r) {
+      clFinish(in_order);
+      double t0 = Now();
+      enqueue(in_order, l, nullptr);
+      double t1 = Now();
+      for (int i = 1; i < 16; ++i) enqueue(in_order, l, nullptr);
+      double t2 = Now();
+      first += t1 - t0, rest += (t2 - t1) / 15;
+    }
+    clFinish(in_order);
+    std::printf("probe %-34s first %7.2f  next 15 %7.2f\n", "idle device, empty", first / 50,
+                rest / 50);
+  }
+  cl_kernel noargs = clCreateKernel(prog, "noargs", &err);
+  Check(err, "clCreateKernel");
+  cl_kernel args16 = clCreateKernel(prog, "args16", &err);
+  Check(err, "clCreateKernel");
+  cl_kernel local40k = clCreateKernel(prog, "local40k", &err);
+  Check(err, "clCreateKernel");
+  std::vector<cl_mem> many(16);
+  for (cl_mem& b : many) {
+    b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4096, nullptr, &err);
+    Check(err, "clCreateBuffer");
+  }
+  for (cl_uint a = 0; a < 16; ++a)
+    Check(clSetKernelArg(args16, a, sizeof(cl_mem), &many[a]), "arg");
+  Check(clSetKernelArg(local40k, 0, sizeof(cl_mem), &buf[0]), "arg");
+  cl_kernel empty2 = clCreateKernel(prog, "empty", &err);
+  Check(err, "clCreateKernel");
+  Check(clSetKernelArg(empty2, 0, sizeof(cl_mem), &buf[1]), "arg");
+  steady("empty (1 buffer argument)", in_order, {Launch{empty, 64, 64}});
+  steady("no arguments", in_order, {Launch{noargs, 64, 64}});
+  steady("16 buffer arguments", in_order, {Launch{args16, 64, 64}});
+  steady("empty, 264 work-groups of 256", in_order, {Launch{empty, 264 * 256, 256}});
+  steady("empty, two kernels alternating", in_order,
+         {Launch{empty, 64, 64}, Launch{empty2, 64, 64}});
+  steady("40 KiB local memory", in_order, {Launch{local40k, 64, 64}});
+  steady("40 KiB local / none alternating", in_order,
+         {Launch{local40k, 64, 64}, Launch{empty2, 64, 64}});
+  steady("work-groups 64 / 1024 alternating", in_order,
+         {Launch{empty, 64, 64}, Launch{empty2, 1024, 1024}});
+  {
+    // Sub-buffers as the add's arguments.
+    cl_kernel sub_add = clCreateKernel(prog, "add", &err);
+    Check(err, "clCreateKernel");
+    cl_mem whole = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4 * elems * sizeof(float), nullptr, &err);
+    Check(err, "clCreateBuffer");
+    for (cl_uint a = 0; a < 3; ++a) {
+      cl_buffer_region r{a * elems * sizeof(float), elems * sizeof(float)};
+      cl_mem s =
+          clCreateSubBuffer(whole, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
+      Check(err, "clCreateSubBuffer");
+      Check(clSetKernelArg(sub_add, a, sizeof(cl_mem), &s), "arg");
+    }
+    steady("add 128x768, buffers", in_order, {Launch{add, elems, 256}});
+    steady("add 128x768, sub-buffers", in_order, {Launch{sub_add, elems, 256}});
+  }
+  if (ooo) {
+    // Out of order, each launch waiting for the one before.
+    const Launch l{empty, 64, 64};
+    cl_event prev = nullptr;
+    double t0 = Now();
+    for (int i = 0; i < n; ++i) {
+      cl_event ev;
+      Check(clEnqueueNDRangeKernel(ooo, l.kernel, 1, nullptr, &l.global, &l.local, prev ? 1 : 0,
+                                   prev ? &prev : nullptr, &ev),
+            "clEnqueueNDRangeKernel");
+      if (prev) clReleaseEvent(prev);
+      prev = ev;
+    }
+    double t1 = Now();
+    clFinish(ooo);
+    clReleaseEvent(prev);
+    std::printf("probe %-34s enqueue %7.2f  total %7.2f\n", "out of order, chained events",
+                (t1 - t0) / n, (Now() - t0) / n);
+  }
+  {
+    std::vector<cl_mem> crowd(2000);
+    for (cl_mem& b : crowd) {
+      b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 65536, nullptr, &err);
+      Check(err, "clCreateBuffer");
+    }
+    // Touch them once so that the driver has them resident.
+    for (cl_mem b : crowd) {
+      Check(clSetKernelArg(empty2, 0, sizeof(cl_mem), &b), "arg");
+      enqueue(in_order, Launch{empty2, 64, 64}, nullptr);
+    }
+    clFinish(in_order);
+    steady("add 128x768, 2000 more buffers", in_order, {Launch{add, elems, 256}});
   }
   return 0;
 }

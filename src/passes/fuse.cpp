@@ -18,7 +18,10 @@
 // Then a LayerNorm (with its group) joins the group of the MatMul whose result X it normalises
 // over X's last dim: codegen computes the product as partial slices (split-K, or one) and the
 // LayerNorm sums them and applies the product's epilogue (bias, residual) as it reads them, so
-// a split product needs no sum kernel (a transformer layer's "Add & Norm"). When X is read
+// a split product needs no sum kernel (a transformer layer's "Add & Norm"). Likewise after a
+// Gather's group (an embedding lookup and its position term): the LayerNorm gathers the rows and
+// applies the Gather's epilogue as it reads them, so the embedding needs no kernel of its own
+// (one fewer per BERT- or GPT-style model). When X is read
 // elsewhere too (a pre-norm layer's residual stream), every such reader must come after the
 // merged group or belong to the LayerNorm's epilogue, and the LayerNorm also writes X
 // (attribute write_input = 1) before its epilogue reads it.
@@ -168,7 +171,7 @@ int64_t MergeDiamonds(GraphIndex& ix) {
   return merged;
 }
 
-// The third rule; returns how many LayerNorms joined a product's group.
+// The third rule; returns how many LayerNorms joined a product's or a Gather's group.
 int64_t MergeNormPrologues(ir::Graph& g, GraphIndex& ix, std::vector<const ir::Node*>& root) {
   int64_t merged = 0;
   for (const auto& node : g.nodes()) {
@@ -181,7 +184,9 @@ int64_t MergeNormPrologues(ir::Graph& g, GraphIndex& ix, std::vector<const ir::N
     const Shape& xs = x->type.shape;
     bool has_norm = std::any_of(product.begin(), product.end(),
                                 [](const ir::Node* m) { return m->op == OpKind::kLayerNorm; });
-    if (product.front()->op != OpKind::kMatMul || product.back()->outputs[0] != x || xs.empty() ||
+    const ir::Node& head = *product.front();
+    bool gathers = head.op == OpKind::kGather && IsAnchor(head) && !ir::ReadsThroughView(head);
+    if ((head.op != OpKind::kMatMul && !gathers) || product.back()->outputs[0] != x || xs.empty() ||
         has_norm || n.attrs.Int("axis") != static_cast<int64_t>(xs.size()) - 1 ||
         product.front()->outputs[0]->type.dtype == DType::kFloat64 ||
         x->type.dtype != product.front()->outputs[0]->type.dtype)

@@ -665,6 +665,59 @@ TEST(NormalizeTest, LayerNormReadsTheProductBeforeIt) {
   }
 }
 
+// An embedding lookup, its position term, then a LayerNorm with its scale and shift: one
+// kernel, the LayerNorm gathering its rows as it reads them (indices negative and repeated
+// too), and the same output as without fuse. In a pre-norm model the sum is read again later
+// (the residual stream): the LayerNorm writes it too.
+TEST(NormalizeTest, LayerNormGathersItsRows) {
+  const int64_t vocab = 50, seq = 9, dim = 96;
+  HostTensor ids(DType::kInt64, {1, seq});
+  const int64_t picks[] = {3, 0, 49, -1, 17, 3, 25, -50, 8};
+  for (int64_t i = 0; i < seq; ++i) ids.data<int64_t>()[i] = picks[i];
+  auto constant = [](ir::Graph& g, const char* name, Shape s, uint64_t seed) {
+    return g.AddConstant(name, std::make_shared<HostTensor>(testing::RandomF32(s, seed)));
+  };
+  for (int variant = 0; variant < 4; ++variant) {
+    bool pre = variant % 2;  // on this device's kernels, then on a GPU's (work-groups per row)
+    testing::ScopedEnv env("TEXEL_TARGET",
+                           variant < 2 ? std::nullopt : std::optional<std::string>("gpu:132"));
+    auto build = [&] {
+      auto g = std::make_unique<ir::Graph>();
+      ir::Value* x = Op(
+          *g, OpKind::kGather,
+          {constant(*g, "table", {vocab, dim}, 51), g->AddInput("ids", {DType::kInt64, ids.shape})},
+          {{"axis", int64_t{0}}});
+      ir::Value* sum = Op(*g, OpKind::kAdd, {x, constant(*g, "pos", {1, seq, dim}, 52)});
+      ir::Value* y = Op(*g, OpKind::kLayerNorm, {sum}, {{"axis", int64_t{2}}, {"epsilon", 1e-5}});
+      y = Op(*g, OpKind::kMul, {y, constant(*g, "gamma", {dim}, 53)});
+      y = Op(*g, OpKind::kAdd, {y, constant(*g, "beta", {dim}, 54)});
+      if (pre) {  // the next layer's product adds the sum back
+        y = Op(*g, OpKind::kMatMul, {y, constant(*g, "w", {dim, dim}, 55)});
+        y = Op(*g, OpKind::kAdd, {sum, y});
+      }
+      g->AddOutput(y);
+      return g;
+    };
+    std::vector<HostTensor> out[2];
+    size_t steps[2] = {};
+    for (bool fused : {true, false}) {
+      CompileOptions opts;
+      if (!fused) opts.disabled_passes = {"fuse"};
+      CompiledModel m = CompileGraph(build(), testing::SharedContext(), opts);
+      const runtime::Plan& plan = m.executable->plan();
+      steps[fused] = plan.steps.size();
+      if (fused) {
+        EXPECT_EQ(plan.steps.at(0).op, "Gather+Add+LayerNorm+Mul+Add") << pre;
+      }
+      runtime::Session s(*m.executable);
+      out[fused] = s.Run({{"ids", ids}});
+    }
+    EXPECT_EQ(steps[1], pre ? 2u : 1u) << pre;
+    EXPECT_GT(steps[0], steps[1]) << pre;
+    testing::ExpectClose(out[1].at(0), out[0].at(0), pre ? "pre-norm" : "post-norm");
+  }
+}
+
 TEST(NormalizeTest, NearMissesStayUnfused) {
   HostTensor x = testing::RandomF32({4, 16}, 30);
   for (int miss = 0; miss < 3; ++miss) {

@@ -267,6 +267,12 @@ KernelSpec GenerateElementwise(const std::vector<const ir::Node*>& ops,
                          std::move(spec));
 }
 
+std::string GatherElementBody(const ir::Node& n) {
+  TEXEL_CHECK(n.op == OpKind::kGather, "GatherElementBody of {}", OpName(n.op));
+  return fmt::format("{} float v; {} return v;", CoordsCode(n.outputs[0]->type.shape, true),
+                     MovementBody(n));
+}
+
 void CheckMovement(const ir::Node& n) {
   bool computes = n.op == OpKind::kResize || n.op == OpKind::kCumSum ||
                   n.op == OpKind::kTopKIndices || n.op == OpKind::kGridSample ||

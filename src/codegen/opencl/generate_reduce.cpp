@@ -202,7 +202,29 @@ KernelSpec GenerateLayerNorm(const ir::Node& n, const std::string& kernel_name,
   DefineRowCombine(src, kernel_name, lw);
   KernelSpec spec;
   spec.name = kernel_name;
-  if (prologue) {
+  src.Define("X_PARAMS", "");
+  if (prologue && prologue->gather) {
+    // x is the Gather's table, gathered row by row (the LayerNorm reads its input whole, of the
+    // Gather's shape: fuse's third rule), with the Gather's epilogue applied.
+    const ir::Node& gather = *prologue->gather;
+    DType table = gather.inputs[0]->type.dtype;
+    src.Define("X_TYPE", StorageTypeName(table));
+    src.Define("LOAD_X(p, i)", table == DType::kFloat16 ? "vload_half((i), (p))" : "(p)[i]");
+    src.Define("X_PARAMS", fmt::format(", __global const {}* ids",
+                                       StorageTypeName(gather.inputs[1]->type.dtype)));
+    src.Prelude(fmt::format(
+        "inline float {0}_x(__global const {1}* in0, __global const {2}* in1, long i) {{\n"
+        "  {3}\n}}\n",
+        kernel_name, StorageTypeName(table), StorageTypeName(gather.inputs[1]->type.dtype),
+        GatherElementBody(gather)));
+    src.Define("X_AT(x, r, k)",
+               fmt::format("PROLOGUE({}_x(x, ids, (long)(r) * R + (k)), (long)(r) * R + (k))",
+                           kernel_name));
+    spec.args = {gather.inputs[0]->id, gather.inputs[1]->id};
+    ApplyChain(src, kernel_name, gather.outputs[0], prologue->chain, spec, "PROLOGUE", "p");
+    if (prologue->write_input) spec.args.push_back(prologue->write_input->id);
+    spec.args.push_back(n.outputs[0]->id);
+  } else if (prologue) {
     // x is the product's slices (scratch 0), row-major [rows, r]: their sum, then its epilogue.
     TEXEL_CHECK(rr->offset == 0 && rr->strides[1] == 1 && (rows == 1 || rr->strides[0] == r),
                 "a LayerNorm after a product reads it whole");

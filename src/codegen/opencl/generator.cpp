@@ -173,9 +173,21 @@ std::vector<KernelSpec> GenerateGroup(const Chain& nodes, const std::string& ker
       if (node.op == ir::OpKind::kLayerNorm)
         return {GenerateLayerNorm(node, kernel_name, target, epilogue)};
       break;
-    case ir::OpClass::kMovement:
+    case ir::OpClass::kMovement: {
+      // A Gather, its epilogue, then a LayerNorm reading it (fuse's third rule): one kernel,
+      // the LayerNorm gathering its rows.
+      auto ln = std::find_if(epilogue.begin(), epilogue.end(),
+                             [](const ir::Node* m) { return m->op == ir::OpKind::kLayerNorm; });
+      if (ln != epilogue.end()) {
+        NormPrologue pro;
+        pro.gather = &node;
+        pro.chain.assign(epilogue.begin(), ln);
+        if ((*ln)->attrs.Int("write_input", 0)) pro.write_input = (*ln)->inputs[0];
+        return {GenerateLayerNorm(**ln, kernel_name, target, Chain(ln + 1, epilogue.end()), &pro)};
+      }
       if (!epilogue.empty()) return {GeneratePointwise(node, kernel_name, epilogue)};
       break;
+    }
     default: break;
   }
   TEXEL_CHECK(epilogue.empty(), "{} takes no fused epilogue", OpName(node.op));

@@ -65,6 +65,11 @@ uint64_t GeneratedGroups();
 // (f32; fuse gives one to a Gather only).
 KernelSpec GeneratePointwise(const ir::Node& node, const std::string& kernel_name,
                              const std::vector<const ir::Node*>& epilogue = {});
+// The body of `float NAME(__global const X* in0, __global const I* in1, long i)`: element i
+// (flat) of Gather node n's result as float, in0 its table (f16 read through LOAD_X(p, i), which
+// the caller defines), in1 its indices. For kernels that gather as they read (a LayerNorm's
+// prologue).
+std::string GatherElementBody(const ir::Node& n);
 // A chain of elementwise nodes (fusion) as one pointwise kernel.
 KernelSpec GenerateElementwise(const std::vector<const ir::Node*>& ops,
                                const std::string& kernel_name);
@@ -105,6 +110,9 @@ KernelSpec GenerateSoftmax(const ir::Node& node, const std::string& kernel_name,
 // applied, as the LayerNorm reads them; the product's result never reaches memory.
 struct NormPrologue {
   const ir::Value* product = nullptr;  // the MatMul's output
+  // Or a Gather, whose elements the LayerNorm gathers itself (an embedding lookup): then chain
+  // is the Gather's epilogue (the position term), and there are no slices.
+  const ir::Node* gather = nullptr;
   Chain chain;
   int64_t slices = 1;
   // The LayerNorm's input (the chain's result), also written out when others read it.

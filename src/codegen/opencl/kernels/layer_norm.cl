@@ -5,15 +5,18 @@
 // with XN > 0 a work-item's XN elements are read once into registers for all three.
 // Element k of row r is X_AT(x, r, k): by default LOAD from a strided view (a transposed NCHW
 // tensor normalised over C: X_OFFSET + r * X_ROW + k * X_STEP); after a split product, the sum
-// of its slices with the product's epilogue applied (PROLOGUE). The output is row-major.
+// of its slices with the product's epilogue applied (PROLOGUE); after a Gather, the gathered
+// element (x the table, X_PARAMS its indices) with the Gather's epilogue applied (PROLOGUE).
+// The output is row-major.
 // With WRITE_X the elements as read also go to xo (XOUT_PARAM), row-major: the product's result
 // when others read it too.
 // Parameters: KERNEL_NAME, T / T_STORE / LOAD / STORE (element storage), X_TYPE (the element
-// type behind x), ROWS, R, EPS, RMS (0 or 1: no centring), X_AT(x, r, k), XN, LW, ROW_SUM(v) (v
-// summed over the work-group, returned to every work-item), PROLOGUE_PARAMS, WRITE_X,
+// type behind x), X_PARAMS (parameters after x), ROWS, R, EPS, RMS (0 or 1: no centring),
+// X_AT(x, r, k), XN, LW, ROW_SUM(v) (v summed over the work-group, returned to every work-item),
+// PROLOGUE_PARAMS, WRITE_X,
 // XOUT_PARAM, EPILOGUE(v, i) / EPILOGUE_PARAMS (fused elementwise ops: scale, bias, ...) /
 // EPILOGUE_T and EPILOGUE_STORE (the output's type and store: a fused Cast may change it).
-__kernel void KERNEL_NAME(__global const X_TYPE* x PROLOGUE_PARAMS XOUT_PARAM,
+__kernel void KERNEL_NAME(__global const X_TYPE* x X_PARAMS PROLOGUE_PARAMS XOUT_PARAM,
                           __global EPILOGUE_T* out EPILOGUE_PARAMS) {
 #if LW == 1
   const long row = get_global_id(0);
