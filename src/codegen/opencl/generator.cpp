@@ -129,6 +129,17 @@ void CheckFloat64(const Chain& nodes, const Target& target) {
 
 namespace {
 std::atomic<uint64_t> generated_groups{0};
+
+// The LayerNorm in an anchor's epilogue (fuse's third rule), or end(); the ops before it go to
+// pro->chain, and pro->write_input is its input where others read that too.
+Chain::const_iterator SplitAtNorm(const Chain& epilogue, NormPrologue* pro) {
+  auto ln = std::find_if(epilogue.begin(), epilogue.end(),
+                         [](const ir::Node* m) { return m->op == ir::OpKind::kLayerNorm; });
+  if (ln == epilogue.end()) return ln;
+  pro->chain.assign(epilogue.begin(), ln);
+  if ((*ln)->attrs.Int("write_input", 0)) pro->write_input = (*ln)->inputs[0];
+  return ln;
+}
 }  // namespace
 
 uint64_t GeneratedGroups() { return generated_groups.load(std::memory_order_relaxed); }
@@ -155,18 +166,15 @@ std::vector<KernelSpec> GenerateGroup(const Chain& nodes, const std::string& ker
     case ir::OpClass::kMatMul: {
       // A product, its epilogue, then a LayerNorm reading it (fuse's third rule): the product
       // as partial slices, the LayerNorm summing them with the epilogue applied.
-      auto ln = std::find_if(epilogue.begin(), epilogue.end(),
-                             [](const ir::Node* m) { return m->op == ir::OpKind::kLayerNorm; });
-      if (ln == epilogue.end()) return GenerateMatMul(node, kernel_name, target, epilogue);
       NormPrologue pro;
+      auto ln = SplitAtNorm(epilogue, &pro);
+      if (ln == epilogue.end()) return GenerateMatMul(node, kernel_name, target, epilogue);
       pro.product = node.outputs[0];
-      pro.chain.assign(epilogue.begin(), ln);
-      if ((*ln)->attrs.Int("write_input", 0)) pro.write_input = (*ln)->inputs[0];
       KernelSpec product = GenerateMatMulPartials(node, kernel_name, target, &pro.slices);
       KernelSpec norm = GenerateLayerNorm(**ln, kernel_name + "_layernorm", target,
-                                          Chain(ln + 1, epilogue.end()), &pro);
+                                          Chain(ln + 1, epilogue.cend()), &pro);
       norm.scratch_bytes = product.scratch_bytes;
-      norm.first_op = static_cast<size_t>(ln - epilogue.begin()) + 1;
+      norm.first_op = static_cast<size_t>(ln - epilogue.cbegin()) + 1;
       return {product, norm};
     }
     case ir::OpClass::kNormalize:
@@ -176,14 +184,11 @@ std::vector<KernelSpec> GenerateGroup(const Chain& nodes, const std::string& ker
     case ir::OpClass::kMovement: {
       // A Gather, its epilogue, then a LayerNorm reading it (fuse's third rule): one kernel,
       // the LayerNorm gathering its rows.
-      auto ln = std::find_if(epilogue.begin(), epilogue.end(),
-                             [](const ir::Node* m) { return m->op == ir::OpKind::kLayerNorm; });
+      NormPrologue pro;
+      auto ln = SplitAtNorm(epilogue, &pro);
       if (ln != epilogue.end()) {
-        NormPrologue pro;
         pro.gather = &node;
-        pro.chain.assign(epilogue.begin(), ln);
-        if ((*ln)->attrs.Int("write_input", 0)) pro.write_input = (*ln)->inputs[0];
-        return {GenerateLayerNorm(**ln, kernel_name, target, Chain(ln + 1, epilogue.end()), &pro)};
+        return {GenerateLayerNorm(**ln, kernel_name, target, Chain(ln + 1, epilogue.cend()), &pro)};
       }
       if (!epilogue.empty()) return {GeneratePointwise(node, kernel_name, epilogue)};
       break;
