@@ -180,16 +180,16 @@ int64_t MergeNormPrologues(ir::Graph& g, GraphIndex& ix, std::vector<const ir::N
     ir::Value* x = n.inputs[0];
     ir::Node* p = x->producer;
     if (!p || ix.outputs[x->id] || p->backend != n.backend || !BackendFuses(n)) continue;
-    std::vector<ir::Node*> product = p->group >= 0 ? ix.members[p->group] : std::vector{p};
+    std::vector<ir::Node*> producer = p->group >= 0 ? ix.members[p->group] : std::vector{p};
     const Shape& xs = x->type.shape;
-    bool has_norm = std::any_of(product.begin(), product.end(),
+    bool has_norm = std::any_of(producer.begin(), producer.end(),
                                 [](const ir::Node* m) { return m->op == OpKind::kLayerNorm; });
-    const ir::Node& head = *product.front();
+    const ir::Node& head = *producer.front();
     bool gathers = head.op == OpKind::kGather && IsAnchor(head) && !ir::ReadsThroughView(head);
-    if ((head.op != OpKind::kMatMul && !gathers) || product.back()->outputs[0] != x || xs.empty() ||
-        has_norm || n.attrs.Int("axis") != static_cast<int64_t>(xs.size()) - 1 ||
-        product.front()->outputs[0]->type.dtype == DType::kFloat64 ||
-        x->type.dtype != product.front()->outputs[0]->type.dtype)
+    if ((head.op != OpKind::kMatMul && !gathers) || producer.back()->outputs[0] != x ||
+        xs.empty() || has_norm || n.attrs.Int("axis") != static_cast<int64_t>(xs.size()) - 1 ||
+        head.outputs[0]->type.dtype == DType::kFloat64 ||
+        x->type.dtype != head.outputs[0]->type.dtype)
       continue;
     std::vector<ir::Node*> moved = n.group >= 0 ? ix.members[n.group] : std::vector{&n};
     // Other readers of X: in the LayerNorm's epilogue, or after the merged group.

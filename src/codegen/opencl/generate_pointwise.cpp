@@ -202,6 +202,12 @@ std::string MovementBody(const ir::Node& n) {
   Fail(ErrorCode::kInternal, "no movement kernel for {}", OpName(n.op));
 }
 
+// LOAD_X(p, i): a Gather's element i of its data p, as stored, or with `half_as_float` f16 data
+// read as float.
+void DefineGatherLoad(KernelSource& src, bool half_as_float) {
+  src.Define("LOAD_X(p, i)", half_as_float ? "vload_half((i), (p))" : "(p)[i]");
+}
+
 // The pointwise template over `params` and `body`, writing `out` (`wide`: 64-bit coordinates).
 // With `epilogue` (ops consuming `seed`, the value BODY leaves in v), the kernel applies them
 // (ApplyEpilogue: EPILOGUE(v, i), its operands after PARAMS) and writes their result.
@@ -211,7 +217,7 @@ KernelSpec PointwiseKernel(const std::string& kernel_name, const std::string& pa
                            KernelSpec spec, const std::vector<const ir::Node*>& epilogue = {},
                            const ir::Value* seed = nullptr, bool half_x = false) {
   KernelSource src(kernel_name, "pointwise");
-  src.Define("LOAD_X(p, i)", half_x ? "vload_half((i), (p))" : "(p)[i]");
+  DefineGatherLoad(src, half_x);
   if (!epilogue.empty()) ApplyEpilogue(src, kernel_name, seed, epilogue, spec);
   int64_t count = NumElements(out->type.shape);
   bool store_half = out->type.dtype == DType::kFloat16 && !movement;
@@ -267,10 +273,17 @@ KernelSpec GenerateElementwise(const std::vector<const ir::Node*>& ops,
                          std::move(spec));
 }
 
-std::string GatherElementBody(const ir::Node& n) {
-  TEXEL_CHECK(n.op == OpKind::kGather, "GatherElementBody of {}", OpName(n.op));
-  return fmt::format("{} float v; {} return v;", CoordsCode(n.outputs[0]->type.shape, true),
-                     MovementBody(n));
+GatherElement DefineGatherElement(KernelSource& src, const ir::Node& n, const std::string& name) {
+  TEXEL_CHECK(n.op == OpKind::kGather, "DefineGatherElement of {}", OpName(n.op));
+  DType table = n.inputs[0]->type.dtype;
+  GatherElement e{PointerType(table, false), PointerType(n.inputs[1]->type.dtype, false)};
+  DefineGatherLoad(src, table == DType::kFloat16);
+  src.Prelude(
+      fmt::format("inline float {}(__global const {}* in0, __global const {}* in1, long i) {{\n"
+                  "  {} float v; {} return v;\n}}\n",
+                  name, e.table_type, e.index_type, CoordsCode(n.outputs[0]->type.shape, true),
+                  MovementBody(n)));
+  return e;
 }
 
 void CheckMovement(const ir::Node& n) {

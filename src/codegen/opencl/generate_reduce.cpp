@@ -207,16 +207,9 @@ KernelSpec GenerateLayerNorm(const ir::Node& n, const std::string& kernel_name,
     // x is the Gather's table, gathered row by row (the LayerNorm reads its input whole, of the
     // Gather's shape: fuse's third rule), with the Gather's epilogue applied.
     const ir::Node& gather = *prologue->gather;
-    DType table = gather.inputs[0]->type.dtype;
-    src.Define("X_TYPE", StorageTypeName(table));
-    src.Define("LOAD_X(p, i)", table == DType::kFloat16 ? "vload_half((i), (p))" : "(p)[i]");
-    src.Define("X_PARAMS", fmt::format(", __global const {}* ids",
-                                       StorageTypeName(gather.inputs[1]->type.dtype)));
-    src.Prelude(fmt::format(
-        "inline float {0}_x(__global const {1}* in0, __global const {2}* in1, long i) {{\n"
-        "  {3}\n}}\n",
-        kernel_name, StorageTypeName(table), StorageTypeName(gather.inputs[1]->type.dtype),
-        GatherElementBody(gather)));
+    GatherElement e = DefineGatherElement(src, gather, kernel_name + "_x");
+    src.Define("X_TYPE", e.table_type);
+    src.Define("X_PARAMS", fmt::format(", __global const {}* ids", e.index_type));
     src.Define("X_AT(x, r, k)",
                fmt::format("PROLOGUE({}_x(x, ids, (long)(r) * R + (k)), (long)(r) * R + (k))",
                            kernel_name));

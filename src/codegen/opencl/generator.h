@@ -65,11 +65,14 @@ uint64_t GeneratedGroups();
 // (f32; fuse gives one to a Gather only).
 KernelSpec GeneratePointwise(const ir::Node& node, const std::string& kernel_name,
                              const std::vector<const ir::Node*>& epilogue = {});
-// The body of `float NAME(__global const X* in0, __global const I* in1, long i)`: element i
-// (flat) of Gather node n's result as float, in0 its table (f16 read through LOAD_X(p, i), which
-// the caller defines), in1 its indices. For kernels that gather as they read (a LayerNorm's
-// prologue).
-std::string GatherElementBody(const ir::Node& n);
+// Places `float NAME(__global const TABLE* in0, __global const INDEX* in1, long i)` before src's
+// template: element i (flat) of Gather node n's result as float, in0 its table, in1 its indices
+// (and defines the LOAD_X it uses). For kernels that gather as they read (a LayerNorm's
+// prologue). Returns the element types behind in0 and in1.
+struct GatherElement {
+  std::string table_type, index_type;
+};
+GatherElement DefineGatherElement(KernelSource& src, const ir::Node& n, const std::string& name);
 // A chain of elementwise nodes (fusion) as one pointwise kernel.
 KernelSpec GenerateElementwise(const std::vector<const ir::Node*>& ops,
                                const std::string& kernel_name);
