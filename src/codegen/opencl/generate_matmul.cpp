@@ -70,9 +70,10 @@ std::string VecType(DType t, int n) {
 // An n-wide load from / store to element storage at element index i (a multiple of n). Up to
 // 16 bytes through a vector pointer, so that the GPU issues one load (buffers start aligned and
 // rows are multiples of n); wider (CPU) through vloadn, which needs no alignment.
-// f16 goes through vload_halfn / vstore_halfn_rte.
-std::string VecLoad(DType t, int n) {
+// f16 goes through HalfVectorLoad / vstore_halfn_rte.
+std::string VecLoad(KernelSource& src, const Target& target, DType t, int n) {
   if (n == 1) return "LOAD(p, i)";
+  if (t == DType::kFloat16 && n <= 4) return HalfVectorLoad(src, target, n);
   if (t == DType::kFloat16) return fmt::format("vload_half{}(0, (p) + (i))", n);
   if (n * ElemBytes(t) > 16) return fmt::format("vload{}(0, (p) + (i))", n);
   return fmt::format("(*(__global const {}*)((p) + (i)))", VecType(t, n));
@@ -472,7 +473,7 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
   TEXEL_CHECK(!g.b_f32 || !g.load_b.empty(), "an f32 image is gathered");
   src.Define("T_STORE_B", g.b_f32 ? "float" : "T_STORE");
   if (g.load_b.empty()) {
-    src.Define("GLOAD_B(p, i)", VecLoad(t, p.vec_b));
+    src.Define("GLOAD_B(p, i)", VecLoad(src, target, t, p.vec_b));
     src.Define("LOAD_B(p, k, col)", "GLOAD_B(p, (long)(k) * N + (col))");
   } else {
     src.Define("LOAD_E(p, i)", g.b_f32 ? "((p)[i])" : "LOAD(p, i)");
@@ -501,7 +502,7 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
     src.Define("TM", p.tile_m).Define("TN", p.tile_n).Define("TK", p.tile_k);
     src.Define("WM", p.wi_m).Define("WN", p.wi_n);
     src.Define("VA", p.vec_a).Define("TVA", VecType(t, p.vec_a));
-    src.Define("GLOAD_A(p, i)", VecLoad(t, p.vec_a));
+    src.Define("GLOAD_A(p, i)", VecLoad(src, target, t, p.vec_a));
     src.Define("VM", vm).Define("TVM", VecType(t, vm));
     src.Define("VN", vn).Define("TVN", VecType(t, vn));
     // Whole vectors of columns stay contiguous in the output (folded: within one image).

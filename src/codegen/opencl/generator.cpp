@@ -59,6 +59,31 @@ void DefineStorage(KernelSource& src, DType t) {
       .Define("STORE(p, i, v)", half ? "vstore_half_rte((v), (i), (p))" : "(p)[i] = (v)");
 }
 
+std::string HalfVectorLoad(KernelSource& src, const Target& t, int n) {
+  TEXEL_CHECK(n == 2 || n == 4, "f16 vector loads of {}", n);
+  if (!t.ptx) return fmt::format("vload_half{}(0, (p) + (i))", n);
+  // One definition per program, which many kernels' sources share.
+  src.Prelude(R"(#ifndef TEXEL_HALF_LOADS
+#define TEXEL_HALF_LOADS
+inline float texel_half_bits(uint h) {
+  float f;
+  __asm("{ .reg .b16 b; cvt.u16.u32 b, %1; cvt.f32.f16 %0, b; }" : "=f"(f) : "r"(h));
+  return f;
+}
+inline float2 texel_load_half2(__global const half* p) {
+  const ushort2 b = *(__global const ushort2*)p;
+  return (float2)(texel_half_bits(b.x), texel_half_bits(b.y));
+}
+inline float4 texel_load_half4(__global const half* p) {
+  const ushort4 b = *(__global const ushort4*)p;
+  return (float4)(texel_half_bits(b.x), texel_half_bits(b.y), texel_half_bits(b.z),
+                  texel_half_bits(b.w));
+}
+#endif
+)");
+  return fmt::format("texel_load_half{}((p) + (i))", n);
+}
+
 void DefineArrival(KernelSource& src, const Target& t) {
   // OpenCL 1.2 promises no order between work-groups; NVIDIA's GPUs get a device-wide fence in
   // PTX (membar.gl, CUDA's __threadfence), others OpenCL's global fence, which orders the

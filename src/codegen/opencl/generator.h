@@ -203,6 +203,11 @@ DType RequireOneFloatType(const ir::Node& node);
 // pointers), LOAD(p, i) and STORE(p, i, v). f16 tensors hold half bits, computed in float via
 // vload_half / vstore_half_rte, so they need no cl_khr_fp16.
 void DefineStorage(KernelSource& src, DType t);
+// The expression of an n-wide f16 load at p + i converted to float (n 2 or 4; p + i aligned to
+// 2n bytes): vload_halfn, or where the device has inline PTX (NVIDIA's OpenCL, which compiles
+// vload_halfn into n 2-byte loads: docs/precision.md) one vector load of the bits converted by
+// cvt.f32.f16, whose helpers it places before src's template.
+std::string HalfVectorLoad(KernelSource& src, const Target& t, int n);
 // Work-groups that each finish part of a result and let the last of them combine the parts, in
 // one kernel instead of a second pass: ARRIVE_LAST(counter, parties, last) (every work-item of
 // the group; `last`, a __local int declared at kernel scope, becomes 1 in the group that arrives
