@@ -21,7 +21,9 @@
 // a split product needs no sum kernel (a transformer layer's "Add & Norm"). Likewise after a
 // Gather's group (an embedding lookup and its position term): the LayerNorm gathers the rows and
 // applies the Gather's epilogue as it reads them, so the embedding needs no kernel of its own
-// (one fewer per BERT- or GPT-style model). When X is read
+// (one fewer per BERT- or GPT-style model); and after an elementwise group that reads one
+// operand of X's shape and type as it is (ViT's position term): the LayerNorm applies the group
+// to it as it reads it. When X is read
 // elsewhere too (a pre-norm layer's residual stream), every such reader must come after the
 // merged group or belong to the LayerNorm's epilogue, and the LayerNorm also writes X
 // (attribute write_input = 1) before its epilogue reads it.
@@ -172,7 +174,9 @@ int64_t MergeDiamonds(GraphIndex& ix) {
 }
 
 // The third rule; returns how many LayerNorms joined a product's or a Gather's group.
-int64_t MergeNormPrologues(ir::Graph& g, GraphIndex& ix, std::vector<const ir::Node*>& root) {
+// An elementwise group's seed is read as a buffer: only where no value may become an image.
+int64_t MergeNormPrologues(ir::Graph& g, GraphIndex& ix, std::vector<const ir::Node*>& root,
+                           bool buffers_only) {
   int64_t merged = 0;
   for (const auto& node : g.nodes()) {
     ir::Node& n = *node;
@@ -186,7 +190,11 @@ int64_t MergeNormPrologues(ir::Graph& g, GraphIndex& ix, std::vector<const ir::N
                                 [](const ir::Node* m) { return m->op == OpKind::kLayerNorm; });
     const ir::Node& head = *producer.front();
     bool gathers = head.op == OpKind::kGather && IsAnchor(head) && !ir::ReadsThroughView(head);
-    if ((head.op != OpKind::kMatMul && !gathers) || producer.back()->outputs[0] != x ||
+    // An elementwise group reads one operand as stored (codegen::ElementwiseSeed).
+    bool computes = buffers_only && IsElementwise(head) && codegen::ElementwiseSeed(head) &&
+                    std::none_of(producer.begin(), producer.end(),
+                                 [](const ir::Node* m) { return ir::ReadsThroughView(*m); });
+    if ((head.op != OpKind::kMatMul && !gathers && !computes) || producer.back()->outputs[0] != x ||
         xs.empty() || has_norm || n.attrs.Int("axis") != static_cast<int64_t>(xs.size()) - 1 ||
         head.outputs[0]->type.dtype == DType::kFloat64 ||
         x->type.dtype != head.outputs[0]->type.dtype)
@@ -246,7 +254,7 @@ Stats Fuse(ir::Graph& g, const PassContext& ctx) {
   }
   GraphIndex ix(g);
   int64_t merged = MergeDiamonds(ix);
-  int64_t norms = MergeNormPrologues(g, ix, root);
+  int64_t norms = MergeNormPrologues(g, ix, root, ctx.storage == StoragePolicy::kBuffer);
   std::set<int> groups;
   for (const auto& node : g.nodes())
     if (node->group >= 0) groups.insert(node->group);

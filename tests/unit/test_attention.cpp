@@ -718,6 +718,54 @@ TEST(NormalizeTest, LayerNormGathersItsRows) {
   }
 }
 
+// A position term added to the input, then a LayerNorm with its scale and shift: one kernel,
+// the LayerNorm adding the term as it reads its input, and the same output as without fuse; in
+// a pre-norm model the sum is read again later and the LayerNorm writes it too.
+TEST(NormalizeTest, LayerNormComputesItsInput) {
+  const int64_t seq = 11, dim = 80;
+  HostTensor x = testing::RandomF32({1, seq, dim}, 60);
+  auto constant = [](ir::Graph& g, const char* name, Shape s, uint64_t seed) {
+    return g.AddConstant(name, std::make_shared<HostTensor>(testing::RandomF32(s, seed)));
+  };
+  for (int variant = 0; variant < 4; ++variant) {
+    bool pre = variant % 2;  // on this device's kernels, then on a GPU's (work-groups per row)
+    testing::ScopedEnv env("TEXEL_TARGET",
+                           variant < 2 ? std::nullopt : std::optional<std::string>("gpu:132"));
+    auto build = [&] {
+      auto g = std::make_unique<ir::Graph>();
+      ir::Value* in = g->AddInput("x", {DType::kFloat32, x.shape});
+      // The term first: the input is the operand of the sum's shape, not the first one.
+      ir::Value* sum = Op(*g, OpKind::kAdd, {constant(*g, "pos", {seq, dim}, 61), in});
+      ir::Value* y = Op(*g, OpKind::kLayerNorm, {sum}, {{"axis", int64_t{2}}, {"epsilon", 1e-5}});
+      y = Op(*g, OpKind::kMul, {y, constant(*g, "gamma", {dim}, 62)});
+      y = Op(*g, OpKind::kAdd, {y, constant(*g, "beta", {dim}, 63)});
+      if (pre) {  // the next layer's product adds the sum back
+        y = Op(*g, OpKind::kMatMul, {y, constant(*g, "w", {dim, dim}, 64)});
+        y = Op(*g, OpKind::kAdd, {sum, y});
+      }
+      g->AddOutput(y);
+      return g;
+    };
+    std::vector<HostTensor> out[2];
+    size_t steps[2] = {};
+    for (bool fused : {true, false}) {
+      CompileOptions opts;
+      if (!fused) opts.disabled_passes = {"fuse"};
+      CompiledModel m = CompileGraph(build(), testing::SharedContext(), opts);
+      const runtime::Plan& plan = m.executable->plan();
+      steps[fused] = plan.steps.size();
+      if (fused) {
+        EXPECT_EQ(plan.steps.at(0).op, "Add+LayerNorm+Mul+Add") << pre;
+      }
+      runtime::Session s(*m.executable);
+      out[fused] = s.Run({{"x", x}});
+    }
+    EXPECT_EQ(steps[1], pre ? 2u : 1u) << pre;
+    EXPECT_GT(steps[0], steps[1]) << pre;
+    testing::ExpectClose(out[1].at(0), out[0].at(0), pre ? "pre-norm" : "post-norm");
+  }
+}
+
 TEST(NormalizeTest, NearMissesStayUnfused) {
   HostTensor x = testing::RandomF32({4, 16}, 30);
   for (int miss = 0; miss < 3; ++miss) {

@@ -170,8 +170,9 @@ std::string KernelMix(const runtime::Plan& plan) {
     ir::OpKind op = ir::OpKind::kCopy;
     bool known = ir::ParseOpKind(step.op.substr(0, step.op.find('+')), &op);
     ir::OpClass c = ir::GetOpInfo(op).cls;
-    // An embedding lookup normalised as it is gathered is the LayerNorm's kernel.
-    if (c == ir::OpClass::kMovement && step.op.find("+LayerNorm") != std::string::npos)
+    // A LayerNorm computing its input as it reads it (an embedding lookup, a position term) is
+    // the LayerNorm's kernel; a product's kernel stays a product's when a LayerNorm follows it.
+    if (c != ir::OpClass::kMatMul && step.op.find("+LayerNorm") != std::string::npos)
       c = ir::OpClass::kNormalize;
     int k = !known                                                   ? 4
             : c == ir::OpClass::kAttention                           ? 0

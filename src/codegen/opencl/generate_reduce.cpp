@@ -172,6 +172,12 @@ KernelSpec GenerateSoftmax(const ir::Node& n, const std::string& kernel_name,
   return spec;
 }
 
+const ir::Value* ElementwiseSeed(const ir::Node& n) {
+  for (const ir::Value* v : n.inputs)
+    if (v->type == n.outputs[0]->type) return v;
+  return nullptr;
+}
+
 KernelSpec GenerateLayerNorm(const ir::Node& n, const std::string& kernel_name,
                              const Target& target, const Chain& epilogue,
                              const NormPrologue* prologue) {
@@ -215,6 +221,16 @@ KernelSpec GenerateLayerNorm(const ir::Node& n, const std::string& kernel_name,
                            kernel_name));
     spec.args = {gather.inputs[0]->id, gather.inputs[1]->id};
     ApplyChain(src, kernel_name, gather.outputs[0], prologue->chain, spec, "PROLOGUE", "p");
+    if (prologue->write_input) spec.args.push_back(prologue->write_input->id);
+    spec.args.push_back(n.outputs[0]->id);
+  } else if (prologue && prologue->seed) {
+    // x is the seed, read whole and in order (of the LayerNorm's input shape), the elementwise
+    // group that computes the input applied to it.
+    src.Define("X_TYPE", "T_STORE");
+    src.Define("X_AT(x, r, k)", "PROLOGUE(LOAD(x, (long)(r) * R + (k)), (long)(r) * R + (k))");
+    // The chain's operands first: ApplyChain retargets its anchor's id, which the seed's is.
+    ApplyChain(src, kernel_name, prologue->seed, prologue->chain, spec, "PROLOGUE", "p");
+    spec.args.insert(spec.args.begin(), prologue->seed->id);
     if (prologue->write_input) spec.args.push_back(prologue->write_input->id);
     spec.args.push_back(n.outputs[0]->id);
   } else if (prologue) {

@@ -181,7 +181,16 @@ std::vector<KernelSpec> GenerateGroup(const Chain& nodes, const std::string& ker
   switch (node.info().cls) {
     case ir::OpClass::kUnary:
     case ir::OpClass::kBinary:
-    case ir::OpClass::kTernary: return {GenerateElementwise(nodes, kernel_name)};
+    case ir::OpClass::kTernary: {
+      // An elementwise group, then a LayerNorm reading it (fuse's third rule): one kernel, the
+      // LayerNorm applying the group to the seed as it reads it.
+      NormPrologue pro;
+      auto ln = SplitAtNorm(epilogue, &pro);
+      if (ln == epilogue.end()) return {GenerateElementwise(nodes, kernel_name)};
+      pro.seed = ElementwiseSeed(node);
+      pro.chain.insert(pro.chain.begin(), &node);
+      return {GenerateLayerNorm(**ln, kernel_name, target, Chain(ln + 1, epilogue.cend()), &pro)};
+    }
     case ir::OpClass::kConv:
       if (node.op == ir::OpKind::kConvTranspose)
         return {GenerateConvTranspose(node, kernel_name, epilogue)};

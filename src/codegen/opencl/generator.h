@@ -116,11 +116,17 @@ struct NormPrologue {
   // Or a Gather, whose elements the LayerNorm gathers itself (an embedding lookup): then chain
   // is the Gather's epilogue (the position term), and there are no slices.
   const ir::Node* gather = nullptr;
+  // Or a value of the LayerNorm's input shape read as stored (ElementwiseSeed), chain the
+  // elementwise group that computes the input from it (a position embedding's Add).
+  const ir::Value* seed = nullptr;
   Chain chain;
   int64_t slices = 1;
   // The LayerNorm's input (the chain's result), also written out when others read it.
   const ir::Value* write_input = nullptr;
 };
+// The input of elementwise node n that a LayerNorm prologue reads as stored and applies n's
+// group to: the first of n's shape and type, or null.
+const ir::Value* ElementwiseSeed(const ir::Node& n);
 KernelSpec GenerateLayerNorm(const ir::Node& node, const std::string& kernel_name,
                              const Target& target, const Chain& epilogue = {},
                              const NormPrologue* prologue = nullptr);
