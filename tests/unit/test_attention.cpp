@@ -665,33 +665,29 @@ TEST(NormalizeTest, LayerNormReadsTheProductBeforeIt) {
   }
 }
 
-// An embedding lookup, its position term, then a LayerNorm with its scale and shift: one
-// kernel, the LayerNorm gathering its rows as it reads them (indices negative and repeated
-// too), and the same output as without fuse. In a pre-norm model the sum is read again later
-// (the residual stream): the LayerNorm writes it too.
-TEST(NormalizeTest, LayerNormGathersItsRows) {
-  const int64_t vocab = 50, seq = 9, dim = 96;
-  HostTensor ids(DType::kInt64, {1, seq});
-  const int64_t picks[] = {3, 0, 49, -1, 17, 3, 25, -50, 8};
-  for (int64_t i = 0; i < seq; ++i) ids.data<int64_t>()[i] = picks[i];
+// A LayerNorm computing its input as it reads it (fuse's third rule after a Gather or an
+// elementwise group): build(g, pre) adds the input's computation to g and returns its result;
+// the LayerNorm with its scale and shift follows, and with `pre` a product whose result the sum
+// is added back to (a pre-norm model's residual stream, which the LayerNorm then writes too).
+// On this device's kernels and a GPU's (work-groups per row), the fused graph is one kernel
+// labelled `op` (plus the product's with `pre`) and matches the graph compiled without fuse.
+void CheckNormComputesItsInput(const std::function<ir::Value*(ir::Graph&)>& input, int64_t dim,
+                               const std::map<std::string, HostTensor>& feeds,
+                               const std::string& op) {
   auto constant = [](ir::Graph& g, const char* name, Shape s, uint64_t seed) {
     return g.AddConstant(name, std::make_shared<HostTensor>(testing::RandomF32(s, seed)));
   };
   for (int variant = 0; variant < 4; ++variant) {
-    bool pre = variant % 2;  // on this device's kernels, then on a GPU's (work-groups per row)
+    bool pre = variant % 2;
     testing::ScopedEnv env("TEXEL_TARGET",
                            variant < 2 ? std::nullopt : std::optional<std::string>("gpu:132"));
     auto build = [&] {
       auto g = std::make_unique<ir::Graph>();
-      ir::Value* x = Op(
-          *g, OpKind::kGather,
-          {constant(*g, "table", {vocab, dim}, 51), g->AddInput("ids", {DType::kInt64, ids.shape})},
-          {{"axis", int64_t{0}}});
-      ir::Value* sum = Op(*g, OpKind::kAdd, {x, constant(*g, "pos", {1, seq, dim}, 52)});
+      ir::Value* sum = input(*g);
       ir::Value* y = Op(*g, OpKind::kLayerNorm, {sum}, {{"axis", int64_t{2}}, {"epsilon", 1e-5}});
       y = Op(*g, OpKind::kMul, {y, constant(*g, "gamma", {dim}, 53)});
       y = Op(*g, OpKind::kAdd, {y, constant(*g, "beta", {dim}, 54)});
-      if (pre) {  // the next layer's product adds the sum back
+      if (pre) {
         y = Op(*g, OpKind::kMatMul, {y, constant(*g, "w", {dim, dim}, 55)});
         y = Op(*g, OpKind::kAdd, {sum, y});
       }
@@ -707,63 +703,46 @@ TEST(NormalizeTest, LayerNormGathersItsRows) {
       const runtime::Plan& plan = m.executable->plan();
       steps[fused] = plan.steps.size();
       if (fused) {
-        EXPECT_EQ(plan.steps.at(0).op, "Gather+Add+LayerNorm+Mul+Add") << pre;
+        EXPECT_EQ(plan.steps.at(0).op, op) << pre;
       }
       runtime::Session s(*m.executable);
-      out[fused] = s.Run({{"ids", ids}});
+      out[fused] = s.Run(feeds);
     }
-    EXPECT_EQ(steps[1], pre ? 2u : 1u) << pre;
-    EXPECT_GT(steps[0], steps[1]) << pre;
-    testing::ExpectClose(out[1].at(0), out[0].at(0), pre ? "pre-norm" : "post-norm");
+    EXPECT_EQ(steps[1], pre ? 2u : 1u) << op << " " << pre;
+    EXPECT_GT(steps[0], steps[1]) << op << " " << pre;
+    testing::ExpectClose(out[1].at(0), out[0].at(0), op + (pre ? " pre-norm" : " post-norm"));
   }
 }
 
-// A position term added to the input, then a LayerNorm with its scale and shift: one kernel,
-// the LayerNorm adding the term as it reads its input, and the same output as without fuse; in
-// a pre-norm model the sum is read again later and the LayerNorm writes it too.
+// An embedding lookup and its position term (indices negative and repeated too).
+TEST(NormalizeTest, LayerNormGathersItsRows) {
+  const int64_t vocab = 50, seq = 9, dim = 96;
+  HostTensor ids(DType::kInt64, {1, seq});
+  const int64_t picks[] = {3, 0, 49, -1, 17, 3, 25, -50, 8};
+  for (int64_t i = 0; i < seq; ++i) ids.data<int64_t>()[i] = picks[i];
+  auto input = [&](ir::Graph& g) {
+    ir::Value* table =
+        g.AddConstant("table", std::make_shared<HostTensor>(testing::RandomF32({vocab, dim}, 51)));
+    ir::Value* x = Op(g, OpKind::kGather, {table, g.AddInput("ids", {DType::kInt64, ids.shape})},
+                      {{"axis", int64_t{0}}});
+    return Op(g, OpKind::kAdd,
+              {x, g.AddConstant(
+                      "pos", std::make_shared<HostTensor>(testing::RandomF32({1, seq, dim}, 52)))});
+  };
+  CheckNormComputesItsInput(input, dim, {{"ids", ids}}, "Gather+Add+LayerNorm+Mul+Add");
+}
+
+// A position term added to the input: the term first, so that the input read as stored is the
+// Add's second operand.
 TEST(NormalizeTest, LayerNormComputesItsInput) {
   const int64_t seq = 11, dim = 80;
   HostTensor x = testing::RandomF32({1, seq, dim}, 60);
-  auto constant = [](ir::Graph& g, const char* name, Shape s, uint64_t seed) {
-    return g.AddConstant(name, std::make_shared<HostTensor>(testing::RandomF32(s, seed)));
+  auto input = [&](ir::Graph& g) {
+    ir::Value* pos =
+        g.AddConstant("pos", std::make_shared<HostTensor>(testing::RandomF32({seq, dim}, 61)));
+    return Op(g, OpKind::kAdd, {pos, g.AddInput("x", {DType::kFloat32, x.shape})});
   };
-  for (int variant = 0; variant < 4; ++variant) {
-    bool pre = variant % 2;  // on this device's kernels, then on a GPU's (work-groups per row)
-    testing::ScopedEnv env("TEXEL_TARGET",
-                           variant < 2 ? std::nullopt : std::optional<std::string>("gpu:132"));
-    auto build = [&] {
-      auto g = std::make_unique<ir::Graph>();
-      ir::Value* in = g->AddInput("x", {DType::kFloat32, x.shape});
-      // The term first: the input is the operand of the sum's shape, not the first one.
-      ir::Value* sum = Op(*g, OpKind::kAdd, {constant(*g, "pos", {seq, dim}, 61), in});
-      ir::Value* y = Op(*g, OpKind::kLayerNorm, {sum}, {{"axis", int64_t{2}}, {"epsilon", 1e-5}});
-      y = Op(*g, OpKind::kMul, {y, constant(*g, "gamma", {dim}, 62)});
-      y = Op(*g, OpKind::kAdd, {y, constant(*g, "beta", {dim}, 63)});
-      if (pre) {  // the next layer's product adds the sum back
-        y = Op(*g, OpKind::kMatMul, {y, constant(*g, "w", {dim, dim}, 64)});
-        y = Op(*g, OpKind::kAdd, {sum, y});
-      }
-      g->AddOutput(y);
-      return g;
-    };
-    std::vector<HostTensor> out[2];
-    size_t steps[2] = {};
-    for (bool fused : {true, false}) {
-      CompileOptions opts;
-      if (!fused) opts.disabled_passes = {"fuse"};
-      CompiledModel m = CompileGraph(build(), testing::SharedContext(), opts);
-      const runtime::Plan& plan = m.executable->plan();
-      steps[fused] = plan.steps.size();
-      if (fused) {
-        EXPECT_EQ(plan.steps.at(0).op, "Add+LayerNorm+Mul+Add") << pre;
-      }
-      runtime::Session s(*m.executable);
-      out[fused] = s.Run({{"x", x}});
-    }
-    EXPECT_EQ(steps[1], pre ? 2u : 1u) << pre;
-    EXPECT_GT(steps[0], steps[1]) << pre;
-    testing::ExpectClose(out[1].at(0), out[0].at(0), pre ? "pre-norm" : "post-norm");
-  }
+  CheckNormComputesItsInput(input, dim, {{"x", x}}, "Add+LayerNorm+Mul+Add");
 }
 
 TEST(NormalizeTest, NearMissesStayUnfused) {
