@@ -173,7 +173,8 @@ int64_t MergeDiamonds(GraphIndex& ix) {
   return merged;
 }
 
-// The third rule; returns how many LayerNorms joined a product's or a Gather's group.
+// The third rule; returns how many LayerNorms joined a product's, a Gather's or an elementwise
+// group (the statistic keeps its first name, norms-after-products).
 // An elementwise group's seed is read as a buffer: only where no value may become an image.
 int64_t MergeNormPrologues(ir::Graph& g, GraphIndex& ix, std::vector<const ir::Node*>& root,
                            bool buffers_only) {
