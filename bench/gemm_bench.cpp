@@ -164,8 +164,10 @@ codegen::WarpGemmParams ParseWarp(const std::string& s) {
   int n =
       std::sscanf(s.c_str(), "%dx%dx%d:%dx%d:s%d", &p.bm, &p.bn, &p.bk, &p.wm, &p.wn, &p.stages);
   if (n != 5 && n != 6)
-    Fail(ErrorCode::kInvalidArgument, "--warp '{}': want BMxBNxBK:WMxWN[:sSTAGES][:raw]", s);
+    Fail(ErrorCode::kInvalidArgument, "--warp '{}': want BMxBNxBK:WMxWN[:sSTAGES][:raw][:kgGROUPS]",
+         s);
   p.raw_tf32 = s.find(":raw") != std::string::npos;
+  if (size_t at = s.find(":kg"); at != std::string::npos) p.kgroups = std::atoi(s.c_str() + at + 3);
   return p;
 }
 

@@ -265,24 +265,27 @@ TEST(GemmTest, AsyncTileLayoutsEmulated) {
   t.mma_emulated = true;
   for (ComputeMode mode : {ComputeMode::kTf32, ComputeMode::kTf32x3, ComputeMode::kFp16}) {
     const bool f16 = mode == ComputeMode::kFp16;
-    const WarpGemmParams p =
-        f16 ? WarpGemmParams{64, 64, 32, 32, 32, 3} : WarpGemmParams{32, 32, 16, 16, 16, 3};
-    for (bool even : {true, false})
-      for (int layout = 0; layout < 4; ++layout) {  // NN, NT, TN, TT
-        if ((even || mode == ComputeMode::kTf32x3) && layout > 0) continue;
-        if (layout == 3 && mode != ComputeMode::kFp16) continue;  // TT: once
-        GemmProblem g;
-        g.m = even ? 64 : 88, g.n = even ? 128 : 72, g.k = even ? 160 : 104, g.batch = 2;
-        g.mode = mode, g.elem = f16 ? DType::kFloat16 : DType::kFloat32;
-        g.trans_a = layout >= 2, g.trans_b = layout % 2 == 1;
-        g.lda = g.trans_a ? g.m : g.k, g.ldb = g.trans_b ? g.k : g.n, g.ldc = g.n;
-        g.stride_a = g.m * g.k, g.stride_b = g.k * g.n, g.stride_c = g.m * g.n;
-        std::string what = fmt::format("{} layout {} {} {}", ComputeModeName(mode), layout,
-                                       even ? "even" : "edges", p.ToString());
-        ASSERT_FALSE(codegen::CheckWarpGemmParams(p, g, t)) << what;
-        EXPECT_TRUE(codegen::AsyncCopies(g, p, t)) << what;
-        RunAndCheck(g, 0.5f, f16 ? 0.0f : 2.0f, t, &p, what);
-      }
+    // Also with 2 warp groups along K (tf32: fewer chunks per tile than work-items).
+    for (int kgroups : {1, 2})
+      for (bool even : {true, false})
+        for (int layout = 0; layout < 4; ++layout) {  // NN, NT, TN, TT
+          if ((even || mode == ComputeMode::kTf32x3 || kgroups > 1) && layout > 0) continue;
+          if (layout == 3 && mode != ComputeMode::kFp16) continue;  // TT: once
+          WarpGemmParams p =
+              f16 ? WarpGemmParams{64, 64, 32, 32, 32, 3} : WarpGemmParams{32, 32, 16, 16, 16, 3};
+          p.kgroups = kgroups;
+          GemmProblem g;
+          g.m = even ? 64 : 88, g.n = even ? 128 : 72, g.k = even ? 160 : 104, g.batch = 2;
+          g.mode = mode, g.elem = f16 ? DType::kFloat16 : DType::kFloat32;
+          g.trans_a = layout >= 2, g.trans_b = layout % 2 == 1;
+          g.lda = g.trans_a ? g.m : g.k, g.ldb = g.trans_b ? g.k : g.n, g.ldc = g.n;
+          g.stride_a = g.m * g.k, g.stride_b = g.k * g.n, g.stride_c = g.m * g.n;
+          std::string what = fmt::format("{} layout {} {} {}", ComputeModeName(mode), layout,
+                                         even ? "even" : "edges", p.ToString());
+          ASSERT_FALSE(codegen::CheckWarpGemmParams(p, g, t)) << what;
+          EXPECT_TRUE(codegen::AsyncCopies(g, p, t)) << what;
+          RunAndCheck(g, 0.5f, f16 ? 0.0f : 2.0f, t, &p, what);
+        }
   }
 }
 
@@ -407,11 +410,14 @@ TEST(GemmTest, MatrixEngineOnThisDevice) {
             continue;
           }
           // The large-problem tilings: 8 warps of 64 x 32, 4 of 64 x 64 (also 8 deep, 4 stages),
-          // 3 stages of 128 x 64.
+          // 3 stages of 128 x 64; and the small convolution tiles' 2 warp groups along K.
           int bk = mode == ComputeMode::kFp16 ? 32 : 16;
+          WarpGemmParams two_groups{64, 32, 2 * bk, 32, 16, 3};
+          two_groups.kgroups = 2;
           for (WarpGemmParams p :
                {WarpGemmParams{128, 128, bk, 64, 32, 2}, WarpGemmParams{128, 128, bk, 64, 64, 2},
-                WarpGemmParams{128, 128, 8, 64, 64, 4}, WarpGemmParams{128, 64, bk, 64, 32, 3}})
+                WarpGemmParams{128, 128, 8, 64, 64, 4}, WarpGemmParams{128, 64, bk, 64, 32, 3},
+                two_groups})
             if (!codegen::CheckWarpGemmParams(p, g, t))
               RunAndCheck(g, 1.0f, 0.0f, t, &p, what + " " + p.ToString(), rel);
         }

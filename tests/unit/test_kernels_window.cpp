@@ -268,7 +268,7 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
   whole.compute_units = 1;  // K not split
   const cl::Context& ctx = *SharedContext();
   uint32_t seed = 700;
-  int gathered = 0, hoisted = 0, folded = 0;
+  int gathered = 0, hoisted = 0, folded = 0, kgroups = 0;
   std::map<bool, int> bias_runs;  // by whether K is split
   for (size_t mi = 0; mi < std::size(modes); ++mi)
     for (size_t ci = 0; ci < cases.size(); ++ci) {
@@ -299,6 +299,7 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
       if (engine) {
         gathered += specs[0].source.find("#define GATHER_B 1") != std::string::npos;
         hoisted += specs[0].source.find("#define GATHER_HOISTED 1") != std::string::npos;
+        kgroups += specs[0].source.find("#define KGROUPS 2") != std::string::npos;
       }
       if (c.bias) ++bias_runs[summed];
       cl::Buffer dx(ctx, x.bytes.size()), dw(ctx, w.bytes.size()), db(ctx, b.bytes.size()),
@@ -334,6 +335,7 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
   EXPECT_EQ(gathered, 24) << "eight of the ten cases gather the image, in every engine mode";
   EXPECT_EQ(hoisted, 15) << "all but the 1- and 81-tap cases gather with the per-column state";
   EXPECT_EQ(folded, 12) << "the three cases of several images fold them, in every mode";
+  EXPECT_GT(kgroups, 0) << "fp16's small tiles take two warp groups along K somewhere";
   EXPECT_GT(bias_runs[true], 0) << "the sum kernel adds a bias somewhere";
   EXPECT_GT(bias_runs[false], 0) << "the product's own kernel adds a bias somewhere";
 }

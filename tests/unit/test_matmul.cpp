@@ -359,8 +359,17 @@ TEST(MatMulTest, EveryWarpGemmPointComputesTheProduct) {
   std::set<int64_t> splits;
   for (const codegen::TunePoint& p : t->candidates) splits.insert(p.at("split"));
   EXPECT_GT(splits.size(), 2u) << "whole and split K ranges";
+  // Every fifth point, and the first with two warp groups along K.
+  std::vector<size_t> run;
+  for (size_t i = 0; i < t->candidates.size(); i += 5) run.push_back(i);
+  for (size_t i = 0; i < t->candidates.size(); ++i)
+    if (t->candidates[i].at("kgroups") == 2) {
+      run.push_back(i);
+      break;
+    }
+  ASSERT_GT(t->candidates[run.back()].at("kgroups"), 1) << "points with warp groups along K";
   int split_before = split_runs;
-  for (size_t i = 0; i < t->candidates.size(); i += 5) {
+  for (size_t i : run) {
     OnePoint source(t->candidates[i]);
     codegen::Target picked = gpu;
     picked.tuning = &source;
@@ -454,6 +463,8 @@ TEST(MatMulTest, WarpTilesForFewRows) {
   EXPECT_EQ(choose(128, 768, 768, ComputeMode::kTf32x3).bm, 128);
   codegen::WarpGemmParams conv = choose(256, 196, 1152, ComputeMode::kFp16, true);
   EXPECT_EQ(conv.bm * 1000 + conv.bn, 64032) << conv.ToString();
+  EXPECT_EQ(conv.kgroups, 2) << "a convolution's small tiles take two warp groups along K";
+  EXPECT_EQ(proj.kgroups, 1) << "a product's do not";
   EXPECT_EQ(choose(256, 50176, 64, ComputeMode::kFp16, true).bm, 128);
 }
 

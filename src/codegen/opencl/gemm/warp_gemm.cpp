@@ -32,7 +32,7 @@ bool Even(const GemmProblem& g, const WarpGemmParams& p) {
 }
 
 int64_t GroupSize(const WarpGemmParams& p) {
-  return static_cast<int64_t>(p.bm / p.wm) * (p.bn / p.wn) * 32;
+  return static_cast<int64_t>(p.bm / p.wm) * (p.bn / p.wn) * p.kgroups * 32;
 }
 
 // The local memory of p's stages (the template's smem): A and B tiles as staged, padded rows.
@@ -51,8 +51,9 @@ uint64_t StageBytes(const WarpGemmParams& p, const GemmProblem& g, bool async) {
 // (126 -> 159), so past 2 work-groups per compute unit: ResNet-50's 1x1 convolutions at batch 32
 // ran 2.7x slower.
 bool StagedStore(const WarpGemmParams& p, const GemmProblem& g, const Target& t) {
-  return GroupSize(p) <= 128 &&
-         GroupSize(p) / 32 * 16 * (p.wn + 8ull) * 4 <= StageBytes(p, g, AsyncCopies(g, p, t));
+  int64_t tile_warps = GroupSize(p) / 32 / p.kgroups;  // group 0 along K stores
+  return tile_warps <= 4 &&
+         tile_warps * 16 * (p.wn + 8ull) * 4 <= StageBytes(p, g, AsyncCopies(g, p, t));
 }
 
 }  // namespace
@@ -62,9 +63,10 @@ bool Aligned(int64_t offset, int64_t ld, int64_t stride, int64_t batch, int64_t 
 }
 
 std::string WarpGemmParams::ToString() const {
-  return fmt::format("warp {}x{}x{} / {}x{}{}{}{}", bm, bn, bk, wm, wn,
+  return fmt::format("warp {}x{}x{} / {}x{}{}{}{}{}", bm, bn, bk, wm, wn,
                      stages != 2 ? fmt::format(" s{}", stages) : "",
-                     split_k != 1 ? fmt::format(" split {}", split_k) : "", raw_tf32 ? " raw" : "");
+                     split_k != 1 ? fmt::format(" split {}", split_k) : "",
+                     kgroups != 1 ? fmt::format(" kg {}", kgroups) : "", raw_tf32 ? " raw" : "");
 }
 
 bool AsyncCopies(const GemmProblem& g, const WarpGemmParams& p, const Target& t) {
@@ -95,26 +97,37 @@ std::optional<std::string> CheckWarpGemmParams(const WarpGemmParams& p, const Ge
   int depth = MmaDepth(g.mode);
   if (p.bk <= 0 || p.bk % depth != 0)
     return fmt::format("tile depth {}: want a multiple of {}", p.bk, depth);
+  if (p.kgroups != 1 && p.kgroups != 2 && p.kgroups != 4)
+    return fmt::format("{} warp groups along K: want 1, 2 or 4", p.kgroups);
+  if (p.bk / depth % p.kgroups != 0)
+    return fmt::format("tile depth {}: {} blocks of {} do not share out over {} warp groups", p.bk,
+                       p.bk / depth, depth, p.kgroups);
   int64_t wg = GroupSize(p);
   if (static_cast<size_t>(wg) > t.max_work_group_size)
     return fmt::format("{} work-items per group, the device takes {}", wg, t.max_work_group_size);
-  if ((p.bm * p.bk) % (4 * wg) != 0 || (p.bn * p.bk) % (4 * wg) != 0)
+  bool async = AsyncCopies(g, p, t);
+  if (!async && ((p.bm * p.bk) % (4 * wg) != 0 || (p.bn * p.bk) % (4 * wg) != 0))
     return fmt::format("tiles {}x{} and {}x{} do not share out in fours over {} work-items", p.bm,
                        p.bk, p.bn, p.bk, wg);
-  bool async = AsyncCopies(g, p, t);
   if (!async && p.stages != 2)
     return fmt::format("{} stages: only asynchronous copies take other than 2", p.stages);
   if (p.stages < 2 || p.stages > 8) return fmt::format("{} stages: want 2 to 8", p.stages);
   if (p.split_k < 1 || p.split_k > 64) return fmt::format("split {}: want 1 to 64", p.split_k);
-  int64_t eb = g.mode == ComputeMode::kFp16 ? 2 : 4;
-  if (async && ((p.bm * p.bk) % (16 / eb * wg) != 0 || (p.bn * p.bk) % (16 / eb * wg) != 0))
+  // Asynchronous copies: 16-byte chunks, shared out over the work-items (the first take one
+  // each where the chunks are fewer).
+  int64_t chunk = g.mode == ComputeMode::kFp16 ? 8 : 4;
+  auto shares = [&](int64_t elems) { return elems / chunk % wg == 0 || elems / chunk < wg; };
+  if (async && (p.bk % chunk != 0 || !shares(p.bm * p.bk) || !shares(p.bn * p.bk)))
     return fmt::format(
-        "tiles {}x{} and {}x{} do not share out in 16-byte chunks over {} "
-        "work-items",
-        p.bm, p.bk, p.bn, p.bk, wg);
+        "tiles {}x{} and {}x{} do not share out in 16-byte chunks over {} work-items", p.bm, p.bk,
+        p.bn, p.bk, wg);
   uint64_t local = StageBytes(p, g, async);
   if (local > t.local_mem_bytes)
     return fmt::format("{} bytes of local memory, the device has {}", local, t.local_mem_bytes);
+  // The groups along K add up their sums in the stages' local memory.
+  if ((p.kgroups - 1ull) * p.bm * p.bn * 4 > local)
+    return fmt::format("{} warp groups along K: their sums need more than the stages' {} bytes",
+                       p.kgroups, local);
   return std::nullopt;
 }
 
@@ -186,7 +199,8 @@ KernelSource WarpSource(const GemmProblem& g, const std::string& kernel_name, co
              : g.mode == ComputeMode::kTf32x3 ? 3
                                               : 16;
   src.Define("BM", p.bm).Define("BN", p.bn).Define("BK", p.bk);
-  src.Define("WM", p.wm).Define("WN", p.wn).Define("MODE", mode).Define("RAW_TF32", p.raw_tf32);
+  src.Define("WM", p.wm).Define("WN", p.wn).Define("KGROUPS", p.kgroups);
+  src.Define("MODE", mode).Define("RAW_TF32", p.raw_tf32);
   src.Define("MMA_PTX", t.mma_sync).Define("EVEN", even).Define("ASYNC", async);
   if (async) DefineAsyncCopy(src, t);
   DefineMatrixEngine(src, t);
@@ -245,7 +259,7 @@ void DefineOperandOffsets(KernelSource& src, bool trans_a, bool trans_b) {
 
 void WarpGemmGeometry(const GemmProblem& g, const WarpGemmParams& p, std::vector<size_t>* global,
                       std::vector<size_t>* local) {
-  size_t wg = static_cast<size_t>(p.bm / p.wm) * static_cast<size_t>(p.bn / p.wn) * 32;
+  size_t wg = static_cast<size_t>(GroupSize(p));
   *global = {static_cast<size_t>((g.n + p.bn - 1) / p.bn) * wg,
              static_cast<size_t>((g.m + p.bm - 1) / p.bm), static_cast<size_t>(g.batch)};
   *local = {wg, 1, 1};
@@ -311,6 +325,16 @@ std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const T
   if (groups < static_cast<int64_t>(t.compute_units) && s.mode == ComputeMode::kFp16) {
     WarpGemmParams small = g.convolution ? WarpGemmParams{64, 32, 2 * p.bk, 32, 16, 3}
                                          : WarpGemmParams{32, 64, p.bk, 16, 32, 5};
+    // Convolutions with two warp groups along K (8 warps on each 64 x 32 tile): their image is
+    // gathered through registers, and twice the warps hide those loads. On the H200
+    // (docs/precision.md) ResNet-50 0.675-0.679 -> 0.590-0.600 ms; products, whose tiles go by
+    // cp.async, gained nothing (BERT-base, ViT-B/16 and Swin-T alike or slower).
+    if (g.convolution) {
+      WarpGemmParams two = small;
+      two.kgroups = 2;
+      FitStages(&two, problem, t);
+      if (!CheckWarpGemmParams(two, problem, t)) small = two;
+    }
     FitStages(&small, problem, t);
     if (!CheckWarpGemmParams(small, problem, t)) p = small;
     groups = CeilDiv(s.m, p.bm) * CeilDiv(s.n, p.bn) * s.batch;
@@ -325,11 +349,11 @@ std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const T
 
 namespace {
 
-constexpr int kFamilyVersion = 1;
+constexpr int kFamilyVersion = 2;  // 2: kgroups
 
 TunePoint PointOf(const WarpGemmParams& p) {
-  return {{"bm", p.bm}, {"bn", p.bn},         {"bk", p.bk},        {"wm", p.wm},
-          {"wn", p.wn}, {"stages", p.stages}, {"split", p.split_k}};
+  return {{"bm", p.bm}, {"bn", p.bn},         {"bk", p.bk},         {"wm", p.wm},
+          {"wn", p.wn}, {"stages", p.stages}, {"split", p.split_k}, {"kgroups", p.kgroups}};
 }
 
 WarpGemmParams ParamsOf(const TunePoint& q) {
@@ -338,6 +362,7 @@ WarpGemmParams ParamsOf(const TunePoint& q) {
   p.bk = static_cast<int>(q.at("bk")), p.wm = static_cast<int>(q.at("wm"));
   p.wn = static_cast<int>(q.at("wn")), p.stages = static_cast<int>(q.at("stages"));
   p.split_k = static_cast<int>(q.at("split"));
+  p.kgroups = static_cast<int>(q.at("kgroups"));
   return p;
 }
 
@@ -360,22 +385,25 @@ std::optional<Tunable> ModelWarpGemmTunable(const GemmOperands& g, const Target&
   const int tiles[][4] = {{64, 32, 32, 16},  {32, 32, 16, 16},  {32, 64, 16, 32},  {64, 64, 32, 32},
                           {128, 64, 64, 32}, {64, 128, 32, 64}, {128, 128, 64, 32}};
   for (const auto& [bm, bn, wm, wn] : tiles)
-    for (int bk : {16, 32, 64}) {
-      WarpGemmParams p{bm, bn, bk, wm, wn, 4};
-      FitStages(&p, problem, t);
-      if (CheckWarpGemmParams(p, problem, t)) continue;
-      int64_t groups = CeilDiv(s.m, p.bm) * CeilDiv(s.n, p.bn) * s.batch;
-      std::vector<int> splits = {1, 2, 4, 8, 16};
-      if (groups < static_cast<int64_t>(t.compute_units))
-        splits.push_back(SplitsToFill(groups, s.k, p.bk, kMinRange, t));
-      for (int split : splits) {
-        if (split > 1 && SplitLength(s.k, split, p.bk) < 64) continue;
-        p.split_k = split;
-        TunePoint point = PointOf(p);
-        if (std::find(tn.candidates.begin(), tn.candidates.end(), point) == tn.candidates.end())
-          tn.candidates.push_back(point);
+    for (int bk : {16, 32, 64})
+      for (int kgroups : {1, 2}) {
+        WarpGemmParams p{bm, bn, bk, wm, wn, 4};
+        p.kgroups = kgroups;
+        if (kgroups > 1 && GroupSize(p) > 256) continue;  // 4-warp tiles only
+        FitStages(&p, problem, t);
+        if (CheckWarpGemmParams(p, problem, t)) continue;
+        int64_t groups = CeilDiv(s.m, p.bm) * CeilDiv(s.n, p.bn) * s.batch;
+        std::vector<int> splits = {1, 2, 4, 8, 16};
+        if (groups < static_cast<int64_t>(t.compute_units))
+          splits.push_back(SplitsToFill(groups, s.k, p.bk, kMinRange, t));
+        for (int split : splits) {
+          if (split > 1 && SplitLength(s.k, split, p.bk) < 64) continue;
+          p.split_k = split;
+          TunePoint point = PointOf(p);
+          if (std::find(tn.candidates.begin(), tn.candidates.end(), point) == tn.candidates.end())
+            tn.candidates.push_back(point);
+        }
       }
-    }
   return tn;
 }
 

@@ -44,13 +44,16 @@ struct GemmProblem {
 // buffers when the tiles are copied asynchronously (AsyncCopies), else 2.
 // Models' products only: K cut into split_k ranges (multiples of bk) summed into slices by
 // separate work-groups, then added up by a second kernel (matmul.h GenerateSplitSum).
+// kgroups: warps per WM x WN block, sharing each step's BK along K (the work-group has
+// (bm / wm) x (bn / wn) x kgroups warps; the groups' sums are added up in local memory at the end).
 struct WarpGemmParams {
   int bm = 128, bn = 128, bk = 16, wm = 64, wn = 32, stages = 2;
   int split_k = 1;
+  int kgroups = 1;
   // tf32: operands passed to the engine as stored (truncated by it) instead of rounded by
   // cvt.rna first.
   bool raw_tf32 = false;
-  std::string ToString() const;  // "warp 128x128x16 / 64x32 s3 split 4"
+  std::string ToString() const;  // "warp 128x128x16 / 64x32 s3 split 4 kg 2"
 };
 
 // Whether an operand's offset, leading dimension and batch stride are multiples of `elems`
@@ -95,14 +98,15 @@ void DefineOperandOffsets(KernelSource& src, bool trans_a, bool trans_b);
 // in the mode's operand type (f16 for fp16, f32 otherwise) and the product has at least 16 rows
 // and a depth of 256 (a convolution: 64), the tiling to use; else nullopt (the scalar kernels of
 // matmul.h run it). In fp16, a product or convolution whose tiles would not fill the compute
-// units takes smaller ones (32 x 64 and 64 x 32) before K is split.
+// units takes smaller ones (32 x 64; convolutions 64 x 32 with 2 warp groups along K) before K
+// is split.
 std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const Target& t);
 // The tunable family "warp_gemm" (tuning.h) of a model's product that ChooseModelWarpGemm puts
 // on the matrix engine (nullopt elsewhere): its tiling first, then tiles of 4 warps (64 x 32,
-// 32 x 32, 32 x 64, 64 x 64, 128 x 64, 64 x 128) and 8 (128 x 128), BK 16, 32 or 64, the most
-// stages that fit (up to 4 with asynchronous copies, else 2), K split 1, 2, 4, 8 or 16 ways
-// (each range at least 64 long) and the split that fills the device best. Points {bm, bn, bk,
-// wm, wn, stages, split}.
+// 32 x 32, 32 x 64, 64 x 64, 128 x 64, 64 x 128; also with 2 warp groups along K) and 8 (128 x
+// 128), BK 16, 32 or 64, the most stages that fit (up to 4 with asynchronous copies, else 2), K
+// split 1, 2, 4, 8 or 16 ways (each range at least 64 long) and the split that fills the device
+// best. Points {bm, bn, bk, wm, wn, stages, split, kgroups}.
 std::optional<Tunable> ModelWarpGemmTunable(const GemmOperands& g, const Target& t);
 // ChooseModelWarpGemm, or t.tuning's point of ModelWarpGemmTunable.
 std::optional<WarpGemmParams> TunedModelWarpGemm(const GemmOperands& g, const Target& t);

@@ -4,11 +4,14 @@
 // matrix-engine modes' rounding emulated so that tests check the tiling, staging and epilogue
 // on a CPU; the PTX fragment layouts are checked on the GPU).
 //
-// A work-group of WG = (BM / WM) x (BN / WN) warps computes a BM x BN tile of C. Per step of BK
-// along K, the A tile (BM x BK, k contiguous) and the B tile (BN x BK, k contiguous: B is staged
-// transposed, as mma's "col" operand wants it) go from global memory through registers to
-// local memory, double-buffered: the next step's loads are in flight while this one computes.
-// Each warp then computes its WM x WN part as MI x NI mma tiles of 16 x 8, MK deep:
+// A work-group of WG = (BM / WM) x (BN / WN) x KGROUPS warps computes a BM x BN tile of C. Per
+// step of BK along K, the A tile (BM x BK, k contiguous) and the B tile (BN x BK, k contiguous: B
+// is staged transposed, as mma's "col" operand wants it) go from global memory through
+// registers to local memory, double-buffered: the next step's loads are in flight while this one
+// computes. Each warp then computes its WM x WN part as MI x NI mma tiles of 16 x 8, MK deep;
+// with KGROUPS > 1 the warps of group q along K take the step's MK-deep blocks q, q + KGROUPS,
+// ... (more warps on each tile, where the tiles are too few for the compute units to hide the
+// engine's latency) and group 0 adds the others' sums up through local memory at the end:
 //   MODE 1 (tf32)    m16n8k8 on tf32 operands (rounded to nearest by cvt.rna)
 //   MODE 3 (tf32x3)  each operand split x = hi + lo into two tf32 parts; hi*lo + lo*hi + hi*hi,
 //                    which keeps fp32-level accuracy (only lo*lo, ~2^-22 relative, is dropped)
@@ -20,8 +23,8 @@
 // contiguous dimensions multiples of 16 bytes) the tiles are instead copied as they are stored
 // by CP_ASYNC16 (generator.h DefineAsyncCopy: cp.async, or plain copies without the PTX),
 // STAGES - 1 steps ahead.
-// Parameters: BM, BN, BK, WM, WN, MODE, RAW_TF32 (tf32: operands not rounded by cvt.rna, the
-// engine truncating them), MMA_PTX, ASYNC, STAGES (2 without ASYNC), PENDING
+// Parameters: BM, BN, BK, WM, WN, KGROUPS, MODE, RAW_TF32 (tf32: operands not rounded by
+// cvt.rna, the engine truncating them), MMA_PTX, ASYNC, STAGES (2 without ASYNC), PENDING
 // (STAGES - 2), TRANS_A, TRANS_B (op(A) = A^T: A stored [K, M]), A_AT(r, k), B_AT(k, c)
 // (element offsets of op(A)[r, k] and op(B)[k, c]), VEC_A, VEC_B (4: the operand's contiguous
 // dimension is loaded as float4; 1: scalars), GATHER_B (B is not stored as a matrix: LOAD_B(p,
@@ -36,7 +39,8 @@
 // SPLITS, KS as macros, no alpha or beta; BIAS_PARAM and BIAS(z, row): a bias per row, added
 // before the epilogue).
 #define WARPS_N (BN / WN)
-#define WG ((BM / WM) * WARPS_N * 32)
+#define TILE_WARPS ((BM / WM) * WARPS_N)
+#define WG (TILE_WARPS * KGROUPS * 32)
 #define MI (WM / 16)
 #define NI (WN / 8)
 // TL: an element in local memory, RT: in the registers staging it (f16 bits in MODE 16, read
@@ -209,13 +213,20 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   __local TL smem[STAGES * (A_TILE + B_TILE)] __attribute__((aligned(16)));
 #define AS(st) (smem + (st) * A_TILE)
 #define BS(st) (smem + STAGES * A_TILE + (st) * B_TILE)
-  const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32;
+  const int lid = get_local_id(0), lane = lid % 32, warp = lid / 32 % TILE_WARPS;
+#if KGROUPS > 1
+  const int kgroup = lid / 32 / TILE_WARPS;
+#else
+  const int kgroup = 0;
+#endif
   const int g = lane >> 2, t = lane & 3;
   const int wm = warp / WARPS_N * WM, wn = warp % WARPS_N * WN;
   const int m0 = get_group_id(1) * BM, n0 = get_group_id(0) * BN;
   a += A_OFF((long)z);
   b += B_OFF((long)z);
+#if !ASYNC
   RT ra[LA * VEC_A], rb[LB * VEC_B];
+#endif
   // A vector wholly inside the matrix is one GLOAD4 (an aligned float4 load where the host found
   // both operands 16-byte aligned, else vload4); one that crosses an edge is read element by
   // element, zeros outside.
@@ -283,14 +294,18 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   // 16-byte chunks of both tiles of step k0 into stage st, as stored; chunks past the matrix's
   // edges (whole chunks: the host checked that its contiguous dimensions are multiples of CH)
   // are zeros, read from nowhere.
+// (Tiles of fewer chunks than work-items, as with several warp groups along K: the first take
+// one each.)
 #define COPY_TILES(st, k0)                                                                   \
   do {                                                                                       \
-    for (int l = 0; l < BM * BK / (CH * WG); ++l) {                                          \
+    for (int l = 0; l < (BM * BK / CH + WG - 1) / WG; ++l) {                                 \
+      if (BM * BK / CH % WG != 0 && lid + l * WG >= BM * BK / CH) break;                     \
       A_VEC(lid + l * WG, CH, r, k);                                                         \
       const bool ok = EVEN || (m0 + r < M && (k0) + k < k_end);                              \
       CP_ASYNC16(&A_FRAG(AS(st), r, k), a + (ok ? A_AT(m0 + r, (k0) + k) : 0), ok);          \
     }                                                                                        \
-    for (int l = 0; l < BN * BK / (CH * WG); ++l) {                                          \
+    for (int l = 0; l < (BN * BK / CH + WG - 1) / WG; ++l) {                                 \
+      if (BN * BK / CH % WG != 0 && lid + l * WG >= BN * BK / CH) break;                     \
       B_VEC(lid + l * WG, CH, c, k);                                                         \
       const bool ok = EVEN || (n0 + c < N && (k0) + k < k_end);                              \
       CP_ASYNC16(&B_FRAG(BS(st), c, k), b + (ok ? B_AT((k0) + k, n0 + c) : 0), ok);          \
@@ -336,7 +351,8 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #define ACC acc
 #endif
 #pragma unroll
-    for (int kk = 0; kk < BK; kk += MK) {
+    for (int kq = 0; kq < BK / (MK * KGROUPS); ++kq) {
+      const int kk = (kq * KGROUPS + kgroup) * MK;
 #if USE_MMA && MODE == 16
       // Fragments by ldmatrix, four 8 x 8 blocks of f16 at a time, each lane naming one stored
       // row of 8 (16 bytes): A's blocks (rows 0-7 | 8-15) x (k 0-7 | 8-15) of tile i, B's
@@ -467,6 +483,19 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
   }
+#if KGROUPS > 1
+  // Groups 1.. along K leave their sums in local memory (lane fastest: no bank conflicts), group
+  // 0 adds them up in order.
+  __local float* red = (__local float*)smem;
+#define RED_AT(q, i, j, e) \
+  red[((((q) - 1) * TILE_WARPS + warp) * (MI * NI * 4) + ((i) * NI + (j)) * 4 + (e)) * 32 + lane]
+  barrier(CLK_LOCAL_MEM_FENCE);  // every warp is done with the stages
+  if (kgroup > 0) FOR_TILE(i, j, e) RED_AT(kgroup, i, j, e) = acc[i][j][e];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (kgroup == 0)
+    for (int q = 1; q < KGROUPS; ++q) FOR_TILE(i, j, e) acc[i][j][e] += RED_AT(q, i, j, e);
+#undef RED_AT
+#endif
 #if STAGED
   // C through local memory, 16 rows of each warp's block at a time, so that a warp stores (and
   // the epilogue reads its operands in) runs of adjacent elements of a row, where the fragments
@@ -475,15 +504,16 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   barrier(CLK_LOCAL_MEM_FENCE);  // every warp is done with the stages
 #pragma unroll
   for (int i = 0; i < MI; ++i) {
+    if (kgroup == 0)
 #pragma unroll
-    for (int j = 0; j < NI; ++j)
+      for (int j = 0; j < NI; ++j)
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
-        vstore2((float2)(acc[i][j][2 * h], acc[i][j][2 * h + 1]), 0,
-                ws + (g + h * 8) * LSW + j * 8 + 2 * t);
+        for (int h = 0; h < 2; ++h)
+          vstore2((float2)(acc[i][j][2 * h], acc[i][j][2 * h + 1]), 0,
+                  ws + (g + h * 8) * LSW + j * 8 + 2 * t);
     barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
-    for (int q = 0; q < WN / 2; ++q) {
+    for (int q = 0; q < WN / 2 && kgroup == 0; ++q) {
       const int e = lane + q * 32, row = e / WN, cc = e % WN;
       const int r = m0 + wm + i * 16 + row, col = n0 + wn + cc;
       if (EVEN || (r < M && col < N)) C_STORE(c, C_AT(r, col), ws[row * LSW + cc]);
@@ -492,7 +522,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   }
 #else
   // C: rows g, g + 8 and columns 2t, 2t + 1 of each 16 x 8 tile.
-  FOR_TILE(i, j, e) {
+  if (kgroup == 0) FOR_TILE(i, j, e) {
     const int r = m0 + wm + i * 16 + g + (e >> 1) * 8;
     const int col = n0 + wn + j * 8 + 2 * t + (e & 1);
     if (EVEN || (r < M && col < N)) C_STORE(c, C_AT(r, col), acc[i][j][e]);
@@ -520,6 +550,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #undef SPLIT_TF32
 #undef USE_MMA
 #undef WARPS_N
+#undef TILE_WARPS
 #undef WG
 #undef MI
 #undef NI
