@@ -327,8 +327,9 @@ std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const T
                                          : WarpGemmParams{32, 64, p.bk, 16, 32, 5};
     // Convolutions with two warp groups along K (8 warps on each 64 x 32 tile): their image is
     // gathered through registers, and twice the warps hide those loads. On the H200
-    // (docs/precision.md) ResNet-50 0.675-0.679 -> 0.590-0.600 ms; products, whose tiles go by
-    // cp.async, gained nothing (BERT-base, ViT-B/16 and Swin-T alike or slower).
+    // (docs/precision.md) ResNet-50 0.677-0.683 -> 0.587-0.629 ms, ResNet-18 0.328-0.332 ->
+    // 0.269-0.275; products, whose tiles go by cp.async, gained nothing (BERT-base, ViT-B/16 and
+    // Swin-T alike or slower).
     if (g.convolution) {
       WarpGemmParams two = small;
       two.kgroups = 2;
