@@ -7,13 +7,15 @@
 // Usage: texel_gemm_bench [--device SPEC] [--sizes 512,1024] [--gemv 4096] [--no-clblast]
 //                         [--shapes MxNxK,...] [--params TMxTNxTK:WMxWN ...] [--seconds S]
 //                         [--modes fp32,tf32,tf32x3,fp16,fp16h] [--warp BMxBNxBK:WMxWN ...]
-//                         [--layout nn|nt] [--wgmma BMxBNxSTAGES[:rROWBYTES] ...]
+//                         [--layout nn|nt] [--wgmma BMxBNxSTAGES[:rROWBYTES] ...] [--profile N]
 //   --modes    also times texel_gemm's engine (api/gemm.h) in these compute modes on f32 storage
 //              (fp16h: fp16 on f16 storage), with the heuristic's tiles and each --warp's
-//              (BMxBNxBK:WMxWN[:sSTAGES][:raw], raw: tf32 operands not rounded) and each
-//              --wgmma's (the warpgroup kernel's tile, stages and bytes of K per stored row,
-//              64 or 128); --layout nt
-//              passes B transposed.
+//              (BMxBNxBK:WMxWN[:sSTAGES][:raw][:kgGROUPS], raw: tf32 operands not rounded,
+//              kg: warp groups along K) and each --wgmma's (the warpgroup kernel's tile, stages
+//              and bytes of K per stored row, 64 or 128); --layout nt passes B transposed.
+//   --profile N  the engine's rows also give the median device time of N launches from their
+//              profiling events (small products, whose back-to-back launches the host bounds;
+//              the driver's profiling adds its own few microseconds to each).
 //   --params   extra texel kernels with explicit parameters (beside the heuristic's choice), to
 //              compare candidates on one device in one run: TMxTNxTK:WMxWN[:sSPLIT] (tiled, K
 //              split SPLIT ways; 4-wide loads where K and N allow), direct:WMxWN:LXxSPLIT or
@@ -85,6 +87,7 @@ codegen::MatMulParams ParseParams(const std::string& s) {
 }
 
 double g_seconds = 0.3;  // --seconds: timed span per measurement
+int g_profile = 0;       // --profile: launches timed by their events
 
 struct Problem {
   int64_t m, n, k;
@@ -249,6 +252,19 @@ void RunEngine(const std::shared_ptr<cl::Context>& ctx, Problem& p, const GemmRu
                     (long long)p.k, label.c_str(), e.what());
         continue;
       }
+      std::string device_us;
+      if (g_profile > 0) {
+        std::vector<double> us;
+        for (int r = 0; r < g_profile; ++r) {
+          cl::Event ev;
+          kernels.Enqueue(g, ops, nullptr, {}, ev.out(), target, params ? &chosen : nullptr,
+                          forced);
+          ev.Wait();
+          us.push_back(static_cast<double>(ev.DurationNs()) * 1e-3);
+        }
+        std::sort(us.begin(), us.end());
+        device_us = fmt::format("  device {:.2f} us", us[us.size() / 2]);
+      }
       std::vector<float> c(static_cast<size_t>(p.m * p.n));
       if (half) {
         std::vector<uint16_t> h(c.size());
@@ -257,9 +273,9 @@ void RunEngine(const std::shared_ptr<cl::Context>& ctx, Problem& p, const GemmRu
       } else {
         c = Read(*ctx, p.dc, c.size());
       }
-      std::printf("%5lldx%-5lldx%-5lld  %-36s %9.3f %8.3f %38s %9.2e\n", (long long)p.m,
+      std::printf("%5lldx%-5lldx%-5lld  %-36s %9.3f %8.3f %38s %9.2e%s\n", (long long)p.m,
                   (long long)p.n, (long long)p.k, label.c_str(), secs * 1e3, flop / secs * 1e-12,
-                  "", SampledError(p, c));
+                  "", SampledError(p, c), device_us.c_str());
       std::fflush(stdout);
     }
   }
@@ -334,6 +350,8 @@ int Main(int argc, char** argv) {
       shapes = value();
     else if (arg == "--seconds")
       g_seconds = std::stod(value());
+    else if (arg == "--profile")
+      g_profile = std::stoi(value());
     else if (arg == "--params")
       extra.push_back(ParseParams(value()));
     else if (arg == "--no-clblast")
