@@ -165,6 +165,13 @@ Chain::const_iterator SplitAtNorm(const Chain& epilogue, NormPrologue* pro) {
   if ((*ln)->attrs.Int("write_input", 0)) pro->write_input = (*ln)->inputs[0];
   return ln;
 }
+
+// The kernel of the LayerNorm at ln (SplitAtNorm) with its prologue pro and the rest of the
+// epilogue after it.
+KernelSpec NormKernel(Chain::const_iterator ln, const Chain& epilogue, const std::string& name,
+                      const Target& target, const NormPrologue& pro) {
+  return GenerateLayerNorm(**ln, name, target, Chain(ln + 1, epilogue.cend()), &pro);
+}
 }  // namespace
 
 uint64_t GeneratedGroups() { return generated_groups.load(std::memory_order_relaxed); }
@@ -189,7 +196,7 @@ std::vector<KernelSpec> GenerateGroup(const Chain& nodes, const std::string& ker
       if (ln == epilogue.end()) return {GenerateElementwise(nodes, kernel_name)};
       pro.seed = ElementwiseSeed(node);
       pro.chain.insert(pro.chain.begin(), &node);
-      return {GenerateLayerNorm(**ln, kernel_name, target, Chain(ln + 1, epilogue.cend()), &pro)};
+      return {NormKernel(ln, epilogue, kernel_name, target, pro)};
     }
     case ir::OpClass::kConv:
       if (node.op == ir::OpKind::kConvTranspose)
@@ -205,8 +212,7 @@ std::vector<KernelSpec> GenerateGroup(const Chain& nodes, const std::string& ker
       if (ln == epilogue.end()) return GenerateMatMul(node, kernel_name, target, epilogue);
       pro.product = node.outputs[0];
       KernelSpec product = GenerateMatMulPartials(node, kernel_name, target, &pro.slices);
-      KernelSpec norm = GenerateLayerNorm(**ln, kernel_name + "_layernorm", target,
-                                          Chain(ln + 1, epilogue.cend()), &pro);
+      KernelSpec norm = NormKernel(ln, epilogue, kernel_name + "_layernorm", target, pro);
       norm.scratch_bytes = product.scratch_bytes;
       norm.first_op = static_cast<size_t>(ln - epilogue.cbegin()) + 1;
       return {product, norm};
@@ -222,7 +228,7 @@ std::vector<KernelSpec> GenerateGroup(const Chain& nodes, const std::string& ker
       auto ln = SplitAtNorm(epilogue, &pro);
       if (ln != epilogue.end()) {
         pro.gather = &node;
-        return {GenerateLayerNorm(**ln, kernel_name, target, Chain(ln + 1, epilogue.cend()), &pro)};
+        return {NormKernel(ln, epilogue, kernel_name, target, pro)};
       }
       if (!epilogue.empty()) return {GeneratePointwise(node, kernel_name, epilogue)};
       break;
