@@ -113,14 +113,12 @@ std::optional<std::string> CheckWarpGemmParams(const WarpGemmParams& p, const Ge
     return fmt::format("{} stages: only asynchronous copies take other than 2", p.stages);
   if (p.stages < 2 || p.stages > 8) return fmt::format("{} stages: want 2 to 8", p.stages);
   if (p.split_k < 1 || p.split_k > 64) return fmt::format("split {}: want 1 to 64", p.split_k);
-  // Asynchronous copies: 16-byte chunks, shared out over the work-items (the first take one
-  // each where the chunks are fewer).
+  // Asynchronous copies: whole 16-byte chunks along k (the kernel shares them out over the
+  // work-items however many there are).
   int64_t chunk = g.mode == ComputeMode::kFp16 ? 8 : 4;
-  auto shares = [&](int64_t elems) { return elems / chunk % wg == 0 || elems / chunk < wg; };
-  if (async && (p.bk % chunk != 0 || !shares(p.bm * p.bk) || !shares(p.bn * p.bk)))
-    return fmt::format(
-        "tiles {}x{} and {}x{} do not share out in 16-byte chunks over {} work-items", p.bm, p.bk,
-        p.bn, p.bk, wg);
+  if (async && p.bk % chunk != 0)
+    return fmt::format("tile depth {}: asynchronous copies want multiples of {} (16 bytes)", p.bk,
+                       chunk);
   uint64_t local = StageBytes(p, g, async);
   if (local > t.local_mem_bytes)
     return fmt::format("{} bytes of local memory, the device has {}", local, t.local_mem_bytes);
@@ -388,9 +386,9 @@ std::optional<Tunable> ModelWarpGemmTunable(const GemmOperands& g, const Target&
   for (const auto& [bm, bn, wm, wn] : tiles)
     for (int bk : {16, 32, 64})
       for (int kgroups : {1, 2}) {
+        if (kgroups > 1 && (bm / wm) * (bn / wn) != 4) continue;  // 4-warp tiles only
         WarpGemmParams p{bm, bn, bk, wm, wn, 4};
         p.kgroups = kgroups;
-        if (kgroups > 1 && GroupSize(p) > 256) continue;  // 4-warp tiles only
         FitStages(&p, problem, t);
         if (CheckWarpGemmParams(p, problem, t)) continue;
         int64_t groups = CeilDiv(s.m, p.bm) * CeilDiv(s.n, p.bn) * s.batch;

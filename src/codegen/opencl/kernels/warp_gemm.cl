@@ -293,9 +293,8 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #if ASYNC
   // 16-byte chunks of both tiles of step k0 into stage st, as stored; chunks past the matrix's
   // edges (whole chunks: the host checked that its contiguous dimensions are multiples of CH)
-  // are zeros, read from nowhere.
-// (Tiles of fewer chunks than work-items, as with several warp groups along K: the first take
-// one each.)
+  // are zeros, read from nowhere. A last round of fewer chunks than work-items (several warp
+  // groups along K) leaves the rest idle.
 #define COPY_TILES(st, k0)                                                                   \
   do {                                                                                       \
     for (int l = 0; l < (BM * BK / CH + WG - 1) / WG; ++l) {                                 \
