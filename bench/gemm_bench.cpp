@@ -232,7 +232,7 @@ void RunEngine(const std::shared_ptr<cl::Context>& ctx, Problem& p, const GemmRu
         tiling = codegen::ChooseWgmmaTiling(g, target);
       std::string label =
           tiling ? fmt::format("gemm {}{} {}{}", name, runs.nt ? " nt" : "",
-                               codegen::WgmmaGemmClass(g, *tiling), forced ? "" : " *")
+                               codegen::WgmmaGemmClass(g, *tiling, target), forced ? "" : " *")
                  : fmt::format("gemm {}{} {}{}{}", name, runs.nt ? " nt" : "", chosen.ToString(),
                                codegen::AsyncCopies(g, chosen, target) ? " async" : "",
                                params ? "" : " *");

@@ -116,7 +116,7 @@ GemmKernels::Built& GemmKernels::KernelFor(const codegen::GemmProblem& g,
   // The kernel is generated only when its class has none yet: rendering the source per call
   // cost more host time than a small product takes on the device.
   std::string key = dpas    ? codegen::DpasGemmClass(g, target)
-                    : wgmma ? codegen::WgmmaGemmClass(g, w)
+                    : wgmma ? codegen::WgmmaGemmClass(g, w, target)
                             : codegen::WarpGemmClass(g, target, p);
   if (dpas)
     codegen::DpasGemmGeometry(g, target, global, local);

@@ -469,6 +469,9 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
           continue;
         }
         double ratio = measured[j]->us / std::max(measured[0]->us, 1e-9);
+        if (options.log_candidates)
+          say(fmt::format("{} {} {}: {:.1f} us (heuristic {:.1f} us)", t.family, t.signature, p,
+                          measured[j]->us, measured[0]->us));
         if (ratio < best_ratio) {
           best_ratio = ratio;
           best = trials[j].point;

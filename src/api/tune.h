@@ -33,6 +33,8 @@ struct TuneOptions {
   // if faster): kAuto on GPUs where it fits a third of the budget (docs/tuning.md).
   enum class ModelCheck { kAuto, kOn, kOff };
   ModelCheck model_check = ModelCheck::kAuto;
+  // Every measured candidate's time goes to the log as well, not only the discarded ones.
+  bool log_candidates = false;
 };
 
 struct TunedKernel {
@@ -62,7 +64,8 @@ struct TuneResult {
 };
 
 // Tunes model_path's kernels on ctx's device into the database. progress is called after each
-// build of candidates; log receives one line per discarded candidate. Throws Error as Compile does.
+// build of candidates; log receives one line per discarded candidate (and with
+// TuneOptions::log_candidates one per measured candidate). Throws Error as Compile does.
 TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Context>& ctx,
                      const TuneOptions& options,
                      const std::function<void(const TuneProgress&)>& progress = {},

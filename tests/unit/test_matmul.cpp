@@ -16,6 +16,7 @@
 
 #include "backends/native/bound_kernels.h"
 #include "backends/native/native_backend.h"
+#include "codegen/opencl/gemm/model_gemm.h"
 #include "codegen/opencl/gemm/warp_gemm.h"
 #include "codegen/opencl/matmul.h"
 #include "kernel_test_util.h"
@@ -435,6 +436,85 @@ TEST(MatMulTest, WarpKernelForModels) {
   RunKernel(a, b, nullptr, cpu, {{"compute_mode", static_cast<int64_t>(ComputeMode::kTf32)}});
   EXPECT_EQ(warp_runs - before, runs);
   EXPECT_GT(split_runs - splits_before, 0) << "the GPU's tiling splits K somewhere";
+}
+
+// Models' fp16 products on the warpgroup kernel (gemm/wgmma_gemm.h GenerateModelWgmmaGemm), on
+// the device's instruction where it has one (an H100 or H200) and elsewhere on its emulation from
+// the same local-memory layout with an H100's facts: edges along M, N and K (K a multiple of 8,
+// not of a step), broadcast batches, both transposes, tiles of one and two warpgroups, 32 to 128
+// columns, 128-byte rows, and K split into slices added by the sum kernel. Every tiling is a
+// point of the product's tunable family, picked as the tuner picks it.
+TEST(MatMulTest, WarpgroupKernelForModels) {
+  codegen::Target t = CpuTarget();
+  if (!t.wgmma) {
+    codegen::Target cpu = t;
+    t = H100Target();
+    t.ptx = false;
+    t.wgmma_emulated = t.mma_emulated = true;
+    t.max_work_group_size = std::min(cpu.max_work_group_size, t.max_work_group_size);
+  }
+  // The kernel's tilings are offered only where 128 x 128 tiles fill the device: a device of 1
+  // compute unit, for these small products.
+  codegen::GemmOperands layer;  // a transformer layer's projection at batch 1
+  layer.shape.m = 128, layer.shape.n = 768, layer.shape.k = 768;
+  layer.shape.dtype = DType::kFloat16, layer.shape.mode = ComputeMode::kFp16;
+  EXPECT_TRUE(codegen::ModelWgmmaTilings(layer, t).empty());
+  t.compute_units = 1;
+  struct WgCase {
+    Shape a, b;  // as multiplied
+    bool ta, tb;
+  };
+  const std::vector<WgCase> cases = {
+      {{197, 264}, {264, 72}, false, false},         // ViT's rows; N and K not whole tiles or steps
+      {{2, 1, 64, 256}, {3, 256, 96}, false, true},  // broadcast batches, B stored [N, K]
+      {{128, 512}, {512, 768}, false, false},        // a transformer layer's projection
+      {{72, 320}, {320, 40}, true, false},           // A stored [K, M]
+  };
+  uint32_t seed = 1500;
+  int runs = 0, splits_before = split_runs;
+  std::set<std::string> tried;
+  for (const WgCase& c : cases) {
+    HostTensor a = Random(DType::kFloat16, c.a, ++seed), b = Random(DType::kFloat16, c.b, ++seed);
+    HostTensor sa = c.ta ? ToF16(SwapLastTwo(ToF32(a))) : a;
+    HostTensor sb = c.tb ? ToF16(SwapLastTwo(ToF32(b))) : b;
+    ir::Attrs attrs{{"trans_a", int64_t{c.ta}},
+                    {"trans_b", int64_t{c.tb}},
+                    {"compute_mode", static_cast<int64_t>(ComputeMode::kFp16)}};
+    ir::Graph g;
+    ir::Node* node =
+        g.AddNode(ir::OpKind::kMatMul,
+                  {g.AddInput("a", {sa.dtype, sa.shape}), g.AddInput("b", {sb.dtype, sb.shape})},
+                  attrs, "mm");
+    std::optional<codegen::Tunable> tn = codegen::TunableOf(*node, t);
+    ASSERT_TRUE(tn.has_value());
+    // The warpgroup kernel's first point (the heuristic's tiling for it), and of the others each
+    // that brings a kind of tiling not tried yet: rows, row bytes and split, or columns.
+    std::vector<codegen::TunePoint> run;
+    for (const codegen::TunePoint& p : tn->candidates) {
+      if (!p.contains("wgmma")) continue;
+      bool rows = tried
+                      .insert(fmt::format("{} rows r{}{}", p.at("bm"), p.at("rowb"),
+                                          p.at("split") > 1 ? " split" : ""))
+                      .second;
+      bool cols = tried.insert(fmt::format("{} columns", p.at("bn"))).second;
+      if (rows || cols || run.empty()) run.push_back(p);
+    }
+    ASSERT_FALSE(run.empty()) << ShapeStr(c.a) << ": no warpgroup tilings";
+    for (const codegen::TunePoint& p : run) {
+      OnePoint source(p);
+      codegen::Target picked = t;
+      picked.tuning = &source;
+      std::string what = fmt::format("{}{} x {}{} {}", ShapeStr(c.a), c.ta ? "^T" : "",
+                                     ShapeStr(c.b), c.tb ? "^T" : "", codegen::PointString(p));
+      ExpectMatches(RunKernel(sa, sb, nullptr, picked, attrs), a, b, what, 4e-3);
+      ++runs;
+    }
+  }
+  for (const char* kind : {"64 rows r64", "128 rows r64 split", "64 rows r128", "128 rows r128",
+                           "32 columns", "256 columns"})
+    EXPECT_TRUE(tried.contains(kind)) << kind << " not tried";
+  EXPECT_GT(split_runs, splits_before) << "some tilings split K";
+  EXPECT_GT(runs, 8);
 }
 
 // The tiles the GPU's products get on an H100 (docs/precision.md): a transformer layer's few rows

@@ -19,6 +19,7 @@ struct TuneArgs {
   double budget = 120;
   int runs = 7;
   std::string model_check = "auto";
+  bool log_candidates = false;
   CompilerFlags compile;
 };
 
@@ -38,6 +39,7 @@ int RunTune(const TuneArgs& a) {
   o.model_check = a.model_check == "on"    ? TuneOptions::ModelCheck::kOn
                   : a.model_check == "off" ? TuneOptions::ModelCheck::kOff
                                            : TuneOptions::ModelCheck::kAuto;
+  o.log_candidates = a.log_candidates;
   std::printf("device   %s\n", dev.Label().c_str());
   bool tty = isatty(fileno(stderr));
   TuneResult r = TuneModel(
@@ -89,6 +91,8 @@ Runner AddTuneCommand(CLI::App& app) {
                   "them only if faster: auto (on GPUs, where it fits a third of the budget), on, "
                   "off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  cmd->add_flag("--log-candidates", a->log_candidates,
+                "log every measured candidate's time (stderr), not only the discarded ones");
   cmd->add_option("--device,-d", a->device, "gpu, cpu, P:D or a name substring (env TEXEL_DEVICE)");
   AddCompilerFlags(cmd, &a->compile);
   return [a] { return RunTune(*a); };

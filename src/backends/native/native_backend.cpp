@@ -37,7 +37,9 @@ codegen::Target NativeBackend::TargetOf(const cl::DeviceInfo& device) {
   // tests check the GPU's choices on a CPU device (docs/decisions.md); gpu:CU:handoff one whose
   // work-groups hand results over (NVIDIA's), on a device that runs them one at a time
   // (oclgrind); a trailing :mma (or TEXEL_TARGET=mma) runs reduced-precision products on the
-  // matrix-engine kernels with their FMA emulation. TEXEL_TARGET=cpu generates a CPU's kernels on
+  // matrix-engine kernels with their FMA emulation; :wgmma (after :mma if both) also offers
+  // Hopper's warpgroup kernel, emulated, wherever it would take a problem on an H100 (texel_gemm,
+  // the tuner's points for large fp16 products). TEXEL_TARGET=cpu generates a CPU's kernels on
   // any device: oclgrind's simulated device is a GPU, and this checks the CPU kernels there.
   if (const char* env = std::getenv("TEXEL_TARGET")) {
     std::string s = env;
@@ -46,7 +48,8 @@ codegen::Target NativeBackend::TargetOf(const cl::DeviceInfo& device) {
       s.resize(s.size() == suffix.size() - 1 ? 0 : s.size() - suffix.size());
       return true;
     };
-    t.mma_emulated = take_suffix(":mma");
+    t.wgmma_emulated = take_suffix(":wgmma");
+    t.mma_emulated = take_suffix(":mma") || t.wgmma_emulated;
     if (take_suffix(":handoff")) t.group_handoff = true;
     if (s == "cpu") {
       t.gpu = false;
@@ -54,7 +57,9 @@ codegen::Target NativeBackend::TargetOf(const cl::DeviceInfo& device) {
       if (s.rfind("gpu:", 0) != 0 || s.size() < 5 ||
           s.find_first_not_of("0123456789", 4) != std::string::npos)
         Fail(ErrorCode::kInvalidArgument,
-             "TEXEL_TARGET='{}': expected gpu:COMPUTE_UNITS[:handoff][:mma], cpu or mma", env);
+             "TEXEL_TARGET='{}': expected gpu:COMPUTE_UNITS[:handoff][:mma][:wgmma], cpu, mma or "
+             "wgmma",
+             env);
       t.gpu = true;
       t.compute_units = static_cast<uint32_t>(std::max(1, std::atoi(s.c_str() + 4)));
     }

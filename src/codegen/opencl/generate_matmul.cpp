@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "codegen/opencl/elementwise_chain.h"
-#include "codegen/opencl/gemm/warp_gemm.h"
+#include "codegen/opencl/gemm/model_gemm.h"
 #include "codegen/opencl/generator.h"
 #include "codegen/opencl/matmul.h"
 #include "core/error.h"
@@ -591,10 +591,10 @@ KernelSpec GenerateMatMulPartials(const ir::Node& n, const std::string& kernel_n
   RequireOneFloatType(n);
   GemmOperands g = OperandsOf(n);
   g.partials_only = true;
-  std::optional<WarpGemmParams> warp = TunedModelWarpGemm(g, target);
+  std::optional<ModelGemm> engine = TunedModelGemm(g, target);
   std::vector<KernelSpec> specs =
-      warp ? GenerateModelWarpGemm(g, kernel_name, target, *warp)
-           : GenerateGemm(g, kernel_name, target, TunedMatMulParams(g.shape, target));
+      engine ? GenerateModelGemm(g, kernel_name, target, *engine)
+             : GenerateGemm(g, kernel_name, target, TunedMatMulParams(g.shape, target));
   TEXEL_CHECK(specs.size() == 1 && specs[0].scratch_bytes.size() == 1, "partial product kernels");
   *slices = specs[0].scratch_bytes[0] /
             (NumElements(n.outputs[0]->type.shape) * ElemBytes(n.outputs[0]->type.dtype));
@@ -605,15 +605,15 @@ std::vector<KernelSpec> GenerateMatMul(const ir::Node& n, const std::string& ker
                                        const Target& target, const Chain& epilogue) {
   RequireOneFloatType(n);
   GemmOperands g = OperandsOf(n);
-  if (auto warp = TunedModelWarpGemm(g, target))
-    return GenerateModelWarpGemm(g, kernel_name, target, *warp, epilogue);
+  if (auto engine = TunedModelGemm(g, target))
+    return GenerateModelGemm(g, kernel_name, target, *engine, epilogue);
   return GenerateGemm(g, kernel_name, target, TunedMatMulParams(g.shape, target), epilogue);
 }
 
 std::optional<Tunable> MatMulNodeTunable(const ir::Node& n, const Target& t) {
   RequireOneFloatType(n);
   GemmOperands g = OperandsOf(n);
-  if (auto warp = ModelWarpGemmTunable(g, t)) return warp;
+  if (auto engine = ModelGemmTunable(g, t)) return engine;
   return MatMulTunable(g.shape, t);
 }
 

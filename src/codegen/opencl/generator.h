@@ -40,6 +40,10 @@ struct Target {
   // rounding as the engine does; the Intel function computed from its definition:
   // TEXEL_TARGET=...:mma), so that a CPU checks what the GPU will run.
   bool mma_emulated = false;
+  // Tests: the warpgroup kernel runs wherever it would on a device with the instruction (wgmma),
+  // with the instruction emulated from its local-memory layout (TEXEL_TARGET=...:wgmma, which
+  // implies :mma).
+  bool wgmma_emulated = false;
   // Work-groups may hand results to each other through a global fence and an atomic counter
   // (DefineArrival): known to hold on NVIDIA (a PTX fence) and on CPUs; elsewhere a second
   // kernel combines the parts.

@@ -230,9 +230,10 @@ void SetGeometry(const GemmProblem& g, const WarpGemmParams& p, KernelSpec& spec
                static_cast<double>(g.k) * static_cast<double>(g.batch);
 }
 
-// A model's product as texel_gemm's problem: dense operands (the batch offsets are multiples of
-// a matrix, which is what the alignment checks need).
-GemmProblem ProblemOf(const GemmOperands& o) {
+}  // namespace
+
+// The batch offsets are multiples of a matrix, which is what the alignment checks need.
+GemmProblem ModelGemmProblem(const GemmOperands& o) {
   const GemmShape& s = o.shape;
   GemmProblem g;
   g.m = s.m, g.n = s.n, g.k = s.k, g.batch = s.batch;
@@ -247,8 +248,6 @@ GemmProblem ProblemOf(const GemmOperands& o) {
   g.gather_f32 = g.gather_b && o.b_f32;
   return g;
 }
-
-}  // namespace
 
 void DefineOperandOffsets(KernelSource& src, bool trans_a, bool trans_b) {
   src.Define("A_AT(r, k)", trans_a ? "((long)(k) * lda + (r))" : "((long)(r) * lda + (k))");
@@ -299,7 +298,7 @@ std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const T
   const GemmShape& s = g.shape;
   // The matrix engine for a reduced-precision product deep enough; products of a few rows stay
   // with the direct kernel, which reads each weight once.
-  GemmProblem problem = ProblemOf(g);
+  GemmProblem problem = ModelGemmProblem(g);
   if (s.mode == ComputeMode::kFp32 || !(t.mma_sync || t.mma_emulated) || s.m < 16 ||
       s.k < (g.convolution ? kMinConvDepth : kMinDepth) ||
       (s.dtype != DType::kFloat32 && s.dtype != DType::kFloat16))
@@ -355,7 +354,9 @@ TunePoint PointOf(const WarpGemmParams& p) {
           {"wn", p.wn}, {"stages", p.stages}, {"split", p.split_k}, {"kgroups", p.kgroups}};
 }
 
-WarpGemmParams ParamsOf(const TunePoint& q) {
+}  // namespace
+
+WarpGemmParams WarpGemmParamsOf(const TunePoint& q) {
   WarpGemmParams p;
   p.bm = static_cast<int>(q.at("bm")), p.bn = static_cast<int>(q.at("bn"));
   p.bk = static_cast<int>(q.at("bk")), p.wm = static_cast<int>(q.at("wm"));
@@ -365,13 +366,11 @@ WarpGemmParams ParamsOf(const TunePoint& q) {
   return p;
 }
 
-}  // namespace
-
 std::optional<Tunable> ModelWarpGemmTunable(const GemmOperands& g, const Target& t) {
   std::optional<WarpGemmParams> heuristic = ChooseModelWarpGemm(g, t);
   if (!heuristic) return std::nullopt;
   const GemmShape& s = g.shape;
-  GemmProblem problem = ProblemOf(g);
+  GemmProblem problem = ModelGemmProblem(g);
   Tunable tn;
   tn.family = "warp_gemm";
   tn.version = kFamilyVersion;
@@ -410,18 +409,13 @@ std::optional<WarpGemmParams> TunedModelWarpGemm(const GemmOperands& g, const Ta
   if (t.tuning == nullptr) return ChooseModelWarpGemm(g, t);  // no need for the whole space
   std::optional<Tunable> tn = ModelWarpGemmTunable(g, t);
   if (!tn) return std::nullopt;
-  return ParamsOf(Choose(*tn, t));
+  return WarpGemmParamsOf(Choose(*tn, t));
 }
 
-std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::string& kernel_name,
-                                              const Target& t, const WarpGemmParams& p,
-                                              const Chain& epilogue) {
+void DefineModelProduct(KernelSource& src, const GemmOperands& g, int64_t splits, int64_t ks) {
   const GemmShape& s = g.shape;
-  GemmProblem problem = ProblemOf(g);
-  KernelSource src = WarpSource(problem, kernel_name, t, p);
-  int64_t ks = SplitLength(s.k, p.split_k, p.bk), splits = CeilDiv(s.k, ks);
+  GemmProblem problem = ModelGemmProblem(g);
   bool partials = splits > 1 || g.partials_only;
-  DefineStorage(src, s.dtype);
   src.Define("MODEL", 1).Define("PARTIALS", partials);
   src.Define("M", s.m).Define("N", s.n).Define("K", s.k).Define("BATCH", s.batch);
   src.Define("SPLITS", splits).Define("KS", ks);
@@ -432,6 +426,39 @@ std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::
   bool bias = !g.bias.empty() && !partials;
   src.Define("BIAS_PARAM", bias ? ", __global const T_STORE* restrict bias_p" : "");
   src.Define("BIAS(b, row)", bias ? "GLOAD(bias_p, " + g.bias + ")" : "0");
+}
+
+KernelSpec ModelProductSpec(KernelSource& src, const GemmOperands& g,
+                            const std::string& kernel_name, int64_t splits, const Chain& epilogue) {
+  bool partials = splits > 1 || g.partials_only;
+  KernelSpec spec;
+  spec.name = kernel_name;
+  int64_t outputs = g.shape.batch * g.shape.m * g.shape.n;
+  // Partial products: slices of float sums in scratch 0, as the scalar kernels leave them, with
+  // the epilogue in the sum kernel.
+  spec.args = partials ? std::vector<int>{g.args[0], g.args[1], -1} : g.args;
+  if (partials) spec.scratch_bytes = {splits * outputs * 4};
+  ApplyEpilogue(src, kernel_name, g.out, partials ? Chain{} : epilogue, spec, true);
+  spec.source = src.Render();
+  return spec;
+}
+
+std::vector<KernelSpec> WithSplitSum(KernelSpec spec, const GemmOperands& g, int64_t splits,
+                                     const Chain& epilogue) {
+  if (splits == 1 || g.partials_only) return {std::move(spec)};
+  std::string sum = spec.name + "_sum";
+  return {std::move(spec), GenerateSplitSum(g, sum, splits, epilogue)};
+}
+
+std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::string& kernel_name,
+                                              const Target& t, const WarpGemmParams& p,
+                                              const Chain& epilogue) {
+  const GemmShape& s = g.shape;
+  GemmProblem problem = ModelGemmProblem(g);
+  KernelSource src = WarpSource(problem, kernel_name, t, p);
+  int64_t ks = SplitLength(s.k, p.split_k, p.bk), splits = CeilDiv(s.k, ks);
+  DefineStorage(src, s.dtype);
+  DefineModelProduct(src, g, splits, ks);
   TEXEL_CHECK(!g.b_f32 || problem.gather_b, "an f32 image is gathered");
   src.Define("T_STORE_B", g.b_f32 ? "float" : "T_STORE");
   if (problem.gather_b) {
@@ -443,21 +470,12 @@ std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::
     src.Define("LOAD_E(p, i)", fmt::format("(((__global const {}*)(p))[i])", rt));
     DefineLoadB(src, g, kernel_name, true);
   }
-  KernelSpec spec;
-  spec.name = kernel_name;
-  int64_t outputs = s.batch * s.m * s.n;
-  // Partial products: slices of float sums in scratch 0, as the scalar kernels leave them, with
-  // the epilogue in the sum kernel.
-  spec.args = partials ? std::vector<int>{g.args[0], g.args[1], -1} : g.args;
-  if (partials) spec.scratch_bytes = {splits * outputs * 4};
-  ApplyEpilogue(src, kernel_name, g.out, partials ? Chain{} : epilogue, spec, true);
-  spec.source = src.Render();
+  KernelSpec spec = ModelProductSpec(src, g, kernel_name, splits, epilogue);
   spec.inline_ptx = spec.tensor_cores = t.mma_sync;  // mma.sync, cp.async, ldmatrix, cvt
   spec.gathers_b = problem.gather_b;
   SetGeometry(problem, p, spec);
   spec.global[2] *= static_cast<size_t>(splits);
-  if (!partials || g.partials_only) return {spec};
-  return {spec, GenerateSplitSum(g, kernel_name + "_sum", splits, epilogue)};
+  return WithSplitSum(std::move(spec), g, splits, epilogue);
 }
 
 }  // namespace texel::codegen

@@ -92,6 +92,9 @@ KernelSpec GenerateWarpGemm(const GemmProblem& g, const std::string& kernel_name
 // dimensions lda and ldb, for the matrix-engine templates (warp_gemm.cl, dpas_gemm.cl).
 void DefineOperandOffsets(KernelSource& src, bool trans_a, bool trans_b);
 
+// A model's product as texel_gemm's problem: dense operands.
+GemmProblem ModelGemmProblem(const GemmOperands& g);
+
 // Models' matrix products (MatMul and Conv: the scalar kernels' GemmOperands) on the warp-tiled
 // kernel: where the product's compute mode is not fp32, the device has a matrix engine (or
 // emulates one for tests: Target::mma_emulated), a gathered B (a convolution's image) is stored
@@ -108,8 +111,21 @@ std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const T
 // split 1, 2, 4, 8 or 16 ways (each range at least 64 long) and the split that fills the device
 // best. Points {bm, bn, bk, wm, wn, stages, split, kgroups}.
 std::optional<Tunable> ModelWarpGemmTunable(const GemmOperands& g, const Target& t);
+// The tiling of one of ModelWarpGemmTunable's points.
+WarpGemmParams WarpGemmParamsOf(const TunePoint& point);
 // ChooseModelWarpGemm, or t.tuning's point of ModelWarpGemmTunable.
 std::optional<WarpGemmParams> TunedModelWarpGemm(const GemmOperands& g, const Target& t);
+// The model interface of both matrix-engine templates (warp_gemm.cl's MODEL; wgmma_gemm.cl's
+// too): sizes, K in `splits` ranges of `ks`, leading dimensions, batch offsets, OUT_AT and the
+// bias of g (GLOAD reads it).
+void DefineModelProduct(KernelSource& src, const GemmOperands& g, int64_t splits, int64_t ks);
+// g's model kernel from src, its geometry left to the caller: the arguments, the slices' scratch
+// (split K or g.partials_only), the epilogue applied, the source rendered.
+KernelSpec ModelProductSpec(KernelSource& src, const GemmOperands& g,
+                            const std::string& kernel_name, int64_t splits, const Chain& epilogue);
+// {spec}, or with split K (and not g.partials_only) {spec, the sum kernel adding the slices up}.
+std::vector<KernelSpec> WithSplitSum(KernelSpec spec, const GemmOperands& g, int64_t splits,
+                                     const Chain& epilogue);
 // The kernel: sizes fixed, the epilogue applied as results are stored; with
 // g.partials_only the product alone, as one slice of float sums in scratch 0.
 std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::string& kernel_name,

@@ -40,10 +40,33 @@ int64_t Tiles(const GemmProblem& g, const WgmmaTiling& w) {
   return g.m / w.bm * (g.n / w.bn) * g.batch;
 }
 
+// Local memory a tiling takes.
+int LocalBytes(const WgmmaTiling& w) { return (w.bm + w.bn) * w.row_bytes * w.stages; }
+
+// What both kernels' sources share: the tiling, the operands' layouts, the instruction (or its
+// emulation) and the copies.
+KernelSource WgmmaSource(const GemmProblem& g, const std::string& kernel_name, const Target& t,
+                         const WgmmaTiling& w, bool even) {
+  KernelSource src(kernel_name, "wgmma_gemm");
+  src.Define("BM", w.bm).Define("BN", w.bn).Define("STAGES", w.stages).Define("ROWB", w.row_bytes);
+  src.Define("ELEM", ElemBytes(g));
+  DefineStorage(src, g.elem);
+  src.Define("TRANS_A", g.trans_a).Define("TRANS_B", g.trans_b).Define("EVEN", even);
+  // The emulation's source has no hidden instruction, so the runtime builds it as it is.
+  bool emulated = !t.wgmma;
+  src.Define("WGMMA_EMULATED", emulated);
+  src.Define("SM90A(x)",
+             emulated ? "((void)0)" : R"(__asm volatile("// sm_90a: " x ::: "memory"))");
+  if (!emulated) src.Define("WGMMA(d, da, db)", WgmmaMacro(g, w.bn));
+  DefineAsyncCopy(src, t);
+  return src;
+}
+
 }  // namespace
 
 std::string WgmmaTiling::ToString() const {
-  return fmt::format("{}x{} s{}{}", bm, bn, stages, row_bytes == 64 ? "" : " r128");
+  return fmt::format("{}x{} s{}{}{}", bm, bn, stages, row_bytes == 64 ? "" : " r128",
+                     split_k > 1 ? fmt::format(" split {}", split_k) : "");
 }
 
 // 128 x 128 tiles of two warpgroups, 3 stages of 16 KiB: on the H100 at n = 4096
@@ -62,7 +85,7 @@ WgmmaTiling ChooseWgmmaTiling(const GemmProblem& g, const Target& t) {
 
 std::optional<std::string> CheckWgmmaTiling(const WgmmaTiling& w, const GemmProblem& g,
                                             const Target& t) {
-  if (!t.wgmma) return "the device has no warpgroup MMA (sm_90a)";
+  if (!t.wgmma && !t.wgmma_emulated) return "the device has no warpgroup MMA (sm_90a)";
   if (g.gather_b || g.k <= 0) return "a gathered or empty product";
   bool f16 = g.mode == ComputeMode::kFp16 && g.elem == DType::kFloat16;
   // tf32 has no transposing instruction: both operands k-contiguous.
@@ -76,9 +99,9 @@ std::optional<std::string> CheckWgmmaTiling(const WgmmaTiling& w, const GemmProb
         w.ToString());
   if (w.row_bytes == 128 && (g.trans_a || !g.trans_b))
     return "128-byte rows need k-contiguous operands (A [M, K], B stored [N, K])";
-  if ((w.bm + w.bn) * w.row_bytes * w.stages > kLocalBytes)
+  if (LocalBytes(w) > kLocalBytes)
     return fmt::format("tiling {} needs {} bytes of local memory, past {}", w.ToString(),
-                       (w.bm + w.bn) * w.row_bytes * w.stages, kLocalBytes);
+                       LocalBytes(w), kLocalBytes);
   if (t.max_work_group_size < static_cast<size_t>(w.bm / 64 * 128))
     return "work-groups of that size do not fit the device";
   int64_t chunk = 16 / ElemBytes(g);  // elements per 16 bytes
@@ -101,9 +124,9 @@ bool WgmmaApplies(const GemmProblem& g, const Target& t) {
   return !(f16 && Tiles(g, w) * 4 < static_cast<int64_t>(t.compute_units) * 3);
 }
 
-std::string WgmmaGemmClass(const GemmProblem& g, const WgmmaTiling& w) {
-  return fmt::format("wgmma {} {} {}{}", w.ToString(), ComputeModeName(g.mode),
-                     g.trans_a ? "t" : "n", g.trans_b ? "t" : "n");
+std::string WgmmaGemmClass(const GemmProblem& g, const WgmmaTiling& w, const Target& t) {
+  return fmt::format("wgmma {} {} {}{}{}", w.ToString(), ComputeModeName(g.mode),
+                     g.trans_a ? "t" : "n", g.trans_b ? "t" : "n", t.wgmma ? "" : " emulated");
 }
 
 void WgmmaGemmGeometry(const GemmProblem& g, const WgmmaTiling& w, std::vector<size_t>* global,
@@ -119,21 +142,147 @@ KernelSpec GenerateWgmmaGemm(const GemmProblem& g, const std::string& kernel_nam
   if (auto why = CheckWgmmaTiling(w, g, t))
     Fail(ErrorCode::kInvalidArgument,
          "texel_gemm: the warpgroup kernel does not take this problem: {}", *why);
-  KernelSource src(kernel_name, "wgmma_gemm");
-  src.Define("BM", w.bm).Define("BN", w.bn).Define("STAGES", w.stages).Define("ROWB", w.row_bytes);
-  src.Define("ELEM", ElemBytes(g));
-  DefineStorage(src, g.elem);
-  src.Define("TRANS_A", g.trans_a).Define("TRANS_B", g.trans_b);
-  src.Define("WGMMA(d, da, db)", WgmmaMacro(g, w.bn));
-  DefineAsyncCopy(src, t);
+  KernelSource src = WgmmaSource(g, kernel_name, t, w, true);
+  src.Define("MODEL", 0);
   KernelSpec spec;
   spec.name = kernel_name;
   spec.source = src.Render();
-  spec.inline_ptx = spec.tensor_cores = true;
+  spec.inline_ptx = spec.tensor_cores = t.wgmma;
   WgmmaGemmGeometry(g, w, &spec.global, &spec.local);
   spec.flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) *
                static_cast<double>(g.k) * static_cast<double>(g.batch);
   return spec;
+}
+
+namespace {
+
+constexpr int64_t kMinModelRows = 64;    // one warpgroup's rows
+constexpr int64_t kMinModelDepth = 256;  // as the warp-tiled kernel's (warp_gemm.cpp)
+constexpr int64_t kMinSplitRange = 128;
+
+int64_t ModelTiles(const GemmShape& s, const WgmmaTiling& w) {
+  return CeilDiv(s.m, w.bm) * CeilDiv(s.n, w.bn) * s.batch;
+}
+
+// The most stages (up to `most`) that w fits in local memory with, at least 2.
+WgmmaTiling Deepest(WgmmaTiling w, int most, const Target& t) {
+  int64_t cap = std::min<int64_t>(kLocalBytes, static_cast<int64_t>(t.local_mem_bytes));
+  for (w.stages = most; w.stages > 2 && LocalBytes(w) > cap; --w.stages) {
+  }
+  return w;
+}
+
+}  // namespace
+
+std::optional<std::string> CheckModelWgmma(const WgmmaTiling& w, const GemmOperands& g,
+                                           const Target& t) {
+  const GemmShape& s = g.shape;
+  GemmProblem p = ModelGemmProblem(g);
+  if (!t.wgmma && !t.wgmma_emulated) return "the device has no warpgroup MMA (sm_90a)";
+  if (s.mode != ComputeMode::kFp16 || s.dtype != DType::kFloat16)
+    return "fp16 products on f16 storage only";
+  if (p.gather_b || g.b_f32) return "B is gathered, not stored as a matrix";
+  if ((w.bm != 64 && w.bm != 128) || (w.bn != 32 && w.bn != 64 && w.bn != 128 && w.bn != 256) ||
+      w.stages < 2 || (w.row_bytes != 64 && w.row_bytes != 128) || w.split_k < 1)
+    return fmt::format("tiling {}: want 64 or 128 rows, 32 to 256 columns, 2 stages or more",
+                       w.ToString());
+  if (w.row_bytes == 128 && (s.trans_a || !s.trans_b))
+    return "128-byte rows need k-contiguous operands";
+  if (LocalBytes(w) > std::min<int64_t>(kLocalBytes, static_cast<int64_t>(t.local_mem_bytes)))
+    return fmt::format("tiling {} needs {} bytes of local memory", w.ToString(), LocalBytes(w));
+  if (t.max_work_group_size < static_cast<size_t>(w.bm / 64 * 128))
+    return "work-groups of that size do not fit the device";
+  // 16-byte chunks wholly inside or outside each operand: K and the contiguous dimensions are
+  // multiples of 8 (which also aligns the batch offsets, multiples of a matrix).
+  if (s.k % 8 || (s.trans_a && s.m % 8) || (!s.trans_b && s.n % 8))
+    return "K and each operand's contiguous dimension must be multiples of 8";
+  int64_t ks = SplitLength(s.k, w.split_k, w.row_bytes / 2);
+  if (w.split_k > 1 && CeilDiv(s.k, ks) != w.split_k)
+    return fmt::format("K = {} does not split {} ways", s.k, w.split_k);
+  return std::nullopt;
+}
+
+std::vector<WgmmaTiling> ModelWgmmaTilings(const GemmOperands& g, const Target& t) {
+  const GemmShape& s = g.shape;
+  std::vector<WgmmaTiling> out;
+  // Only products whose 128 x 128 tiles fill the compute units: on the H200, of six transformer
+  // products at batch 1 (128 or 197 rows) none ran faster on this kernel than on the warp-tiled
+  // one (the best tilings of each 0.97-1.22x slower), and of three at batch 32 one did
+  // (4096 x 768 x 3072: 1.19x faster; docs/precision.md). Smaller products would only dilute
+  // the tuner's budget.
+  WgmmaTiling probe{64, 32, 2, 64};
+  if (s.m < kMinModelRows || s.k < kMinModelDepth || CheckModelWgmma(probe, g, t) ||
+      ModelTiles(s, {128, 128, 3, 64}) < static_cast<int64_t>(t.compute_units))
+    return out;
+  auto add = [&](WgmmaTiling w) {
+    if (CheckModelWgmma(w, g, t)) return;
+    for (const WgmmaTiling& o : out)
+      if (o.bm == w.bm && o.bn == w.bn && o.stages == w.stages && o.row_bytes == w.row_bytes &&
+          o.split_k == w.split_k)
+        return;
+    out.push_back(w);
+  };
+  // The heuristic's: the largest tile (128 x 128, 128 x 64, 64 x 64, 64 x 32) whose tiles fill
+  // the compute units, else the smallest, K split to fill them.
+  std::vector<WgmmaTiling> shapes = {
+      {128, 128, 3, 64}, {128, 64, 4, 64}, {64, 64, 6, 64}, {64, 32, 6, 64}};
+  WgmmaTiling first{};
+  bool found = false;
+  for (WgmmaTiling w : shapes) {
+    w = Deepest(w, w.stages, t);
+    if (CheckModelWgmma(w, g, t)) continue;
+    first = w, found = true;
+    if (ModelTiles(s, w) >= static_cast<int64_t>(t.compute_units)) break;
+  }
+  if (!found) return out;
+  int64_t tiles = ModelTiles(s, first);
+  if (tiles < static_cast<int64_t>(t.compute_units))
+    first.split_k = SplitsToFill(tiles, s.k, first.row_bytes / 2, kMinSplitRange, t);
+  add(first);
+  // Tiles of one or two warpgroups by 32 to 256 columns, 64- or 128-byte rows, stages from 2 to
+  // the most that fit (up to 8), K split 1 to 16 ways and the split that fills the device best.
+  for (int bm : {64, 128})
+    for (int bn : {32, 64, 128, 256})
+      for (int rowb : {64, 128})
+        for (int most : {3, 4, 8}) {
+          WgmmaTiling w = Deepest({bm, bn, most, rowb}, most, t);
+          int64_t n = ModelTiles(s, w);
+          std::vector<int> splits = {1, 2, 4, 8, 16};
+          if (n < static_cast<int64_t>(t.compute_units))
+            splits.push_back(SplitsToFill(n, s.k, rowb / 2, kMinSplitRange, t));
+          for (int split : splits) {
+            if (split > 1 && SplitLength(s.k, split, rowb / 2) < kMinSplitRange) continue;
+            w.split_k = split;
+            add(w);
+          }
+        }
+  return out;
+}
+
+std::vector<KernelSpec> GenerateModelWgmmaGemm(const GemmOperands& g,
+                                               const std::string& kernel_name, const Target& t,
+                                               const WgmmaTiling& w, const Chain& epilogue) {
+  if (auto why = CheckModelWgmma(w, g, t))
+    Fail(ErrorCode::kInvalidArgument, "{}: the warpgroup kernel does not take this product: {}",
+         kernel_name, *why);
+  const GemmShape& s = g.shape;
+  GemmProblem problem = ModelGemmProblem(g);
+  bool even = s.m % w.bm == 0 && s.n % w.bn == 0 && s.k % (w.row_bytes / 2) == 0;
+  int64_t ks = SplitLength(s.k, w.split_k, w.row_bytes / 2), splits = CeilDiv(s.k, ks);
+  // Along K an edge is only where the ranges end: with split K every range but the last is
+  // whole steps, and EVEN covers the last.
+  KernelSource src = WgmmaSource(problem, kernel_name, t, w, even);
+  src.Define("GLOAD(p, i)", "LOAD(p, i)");
+  DefineModelProduct(src, g, splits, ks);
+  KernelSpec spec = ModelProductSpec(src, g, kernel_name, splits, epilogue);
+  spec.inline_ptx = spec.tensor_cores = t.wgmma;
+  size_t wg = static_cast<size_t>(w.bm / 64 * 128);
+  spec.global = {static_cast<size_t>(CeilDiv(s.m, w.bm)) * wg,
+                 static_cast<size_t>(CeilDiv(s.n, w.bn)), static_cast<size_t>(s.batch * splits)};
+  spec.local = {wg, 1, 1};
+  spec.flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) *
+               static_cast<double>(s.k) * static_cast<double>(s.batch);
+  return WithSplitSum(std::move(spec), g, splits, epilogue);
 }
 
 }  // namespace texel::codegen

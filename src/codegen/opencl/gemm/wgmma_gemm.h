@@ -14,11 +14,13 @@
 
 namespace texel::codegen {
 
-// A tile of bm (64 or 128: one or two warpgroups) x bn (64, 128 or 256) in `stages` stages of
-// row_bytes of K (64, or 128 where both operands are k-contiguous).
+// A tile of bm (64 or 128: one or two warpgroups) x bn (64, 128 or 256; models also 32) in
+// `stages` stages of row_bytes of K (64, or 128 where both operands are k-contiguous). Models'
+// products only: K cut into split_k ranges summed into slices (as WarpGemmParams::split_k).
 struct WgmmaTiling {
   int bm = 128, bn = 128, stages = 3, row_bytes = 64;
-  std::string ToString() const;  // "128x128 s3", "64x64 s3 r128"
+  int split_k = 1;
+  std::string ToString() const;  // "128x128 s3", "64x64 s3 r128", "64x64 s4 split 4"
 };
 
 // The heuristic's tiling for g on t (docs/precision.md): 128 x 128 in 3 stages, 128 x 64 in 4
@@ -32,12 +34,30 @@ std::optional<std::string> CheckWgmmaTiling(const WgmmaTiling& w, const GemmProb
 bool WgmmaApplies(const GemmProblem& g, const Target& t);
 
 // g's shape class (the kernel's source depends on nothing else) and its launch geometry.
-std::string WgmmaGemmClass(const GemmProblem& g, const WgmmaTiling& w);
+std::string WgmmaGemmClass(const GemmProblem& g, const WgmmaTiling& w, const Target& t);
 void WgmmaGemmGeometry(const GemmProblem& g, const WgmmaTiling& w, std::vector<size_t>* global,
                        std::vector<size_t>* local);
 // The kernel, with texel_gemm's parameters in the warp-tiled kernel's order; its source hides the
 // sm_90a instructions for the runtime to make live (runtime/cl/ptx_sm90a.h).
 KernelSpec GenerateWgmmaGemm(const GemmProblem& g, const std::string& kernel_name, const Target& t,
                              const WgmmaTiling& w);
+
+// Models' fp16 products (MatMul on f16 storage, operands stored as matrices) on the warpgroup
+// kernel, with warp_gemm.cl's model interface: sizes fixed, edges along M, N and K (each
+// operand's contiguous dimension and K multiples of 8), broadcast batches, K split into slices,
+// the epilogue fused. Where the device has the instruction (Target::wgmma) or emulates it for
+// tests (Target::wgmma_emulated).
+// Why w cannot run g on t, or nullopt.
+std::optional<std::string> CheckModelWgmma(const WgmmaTiling& w, const GemmOperands& g,
+                                           const Target& t);
+// The tilings the tuner may try for g, the first the one a heuristic would take: 128 or 64 rows
+// by 32 to 256 columns, as many stages as fit, K split 1 to 16 ways. Empty where the kernel does
+// not take g, and for products whose 128 x 128 tiles leave compute units idle (measured slower
+// there than the warp-tiled kernel).
+std::vector<WgmmaTiling> ModelWgmmaTilings(const GemmOperands& g, const Target& t);
+// The kernel (and the split sum's, with split K and no partials_only).
+std::vector<KernelSpec> GenerateModelWgmmaGemm(const GemmOperands& g,
+                                               const std::string& kernel_name, const Target& t,
+                                               const WgmmaTiling& w, const Chain& epilogue = {});
 
 }  // namespace texel::codegen

@@ -1,0 +1,64 @@
+// Models' products on either matrix-engine kernel (model_gemm.h).
+#include "codegen/opencl/gemm/model_gemm.h"
+
+#include <algorithm>
+
+namespace texel::codegen {
+namespace {
+
+TunePoint PointOf(const WgmmaTiling& w) {
+  return {{"wgmma", 1},         {"bm", w.bm},          {"bn", w.bn},
+          {"stages", w.stages}, {"rowb", w.row_bytes}, {"split", w.split_k}};
+}
+
+ModelGemm ModelGemmOf(const TunePoint& q) {
+  ModelGemm k;
+  if (!q.contains("wgmma")) {
+    k.warp = WarpGemmParamsOf(q);
+    return k;
+  }
+  k.wgmma.bm = static_cast<int>(q.at("bm")), k.wgmma.bn = static_cast<int>(q.at("bn"));
+  k.wgmma.stages = static_cast<int>(q.at("stages"));
+  k.wgmma.row_bytes = static_cast<int>(q.at("rowb"));
+  k.wgmma.split_k = static_cast<int>(q.at("split"));
+  return k;
+}
+
+}  // namespace
+
+std::string ModelGemm::ToString() const {
+  return warp ? warp->ToString() : "wgmma " + wgmma.ToString();
+}
+
+std::optional<ModelGemm> ChooseModelGemm(const GemmOperands& g, const Target& t) {
+  std::optional<WarpGemmParams> warp = ChooseModelWarpGemm(g, t);
+  if (!warp) return std::nullopt;
+  return ModelGemm{warp, {}};
+}
+
+std::optional<Tunable> ModelGemmTunable(const GemmOperands& g, const Target& t) {
+  std::optional<Tunable> tn = ModelWarpGemmTunable(g, t);
+  if (!tn) return std::nullopt;
+  for (const WgmmaTiling& w : ModelWgmmaTilings(g, t)) {
+    TunePoint point = PointOf(w);
+    if (std::find(tn->candidates.begin(), tn->candidates.end(), point) == tn->candidates.end())
+      tn->candidates.push_back(point);
+  }
+  return tn;
+}
+
+std::optional<ModelGemm> TunedModelGemm(const GemmOperands& g, const Target& t) {
+  if (t.tuning == nullptr) return ChooseModelGemm(g, t);  // no need for the whole space
+  std::optional<Tunable> tn = ModelGemmTunable(g, t);
+  if (!tn) return std::nullopt;
+  return ModelGemmOf(Choose(*tn, t));
+}
+
+std::vector<KernelSpec> GenerateModelGemm(const GemmOperands& g, const std::string& kernel_name,
+                                          const Target& t, const ModelGemm& k,
+                                          const Chain& epilogue) {
+  if (k.warp) return GenerateModelWarpGemm(g, kernel_name, t, *k.warp, epilogue);
+  return GenerateModelWgmmaGemm(g, kernel_name, t, k.wgmma, epilogue);
+}
+
+}  // namespace texel::codegen
