@@ -156,9 +156,9 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device,
     const Backend* be = FindBackend(BackendOf(first));
     TEXEL_CHECK(be != nullptr, "node '{}' has unknown backend '{}'", first.name, first.backend);
     // "Conv+Add+Relu": the ops of nodes[from..], a kernel's label.
-    auto ops_from = [&](size_t from) {
+    auto ops_from = [&](size_t from, size_t end = 0) {
       std::string s;
-      for (size_t k = from; k < nodes.size(); ++k) {
+      for (size_t k = from; k < (end ? end : nodes.size()); ++k) {
         if (!s.empty()) s += '+';
         s += OpName(nodes[k]->op);
       }
@@ -226,9 +226,19 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device,
       }
       step.global = k.global;
       step.local = k.local;
-      TEXEL_CHECK(k.first_op < nodes.size(), "kernel '{}' starts past its group", k.name);
-      step.node = nodes[k.first_op]->name;
-      step.op = ops_from(k.first_op);
+      size_t end = k.end_op ? k.end_op : nodes.size();
+      TEXEL_CHECK(k.first_op < end && end <= nodes.size(), "kernel '{}': ops {}..{} of {}", k.name,
+                  k.first_op, end, nodes.size());
+      // Named after its anchor: the first of its ops that is not elementwise (a LayerNorm after
+      // the epilogue it applies), else its first.
+      size_t anchor = k.first_op;
+      for (size_t j = k.first_op; j < end; ++j)
+        if (!ir::IsElementwise(nodes[j]->info().cls)) {
+          anchor = j;
+          break;
+        }
+      step.node = nodes[anchor]->name;
+      step.op = ops_from(k.first_op, end);
       step.backend = std::string(be->name());
       step.flops = k.flops;
       for (const ir::Value* v : reads) step.bytes += static_cast<double>(v->type.bytes());

@@ -14,9 +14,7 @@ namespace texel::passes {
 namespace {
 
 bool ReadsOperandsThroughViews(const ir::Node& n) {
-  ir::OpClass c = n.info().cls;
-  bool elementwise =
-      c == ir::OpClass::kUnary || c == ir::OpClass::kBinary || c == ir::OpClass::kTernary;
+  bool elementwise = ir::IsElementwise(n.info().cls);
   // Integer Pow is a loop over its operands' own strides (generate_pointwise.cpp).
   if (n.op == ir::OpKind::kPow && !IsFloat(n.inputs[0]->type.dtype)) return false;
   return (n.op == ir::OpKind::kConcat || elementwise) && !n.outputs[0]->is_image();

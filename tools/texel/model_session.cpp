@@ -166,20 +166,27 @@ std::string FormatBytes(int64_t bytes) {
 std::string KernelMix(const runtime::Plan& plan) {
   const char* kinds[] = {"attention", "norm", "gemm", "copy", "other"};
   int count[5] = {};
+  // A kernel counts as the most telling of the ops it computes: attention, then a product or
+  // convolution, then a norm (a LayerNorm computing its input as it reads it: an embedding
+  // lookup, a position term), then movement.
   for (const auto& step : plan.steps) {
-    ir::OpKind op = ir::OpKind::kCopy;
-    bool known = ir::ParseOpKind(step.op.substr(0, step.op.find('+')), &op);
-    ir::OpClass c = ir::GetOpInfo(op).cls;
-    // A LayerNorm computing its input as it reads it (an embedding lookup, a position term) is
-    // the LayerNorm's kernel; a product's kernel stays a product's when a LayerNorm follows it.
-    if (c != ir::OpClass::kMatMul && step.op.find("+LayerNorm") != std::string::npos)
-      c = ir::OpClass::kNormalize;
-    int k = !known                                                   ? 4
-            : c == ir::OpClass::kAttention                           ? 0
-            : c == ir::OpClass::kNormalize                           ? 1
-            : c == ir::OpClass::kMatMul || c == ir::OpClass::kConv   ? 2
-            : c == ir::OpClass::kMovement || op == ir::OpKind::kCopy ? 3
-                                                                     : 4;
+    int k = 4;
+    for (size_t from = 0; from <= step.op.size();) {
+      size_t to = std::min(step.op.find('+', from), step.op.size());
+      ir::OpKind op = ir::OpKind::kCopy;
+      if (ir::ParseOpKind(step.op.substr(from, to - from), &op)) {
+        ir::OpClass c = ir::GetOpInfo(op).cls;
+        int kind = c == ir::OpClass::kAttention                             ? 0
+                   : c == ir::OpClass::kMatMul || c == ir::OpClass::kConv   ? 2
+                   : c == ir::OpClass::kNormalize                           ? 1
+                   : c == ir::OpClass::kMovement || op == ir::OpKind::kCopy ? 3
+                                                                            : 4;
+        // Ranked attention, product, norm, movement, other.
+        static constexpr int kRank[] = {0, 2, 1, 3, 4};
+        if (kRank[kind] < kRank[k]) k = kind;
+      }
+      from = to + 1;
+    }
     ++count[k];
   }
   std::string s;

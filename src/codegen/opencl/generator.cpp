@@ -214,7 +214,7 @@ std::vector<KernelSpec> GenerateGroup(const Chain& nodes, const std::string& ker
       KernelSpec product = GenerateMatMulPartials(node, kernel_name, target, &pro.slices);
       KernelSpec norm = NormKernel(ln, epilogue, kernel_name + "_layernorm", target, pro);
       norm.scratch_bytes = product.scratch_bytes;
-      norm.first_op = static_cast<size_t>(ln - epilogue.cbegin()) + 1;
+      product.end_op = norm.first_op = 1;  // the LayerNorm's kernel applies the epilogue
       return {product, norm};
     }
     case ir::OpClass::kNormalize:

@@ -23,9 +23,11 @@ struct KernelSpec {
   // Scratch buffers (by index) that start zeroed and that the kernels leave zeroed: work-group
   // arrival counters, which outlive a run and are never shared with other values.
   std::vector<int> zeroed_scratch;
-  // Where this kernel's own ops start among its group's nodes, for profiles and kernel counts:
-  // a LayerNorm's kernel after the product it reads (codegen GenerateGroup); 0: the whole group.
-  size_t first_op = 0;
+  // The ops this kernel computes among its group's nodes, [first_op, end_op) (end_op 0: to the
+  // group's end), for its label in profiles and kernel counts: a product whose LayerNorm sums
+  // its slices is the MatMul alone, the LayerNorm's kernel the epilogue and norm after it
+  // (codegen GenerateGroup).
+  size_t first_op = 0, end_op = 0;
   // What the code needs of the device beyond OpenCL C 1.2 (runtime/plan.h DeviceNeeds), set by
   // the generator that emits it: inline PTX (NVIDIA's OpenCL), mma.sync (compute capability 8.0).
   bool inline_ptx = false, tensor_cores = false;
