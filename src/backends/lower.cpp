@@ -233,7 +233,7 @@ runtime::Plan LowerToPlan(const ir::Graph& g, const cl::DeviceInfo& device,
       // the epilogue it applies), else its first.
       size_t anchor = k.first_op;
       for (size_t j = k.first_op; j < end; ++j)
-        if (!ir::IsElementwise(nodes[j]->info().cls)) {
+        if (!ir::IsElementwiseClass(nodes[j]->info().cls)) {
           anchor = j;
           break;
         }

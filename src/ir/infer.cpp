@@ -180,7 +180,7 @@ std::vector<TensorType> InferUnchecked(OpKind op, const std::vector<TensorType>&
   // Elementwise ops may read an input through a view (passes/views.cpp): their types are the
   // views' shapes.
   std::vector<TensorType> in = in_values;
-  bool elementwise = IsElementwise(info.cls);
+  bool elementwise = IsElementwiseClass(info.cls);
   for (size_t k = 0; elementwise && k < in.size(); ++k) {
     IndexMap m = IndexMap::Load(a, fmt::format("in{}", k), in[k].shape);
     Expect(m.InBounds(NumElements(in[k].shape)),

@@ -141,7 +141,7 @@ struct OpInfo {
 const OpInfo& GetOpInfo(OpKind op);
 inline std::string_view OpName(OpKind op) { return GetOpInfo(op).name; }
 // Unary, binary and ternary ops: one output element from the same element of each input.
-inline bool IsElementwise(OpClass c) {
+inline bool IsElementwiseClass(OpClass c) {
   return c == OpClass::kUnary || c == OpClass::kBinary || c == OpClass::kTernary;
 }
 bool ParseOpKind(std::string_view name, OpKind* out);

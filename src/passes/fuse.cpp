@@ -54,7 +54,7 @@ using ir::OpKind;
 constexpr size_t kMaxGroupNodes = 64;
 
 bool IsElementwise(const ir::Node& n) {
-  bool elementwise = ir::IsElementwise(n.info().cls);
+  bool elementwise = ir::IsElementwiseClass(n.info().cls);
   // Integer Pow is a loop, not an expression.
   return elementwise && !(n.op == OpKind::kPow && !IsFloat(n.inputs[0]->type.dtype));
 }

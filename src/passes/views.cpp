@@ -14,7 +14,7 @@ namespace texel::passes {
 namespace {
 
 bool ReadsOperandsThroughViews(const ir::Node& n) {
-  bool elementwise = ir::IsElementwise(n.info().cls);
+  bool elementwise = ir::IsElementwiseClass(n.info().cls);
   // Integer Pow is a loop over its operands' own strides (generate_pointwise.cpp).
   if (n.op == ir::OpKind::kPow && !IsFloat(n.inputs[0]->type.dtype)) return false;
   return (n.op == ir::OpKind::kConcat || elementwise) && !n.outputs[0]->is_image();

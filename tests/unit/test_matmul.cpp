@@ -441,7 +441,7 @@ TEST(MatMulTest, WarpKernelForModels) {
 // Models' fp16 products on the warpgroup kernel (gemm/wgmma_gemm.h GenerateModelWgmmaGemm), on
 // the device's instruction where it has one (an H100 or H200) and elsewhere on its emulation from
 // the same local-memory layout with an H100's facts: edges along M, N and K (K a multiple of 8,
-// not of a step), broadcast batches, both transposes, tiles of one and two warpgroups, 32 to 128
+// not of a step), broadcast batches, both transposes, tiles of one and two warpgroups, 32 to 256
 // columns, 128-byte rows, and K split into slices added by the sum kernel. Every tiling is a
 // point of the product's tunable family, picked as the tuner picks it.
 TEST(MatMulTest, WarpgroupKernelForModels) {

@@ -533,6 +533,7 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
 
   spec.scratch_bytes = {splits * outputs * ElemBytes(t)};
   if (g.partials_only) return {spec};
+  spec.end_op = 1;  // the product alone; the sum kernel finishes it and applies the epilogue
   return {spec, GenerateSplitSum(g, kernel_name + "_sum", splits, epilogue)};
 }
 

@@ -5,7 +5,7 @@
 // vector products, classifier and transformer heads), on CPUs for every shape. Parameters stay
 // explicit so that a tuner (and bench/gemm_bench) can set them. Products in a reduced-precision
 // compute mode take the warp-tiled kernel instead where the device has a matrix engine
-// (gemm/warp_gemm.h ChooseModelWarpGemm). Thread safety: pure functions.
+// (gemm/model_gemm.h). Thread safety: pure functions.
 #pragma once
 
 #include <cstdint>
@@ -83,7 +83,7 @@ MatMulParams MatMulParamsOf(const TunePoint& p);
 // ChooseMatMulParams, or t.tuning's point (Choose, tuning.h).
 MatMulParams TunedMatMulParams(const GemmShape& s, const Target& t);
 // The family of MatMul node n on t: warp_gemm where the matrix engine computes it (gemm/
-// warp_gemm.h ModelWarpGemmTunable), else matmul.
+// model_gemm.h ModelGemmTunable), else matmul.
 std::optional<Tunable> MatMulNodeTunable(const ir::Node& n, const Target& t);
 
 // Why p cannot run s on t (tiles that do not divide, vector widths that do not divide K or N,

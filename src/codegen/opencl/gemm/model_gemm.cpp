@@ -26,10 +26,6 @@ ModelGemm ModelGemmOf(const TunePoint& q) {
 
 }  // namespace
 
-std::string ModelGemm::ToString() const {
-  return warp ? warp->ToString() : "wgmma " + wgmma.ToString();
-}
-
 std::optional<ModelGemm> ChooseModelGemm(const GemmOperands& g, const Target& t) {
   std::optional<WarpGemmParams> warp = ChooseModelWarpGemm(g, t);
   if (!warp) return std::nullopt;

@@ -19,7 +19,6 @@ namespace texel::codegen {
 struct ModelGemm {
   std::optional<WarpGemmParams> warp;
   WgmmaTiling wgmma;
-  std::string ToString() const;  // "warp 32x64x32 / 16x32 s5", "wgmma 128x64 s4 split 2"
 };
 
 // The heuristic's kernel for g on t, or nullopt where the matrix engine does not take g (the

@@ -447,6 +447,7 @@ std::vector<KernelSpec> WithSplitSum(KernelSpec spec, const GemmOperands& g, int
                                      const Chain& epilogue) {
   if (splits == 1 || g.partials_only) return {std::move(spec)};
   std::string sum = spec.name + "_sum";
+  spec.end_op = 1;  // the product alone; the sum kernel finishes it and applies the epilogue
   return {std::move(spec), GenerateSplitSum(g, sum, splits, epilogue)};
 }
 

@@ -36,12 +36,33 @@ std::string WgmmaMacro(const GemmProblem& g, int bn) {
       n + 2, shape, regs, n, n + 1, tail, operands);
 }
 
+// Work-groups (edge tiles included) per split of K.
 int64_t Tiles(const GemmProblem& g, const WgmmaTiling& w) {
-  return g.m / w.bm * (g.n / w.bn) * g.batch;
+  return CeilDiv(g.m, w.bm) * CeilDiv(g.n, w.bn) * g.batch;
 }
 
 // Local memory a tiling takes.
 int LocalBytes(const WgmmaTiling& w) { return (w.bm + w.bn) * w.row_bytes * w.stages; }
+
+// What any use of the kernel needs of w: its tile, stages and row bytes, the operands' layout
+// for 128-byte rows, local memory and the work-group size.
+std::optional<std::string> CheckTiling(const WgmmaTiling& w, bool trans_a, bool trans_b,
+                                       const Target& t) {
+  if ((w.bm != 64 && w.bm != 128) || (w.bn != 32 && w.bn != 64 && w.bn != 128 && w.bn != 256) ||
+      w.stages < 2 || (w.row_bytes != 64 && w.row_bytes != 128))
+    return fmt::format(
+        "tiling {}: want 64 or 128 rows, 32 to 256 columns, at least 2 stages, rows of 64 or 128 "
+        "bytes",
+        w.ToString());
+  if (w.row_bytes == 128 && (trans_a || !trans_b))
+    return "128-byte rows need k-contiguous operands (A [M, K], B stored [N, K])";
+  if (LocalBytes(w) > kLocalBytes)
+    return fmt::format("tiling {} needs {} bytes of local memory, past {}", w.ToString(),
+                       LocalBytes(w), kLocalBytes);
+  if (t.max_work_group_size < static_cast<size_t>(w.bm / 64 * 128))
+    return "work-groups of that size do not fit the device";
+  return std::nullopt;
+}
 
 // What both kernels' sources share: the tiling, the operands' layouts, the instruction (or its
 // emulation) and the copies.
@@ -91,19 +112,8 @@ std::optional<std::string> CheckWgmmaTiling(const WgmmaTiling& w, const GemmProb
   // tf32 has no transposing instruction: both operands k-contiguous.
   bool tf32 = g.mode == ComputeMode::kTf32 && g.elem == DType::kFloat32 && !g.trans_a && g.trans_b;
   if (!f16 && !tf32) return "fp16 on f16 storage, or tf32 with A [M, K] and B stored [N, K]";
-  if ((w.bm != 64 && w.bm != 128) || (w.bn != 64 && w.bn != 128 && w.bn != 256) || w.stages < 2 ||
-      (w.row_bytes != 64 && w.row_bytes != 128))
-    return fmt::format(
-        "tiling {}: want 64 or 128 rows, 64, 128 or 256 columns, at least 2 "
-        "stages, rows of 64 or 128 bytes",
-        w.ToString());
-  if (w.row_bytes == 128 && (g.trans_a || !g.trans_b))
-    return "128-byte rows need k-contiguous operands (A [M, K], B stored [N, K])";
-  if (LocalBytes(w) > kLocalBytes)
-    return fmt::format("tiling {} needs {} bytes of local memory, past {}", w.ToString(),
-                       LocalBytes(w), kLocalBytes);
-  if (t.max_work_group_size < static_cast<size_t>(w.bm / 64 * 128))
-    return "work-groups of that size do not fit the device";
+  if (w.bn == 32) return fmt::format("tiling {}: want 64, 128 or 256 columns", w.ToString());
+  if (auto why = CheckTiling(w, g.trans_a, g.trans_b, t)) return why;
   int64_t chunk = 16 / ElemBytes(g);  // elements per 16 bytes
   if (g.m % w.bm || g.n % w.bn || g.k % (w.row_bytes / ElemBytes(g)))
     return fmt::format("M and N must be whole tiles of {} x {}, K whole steps of {}", w.bm, w.bn,
@@ -147,7 +157,7 @@ KernelSpec GenerateWgmmaGemm(const GemmProblem& g, const std::string& kernel_nam
   KernelSpec spec;
   spec.name = kernel_name;
   spec.source = src.Render();
-  spec.inline_ptx = spec.tensor_cores = t.wgmma;
+  spec.inline_ptx = spec.tensor_cores = t.wgmma || t.mma_sync;  // wgmma, cp.async
   WgmmaGemmGeometry(g, w, &spec.global, &spec.local);
   spec.flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) *
                static_cast<double>(g.k) * static_cast<double>(g.batch);
@@ -160,14 +170,9 @@ constexpr int64_t kMinModelRows = 64;    // one warpgroup's rows
 constexpr int64_t kMinModelDepth = 256;  // as the warp-tiled kernel's (warp_gemm.cpp)
 constexpr int64_t kMinSplitRange = 128;
 
-int64_t ModelTiles(const GemmShape& s, const WgmmaTiling& w) {
-  return CeilDiv(s.m, w.bm) * CeilDiv(s.n, w.bn) * s.batch;
-}
-
 // The most stages (up to `most`) that w fits in local memory with, at least 2.
-WgmmaTiling Deepest(WgmmaTiling w, int most, const Target& t) {
-  int64_t cap = std::min<int64_t>(kLocalBytes, static_cast<int64_t>(t.local_mem_bytes));
-  for (w.stages = most; w.stages > 2 && LocalBytes(w) > cap; --w.stages) {
+WgmmaTiling Deepest(WgmmaTiling w, int most) {
+  for (w.stages = most; w.stages > 2 && LocalBytes(w) > kLocalBytes; --w.stages) {
   }
   return w;
 }
@@ -182,16 +187,8 @@ std::optional<std::string> CheckModelWgmma(const WgmmaTiling& w, const GemmOpera
   if (s.mode != ComputeMode::kFp16 || s.dtype != DType::kFloat16)
     return "fp16 products on f16 storage only";
   if (p.gather_b || g.b_f32) return "B is gathered, not stored as a matrix";
-  if ((w.bm != 64 && w.bm != 128) || (w.bn != 32 && w.bn != 64 && w.bn != 128 && w.bn != 256) ||
-      w.stages < 2 || (w.row_bytes != 64 && w.row_bytes != 128) || w.split_k < 1)
-    return fmt::format("tiling {}: want 64 or 128 rows, 32 to 256 columns, 2 stages or more",
-                       w.ToString());
-  if (w.row_bytes == 128 && (s.trans_a || !s.trans_b))
-    return "128-byte rows need k-contiguous operands";
-  if (LocalBytes(w) > std::min<int64_t>(kLocalBytes, static_cast<int64_t>(t.local_mem_bytes)))
-    return fmt::format("tiling {} needs {} bytes of local memory", w.ToString(), LocalBytes(w));
-  if (t.max_work_group_size < static_cast<size_t>(w.bm / 64 * 128))
-    return "work-groups of that size do not fit the device";
+  if (w.split_k < 1) return fmt::format("tiling {}: want a split of 1 or more", w.ToString());
+  if (auto why = CheckTiling(w, s.trans_a, s.trans_b, t)) return why;
   // 16-byte chunks wholly inside or outside each operand: K and the contiguous dimensions are
   // multiples of 8 (which also aligns the batch offsets, multiples of a matrix).
   if (s.k % 8 || (s.trans_a && s.m % 8) || (!s.trans_b && s.n % 8))
@@ -212,7 +209,7 @@ std::vector<WgmmaTiling> ModelWgmmaTilings(const GemmOperands& g, const Target& 
   // the tuner's budget.
   WgmmaTiling probe{64, 32, 2, 64};
   if (s.m < kMinModelRows || s.k < kMinModelDepth || CheckModelWgmma(probe, g, t) ||
-      ModelTiles(s, {128, 128, 3, 64}) < static_cast<int64_t>(t.compute_units))
+      Tiles(ModelGemmProblem(g), {128, 128, 3, 64}) < static_cast<int64_t>(t.compute_units))
     return out;
   auto add = [&](WgmmaTiling w) {
     if (CheckModelWgmma(w, g, t)) return;
@@ -222,35 +219,24 @@ std::vector<WgmmaTiling> ModelWgmmaTilings(const GemmOperands& g, const Target& 
         return;
     out.push_back(w);
   };
-  // The heuristic's: the largest tile (128 x 128, 128 x 64, 64 x 64, 64 x 32) whose tiles fill
-  // the compute units, else the smallest, K split to fill them.
-  std::vector<WgmmaTiling> shapes = {
-      {128, 128, 3, 64}, {128, 64, 4, 64}, {64, 64, 6, 64}, {64, 32, 6, 64}};
-  WgmmaTiling first{};
-  bool found = false;
-  for (WgmmaTiling w : shapes) {
-    w = Deepest(w, w.stages, t);
-    if (CheckModelWgmma(w, g, t)) continue;
-    first = w, found = true;
-    if (ModelTiles(s, w) >= static_cast<int64_t>(t.compute_units)) break;
+  // First the largest tile that is valid (where 128 x 128 tiles fill the device, every tile
+  // does), as a heuristic would take it.
+  for (WgmmaTiling w : std::vector<WgmmaTiling>{
+           {128, 128, 3, 64}, {128, 64, 4, 64}, {64, 64, 6, 64}, {64, 32, 6, 64}}) {
+    w = Deepest(w, w.stages);
+    if (!CheckModelWgmma(w, g, t)) {
+      add(w);
+      break;
+    }
   }
-  if (!found) return out;
-  int64_t tiles = ModelTiles(s, first);
-  if (tiles < static_cast<int64_t>(t.compute_units))
-    first.split_k = SplitsToFill(tiles, s.k, first.row_bytes / 2, kMinSplitRange, t);
-  add(first);
-  // Tiles of one or two warpgroups by 32 to 256 columns, 64- or 128-byte rows, stages from 2 to
-  // the most that fit (up to 8), K split 1 to 16 ways and the split that fills the device best.
+  // Tiles of one or two warpgroups by 32 to 256 columns, 64- or 128-byte rows, up to 3, 4 or 8
+  // stages (as many as fit), K split 1 to 16 ways.
   for (int bm : {64, 128})
     for (int bn : {32, 64, 128, 256})
       for (int rowb : {64, 128})
         for (int most : {3, 4, 8}) {
-          WgmmaTiling w = Deepest({bm, bn, most, rowb}, most, t);
-          int64_t n = ModelTiles(s, w);
-          std::vector<int> splits = {1, 2, 4, 8, 16};
-          if (n < static_cast<int64_t>(t.compute_units))
-            splits.push_back(SplitsToFill(n, s.k, rowb / 2, kMinSplitRange, t));
-          for (int split : splits) {
+          WgmmaTiling w = Deepest({bm, bn, most, rowb}, most);
+          for (int split : {1, 2, 4, 8, 16}) {
             if (split > 1 && SplitLength(s.k, split, rowb / 2) < kMinSplitRange) continue;
             w.split_k = split;
             add(w);
@@ -275,7 +261,7 @@ std::vector<KernelSpec> GenerateModelWgmmaGemm(const GemmOperands& g,
   src.Define("GLOAD(p, i)", "LOAD(p, i)");
   DefineModelProduct(src, g, splits, ks);
   KernelSpec spec = ModelProductSpec(src, g, kernel_name, splits, epilogue);
-  spec.inline_ptx = spec.tensor_cores = t.wgmma;
+  spec.inline_ptx = spec.tensor_cores = t.wgmma || t.mma_sync;  // wgmma, cp.async
   size_t wg = static_cast<size_t>(w.bm / 64 * 128);
   spec.global = {static_cast<size_t>(CeilDiv(s.m, w.bm)) * wg,
                  static_cast<size_t>(CeilDiv(s.n, w.bn)), static_cast<size_t>(s.batch * splits)};

@@ -1,8 +1,9 @@
-// texel_gemm on Hopper's warpgroup MMA (kernels/wgmma_gemm.cl): wgmma.mma_async with both
-// operands in 64- or 128-byte-swizzled local memory, for whole tiles in fp16 (f16 storage, every
+// Hopper's warpgroup MMA (kernels/wgmma_gemm.cl): wgmma.mma_async with both operands in 64- or
+// 128-byte-swizzled local memory. texel_gemm takes it for whole tiles in fp16 (f16 storage, every
 // transpose) or tf32 (f32 storage, the engine truncating the operands; k-contiguous operands
-// only: A [M, K], B stored [N, K]). Other problems take the warp-tiled kernel (warp_gemm.h).
-// Thread safety: pure functions.
+// only: A [M, K], B stored [N, K]); other problems take the warp-tiled kernel (warp_gemm.h).
+// Models' fp16 products may take it through the tuner (below, model_gemm.h). Thread safety: pure
+// functions.
 #pragma once
 
 #include <cstdint>
@@ -50,10 +51,11 @@ KernelSpec GenerateWgmmaGemm(const GemmProblem& g, const std::string& kernel_nam
 // Why w cannot run g on t, or nullopt.
 std::optional<std::string> CheckModelWgmma(const WgmmaTiling& w, const GemmOperands& g,
                                            const Target& t);
-// The tilings the tuner may try for g, the first the one a heuristic would take: 128 or 64 rows
-// by 32 to 256 columns, as many stages as fit, K split 1 to 16 ways. Empty where the kernel does
-// not take g, and for products whose 128 x 128 tiles leave compute units idle (measured slower
-// there than the warp-tiled kernel).
+// The tilings the tuner may try for g: first the largest of 128 x 128, 128 x 64, 64 x 64 and
+// 64 x 32 that is valid, then 128 or 64 rows by 32 to 256 columns, rows of 64 or 128 bytes of K,
+// up to 3, 4 or 8 stages (as many as fit), K split 1 to 16 ways (each range at least 128 deep).
+// Empty where the kernel does not take g, and for products whose 128 x 128 tiles leave compute
+// units idle (measured slower there than the warp-tiled kernel).
 std::vector<WgmmaTiling> ModelWgmmaTilings(const GemmOperands& g, const Target& t);
 // The kernel (and the split sum's, with split K and no partials_only).
 std::vector<KernelSpec> GenerateModelWgmmaGemm(const GemmOperands& g,

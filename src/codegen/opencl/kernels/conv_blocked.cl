@@ -97,3 +97,5 @@ __attribute__((reqd_work_group_size(1, 1, 1))) __kernel void KERNEL_NAME(
       }
     }
 }
+#undef OCBN
+#undef WBLOCK

@@ -118,7 +118,8 @@
 #define A_OK(e, kt) 1
 #define B_OK(e, kt) 1
 #else
-// Chunk e of step kt inside the operand (lim: rows or columns left from the tile's first).
+// Chunk e of step kt inside the operand (lim: rows or columns left from the tile's first); the
+// m- or n-contiguous layout is f16's only, 8 elements a chunk.
 #define K_OK(R, e, kt, lim) ((e) / CHUNKS < (lim) && (kt)*KSTEP + (e) % CHUNKS * (16 / ELEM) < kn)
 #define MN_OK(R, e, kt, lim) ((e) % ((R) / 8) * 8 < (lim) && (kt)*KSTEP + (e) / ((R) / 8) < kn)
 #if TRANS_A
@@ -234,9 +235,37 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
       if (EVEN || (r < M && col < N)) C_STORE(c, C_AT(r, col), d[4 * j + e]);
     }
 }
-#undef C_STORE
-#undef C_AT
-#undef T_C
-#undef MMA_STEP
+// A program holds many kernels: nothing defined here outlives the template.
+#undef A_AT
+#undef A_BYTES
+#undef A_DESC
+#undef A_ELEM
+#undef A_FROM
 #undef A_OK
+#undef B_AT
+#undef B_DESC
+#undef B_ELEM
+#undef B_FROM
 #undef B_OK
+#undef CHUNKS
+#undef C_AT
+#undef C_STORE
+#undef DESC
+#undef KSTEP
+#undef K_AT
+#undef K_DESC
+#undef K_ELEM
+#undef K_FROM
+#undef K_OK
+#undef LOAD_STEP
+#undef LOCAL_ELEM
+#undef MMA_STEP
+#undef MN_AT
+#undef MN_DESC
+#undef MN_ELEM
+#undef MN_FROM
+#undef MN_OK
+#undef STAGE_BYTES
+#undef SWIZZLE
+#undef T_C
+#undef WG
