@@ -459,6 +459,9 @@ TEST(MatMulTest, WarpgroupKernelForModels) {
   layer.shape.m = 128, layer.shape.n = 768, layer.shape.k = 768;
   layer.shape.dtype = DType::kFloat16, layer.shape.mode = ComputeMode::kFp16;
   EXPECT_TRUE(codegen::ModelWgmmaTilings(layer, t).empty());
+  codegen::GemmOperands conv = layer;  // a convolution's image is gathered, never staged so
+  conv.convolution = true;
+  EXPECT_TRUE(codegen::CheckModelWgmma({64, 64, 4, 64}, conv, t).has_value());
   t.compute_units = 1;
   struct WgCase {
     Shape a, b;  // as multiplied

@@ -186,7 +186,8 @@ std::optional<std::string> CheckModelWgmma(const WgmmaTiling& w, const GemmOpera
   if (!t.wgmma && !t.wgmma_emulated) return "the device has no warpgroup MMA (sm_90a)";
   if (s.mode != ComputeMode::kFp16 || s.dtype != DType::kFloat16)
     return "fp16 products on f16 storage only";
-  if (p.gather_b || g.b_f32) return "B is gathered, not stored as a matrix";
+  if (p.gather_b || g.b_f32 || g.convolution || g.fold)
+    return "B is gathered (a convolution's image), not stored as a matrix";
   if (w.split_k < 1) return fmt::format("tiling {}: want a split of 1 or more", w.ToString());
   if (auto why = CheckTiling(w, s.trans_a, s.trans_b, t)) return why;
   // 16-byte chunks wholly inside or outside each operand: K and the contiguous dimensions are
