@@ -15,7 +15,7 @@
 
 #include "codegen/opencl/conv_blocked.h"
 #include "codegen/opencl/elementwise_chain.h"
-#include "codegen/opencl/gemm/warp_gemm.h"
+#include "codegen/opencl/gemm/model_gemm.h"
 #include "codegen/opencl/generator.h"
 #include "codegen/opencl/matmul.h"
 #include "codegen/opencl/support.h"
@@ -211,7 +211,7 @@ std::optional<Tunable> ConvTunable(const ir::Node& n, const Target& target) {
   if (auto rows = WindowRowsTunable(n, target)) return rows;
   if (auto blocked = ConvBlockedTunable(n, target)) return blocked;
   GemmOperands g = ConvGemm(n, target);
-  if (auto warp = ModelWarpGemmTunable(g, target)) return warp;
+  if (auto engine = ModelGemmTunable(g, target)) return engine;
   return MatMulTunable(g.shape, target);
 }
 
@@ -239,8 +239,8 @@ std::vector<KernelSpec> GenerateConv(const ir::Node& n, const std::string& kerne
   if (auto blocked = ConvBlockedTunable(n, target))
     return {GenerateConvBlocked(n, kernel_name, Choose(*blocked, target), epilogue)};
   GemmOperands g = ConvGemm(n, target);
-  if (auto warp = TunedModelWarpGemm(g, target))
-    return GenerateModelWarpGemm(g, kernel_name, target, *warp, epilogue);
+  if (auto engine = TunedModelGemm(g, target))
+    return GenerateModelGemm(g, kernel_name, target, *engine, epilogue);
   return GenerateGemm(g, kernel_name, target, TunedMatMulParams(g.shape, target), epilogue);
 }
 

@@ -1,8 +1,6 @@
 // Models' products on either matrix-engine kernel (model_gemm.h).
 #include "codegen/opencl/gemm/model_gemm.h"
 
-#include <algorithm>
-
 namespace texel::codegen {
 namespace {
 
@@ -35,11 +33,8 @@ std::optional<ModelGemm> ChooseModelGemm(const GemmOperands& g, const Target& t)
 std::optional<Tunable> ModelGemmTunable(const GemmOperands& g, const Target& t) {
   std::optional<Tunable> tn = ModelWarpGemmTunable(g, t);
   if (!tn) return std::nullopt;
-  for (const WgmmaTiling& w : ModelWgmmaTilings(g, t)) {
-    TunePoint point = PointOf(w);
-    if (std::find(tn->candidates.begin(), tn->candidates.end(), point) == tn->candidates.end())
-      tn->candidates.push_back(point);
-  }
+  // Distinct from the warp-tiled points by their "wgmma" key; ModelWgmmaTilings has no repeats.
+  for (const WgmmaTiling& w : ModelWgmmaTilings(g, t)) tn->candidates.push_back(PointOf(w));
   return tn;
 }
 

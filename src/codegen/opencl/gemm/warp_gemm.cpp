@@ -405,13 +405,6 @@ std::optional<Tunable> ModelWarpGemmTunable(const GemmOperands& g, const Target&
   return tn;
 }
 
-std::optional<WarpGemmParams> TunedModelWarpGemm(const GemmOperands& g, const Target& t) {
-  if (t.tuning == nullptr) return ChooseModelWarpGemm(g, t);  // no need for the whole space
-  std::optional<Tunable> tn = ModelWarpGemmTunable(g, t);
-  if (!tn) return std::nullopt;
-  return WarpGemmParamsOf(Choose(*tn, t));
-}
-
 void DefineModelProduct(KernelSource& src, const GemmOperands& g, int64_t splits, int64_t ks) {
   const GemmShape& s = g.shape;
   GemmProblem problem = ModelGemmProblem(g);
@@ -426,6 +419,11 @@ void DefineModelProduct(KernelSource& src, const GemmOperands& g, int64_t splits
   bool bias = !g.bias.empty() && !partials;
   src.Define("BIAS_PARAM", bias ? ", __global const T_STORE* restrict bias_p" : "");
   src.Define("BIAS(b, row)", bias ? "GLOAD(bias_p, " + g.bias + ")" : "0");
+  // How a result is stored (z, r: the batch and the row in its matrix, in scope where results
+  // are stored): a slice's float sum, or through the bias and epilogue.
+  src.Define("T_C", partials ? "float" : "EPILOGUE_T");
+  src.Define("C_STORE(p, i, v)",
+             partials ? "((p)[i] = (v))" : "EPILOGUE_STORE(p, i, EPILOGUE((v) + BIAS(z, r), i))");
 }
 
 KernelSpec ModelProductSpec(KernelSource& src, const GemmOperands& g,

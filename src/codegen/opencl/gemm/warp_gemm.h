@@ -113,11 +113,9 @@ std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const T
 std::optional<Tunable> ModelWarpGemmTunable(const GemmOperands& g, const Target& t);
 // The tiling of one of ModelWarpGemmTunable's points.
 WarpGemmParams WarpGemmParamsOf(const TunePoint& point);
-// ChooseModelWarpGemm, or t.tuning's point of ModelWarpGemmTunable.
-std::optional<WarpGemmParams> TunedModelWarpGemm(const GemmOperands& g, const Target& t);
 // The model interface of both matrix-engine templates (warp_gemm.cl's MODEL; wgmma_gemm.cl's
-// too): sizes, K in `splits` ranges of `ks`, leading dimensions, batch offsets, OUT_AT and the
-// bias of g (GLOAD reads it).
+// too): sizes, K in `splits` ranges of `ks`, leading dimensions, batch offsets, OUT_AT, the bias
+// of g (GLOAD reads it), and T_C and C_STORE(p, i, v), how results are stored.
 void DefineModelProduct(KernelSource& src, const GemmOperands& g, int64_t splits, int64_t ks);
 // g's model kernel from src, its geometry left to the caller: the arguments, the slices' scratch
 // (split K or g.partials_only), the epilogue applied, the source rendered.

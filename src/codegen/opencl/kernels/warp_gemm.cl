@@ -174,14 +174,7 @@ ushort TO_F16(float x) {
 // offsets (broadcast batches), C dense; each result goes through EPILOGUE(v, i) (i: flat index)
 // to c, or with PARTIALS unchanged to c as float: split-K's slices (SPLITS, KS; the sum kernel
 // or a LayerNorm adds them up and applies the epilogue).
-#if PARTIALS
-#define C_STORE(p, i, v) ((p)[i] = (v))
-#define T_C float
-#else
-// (r: the row in the batch's matrix, in scope where results are stored)
-#define C_STORE(p, i, v) EPILOGUE_STORE(p, i, EPILOGUE((v) + BIAS(z, r), i))
-#define T_C EPILOGUE_T
-#endif
+// (T_C and C_STORE from the generator, warp_gemm.h DefineModelProduct.)
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     __global const T_STORE* restrict a, __global const T_STORE_B* restrict b BIAS_PARAM,
     __global T_C* restrict c EPILOGUE_PARAMS) {

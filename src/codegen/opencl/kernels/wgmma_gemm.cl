@@ -29,7 +29,8 @@
 // bytes). Each operand's offset, leading dimension and batch stride are multiples of 16 bytes.
 // MODEL: a model's product (wgmma_gemm.h GenerateModelWgmmaGemm) with warp_gemm.cl's model
 // interface: M, N, K, lda, ldb, A_OFF(z), B_OFF(z), OUT_AT(z, r, c), BATCH, SPLITS, KS, PARTIALS,
-// BIAS_PARAM, BIAS(z, row), EPILOGUE(v, i), EPILOGUE_PARAMS, EPILOGUE_T, EPILOGUE_STORE.
+// BIAS_PARAM, BIAS(z, row), EPILOGUE_PARAMS, T_C, C_STORE(p, i, v) (warp_gemm.h
+// DefineModelProduct).
 // WGMMA_EMULATED: the instruction computed by each work-item from the same local-memory layout
 // (tf32 operands truncated as the engine does), so that a CPU checks the staging, edges, splits
 // and epilogue; the descriptors are checked on the GPU only.
@@ -137,13 +138,7 @@
 #if MODEL
 // Work-group z = batch * SPLITS + s sums k in [s * KS, s * KS + KS) into slice s of c (PARTIALS:
 // as float, the sum kernel or a LayerNorm adding them up), else through the epilogue.
-#if PARTIALS
-#define C_STORE(p, i, v) ((p)[i] = (v))
-#define T_C float
-#else
-#define C_STORE(p, i, v) EPILOGUE_STORE(p, i, EPILOGUE((v) + BIAS(z, r), i))
-#define T_C EPILOGUE_T
-#endif
+// (T_C and C_STORE from the generator, warp_gemm.h DefineModelProduct.)
 #define C_AT(r, col) (c_off + OUT_AT(z, r, col))
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     __global const T_STORE* restrict a, __global const T_STORE* restrict b BIAS_PARAM,
