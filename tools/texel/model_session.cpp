@@ -168,9 +168,10 @@ std::string KernelMix(const runtime::Plan& plan) {
   int count[5] = {};
   // A kernel counts as the most telling of the ops it computes: attention, then a product or
   // convolution, then a norm (a LayerNorm computing its input as it reads it: an embedding
-  // lookup, a position term), then movement.
+  // lookup, a position term), then any other work (elementwise, pooling, reductions); a copy
+  // only where it moves data and computes nothing else.
   for (const auto& step : plan.steps) {
-    int k = 4;
+    int k = -1;
     for (size_t from = 0; from <= step.op.size();) {
       size_t to = std::min(step.op.find('+', from), step.op.size());
       ir::OpKind op = ir::OpKind::kCopy;
@@ -181,13 +182,13 @@ std::string KernelMix(const runtime::Plan& plan) {
                    : c == ir::OpClass::kNormalize                           ? 1
                    : c == ir::OpClass::kMovement || op == ir::OpKind::kCopy ? 3
                                                                             : 4;
-        // Ranked attention, product, norm, movement, other.
-        static constexpr int kRank[] = {0, 2, 1, 3, 4};
-        if (kRank[kind] < kRank[k]) k = kind;
+        // Ranked attention, product, norm, other, copy.
+        static constexpr int kRank[] = {0, 2, 1, 4, 3};
+        if (k < 0 || kRank[kind] < kRank[k]) k = kind;
       }
       from = to + 1;
     }
-    ++count[k];
+    ++count[k < 0 ? 4 : k];
   }
   std::string s;
   for (int k = 0; k < 5; ++k) s += fmt::format("{}{} {}", k ? ", " : "", kinds[k], count[k]);

@@ -460,7 +460,7 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
   // Split-K: the product goes to scratch 0 (arg -1) as partial sums; bias and epilogue follow.
   int64_t ks = direct ? s.k : SplitLength(s.k, p.split_k, p.tile_k);
   int64_t splits = direct ? 1 : CeilDiv(s.k, ks);
-  bool split = splits > 1 || g.partials_only;
+  bool split = LeavesSlices(g, splits);
   bool bias = !g.bias.empty();
   KernelSource src(kernel_name, direct ? "matmul_direct" : "matmul");
   DefineStorage(src, t);

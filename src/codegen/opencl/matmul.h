@@ -124,6 +124,12 @@ struct GemmOperands {
   int64_t fold = 0;
 };
 
+// Whether g's product kernel leaves its sums as float slices in scratch 0 (K split `splits` ways,
+// or g.partials_only), their bias and epilogue left to the kernel that adds them up.
+inline bool LeavesSlices(const GemmOperands& g, int64_t splits) {
+  return splits > 1 || g.partials_only;
+}
+
 // OUT_AT(b, r, c): the flat index of C(b, r, c) in g's output (row-major, or g.fold's NCHW),
 // the index its stores and the epilogue use; row-major where `folded` is false (split-K slices).
 void DefineOutputIndex(KernelSource& src, const GemmOperands& g, bool folded);

@@ -10,16 +10,13 @@ TunePoint PointOf(const WgmmaTiling& w) {
 }
 
 ModelGemm ModelGemmOf(const TunePoint& q) {
-  ModelGemm k;
-  if (!q.contains("wgmma")) {
-    k.warp = WarpGemmParamsOf(q);
-    return k;
-  }
-  k.wgmma.bm = static_cast<int>(q.at("bm")), k.wgmma.bn = static_cast<int>(q.at("bn"));
-  k.wgmma.stages = static_cast<int>(q.at("stages"));
-  k.wgmma.row_bytes = static_cast<int>(q.at("rowb"));
-  k.wgmma.split_k = static_cast<int>(q.at("split"));
-  return k;
+  if (!q.contains("wgmma")) return WarpGemmParamsOf(q);
+  WgmmaTiling w;
+  w.bm = static_cast<int>(q.at("bm")), w.bn = static_cast<int>(q.at("bn"));
+  w.stages = static_cast<int>(q.at("stages"));
+  w.row_bytes = static_cast<int>(q.at("rowb"));
+  w.split_k = static_cast<int>(q.at("split"));
+  return w;
 }
 
 }  // namespace
@@ -27,7 +24,7 @@ ModelGemm ModelGemmOf(const TunePoint& q) {
 std::optional<ModelGemm> ChooseModelGemm(const GemmOperands& g, const Target& t) {
   std::optional<WarpGemmParams> warp = ChooseModelWarpGemm(g, t);
   if (!warp) return std::nullopt;
-  return ModelGemm{warp, {}};
+  return ModelGemm{*warp};
 }
 
 std::optional<Tunable> ModelGemmTunable(const GemmOperands& g, const Target& t) {
@@ -48,8 +45,9 @@ std::optional<ModelGemm> TunedModelGemm(const GemmOperands& g, const Target& t) 
 std::vector<KernelSpec> GenerateModelGemm(const GemmOperands& g, const std::string& kernel_name,
                                           const Target& t, const ModelGemm& k,
                                           const Chain& epilogue) {
-  if (k.warp) return GenerateModelWarpGemm(g, kernel_name, t, *k.warp, epilogue);
-  return GenerateModelWgmmaGemm(g, kernel_name, t, k.wgmma, epilogue);
+  if (const auto* warp = std::get_if<WarpGemmParams>(&k))
+    return GenerateModelWarpGemm(g, kernel_name, t, *warp, epilogue);
+  return GenerateModelWgmmaGemm(g, kernel_name, t, std::get<WgmmaTiling>(k), epilogue);
 }
 
 }  // namespace texel::codegen

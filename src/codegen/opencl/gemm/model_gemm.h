@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "codegen/opencl/gemm/warp_gemm.h"
@@ -14,12 +15,8 @@
 
 namespace texel::codegen {
 
-// One product's kernel: the warp-tiled one with `warp`'s tiling, or the warpgroup one with
-// `wgmma`'s.
-struct ModelGemm {
-  std::optional<WarpGemmParams> warp;
-  WgmmaTiling wgmma;
-};
+// One product's kernel: the warp-tiled one with its tiling, or the warpgroup one with its own.
+using ModelGemm = std::variant<WarpGemmParams, WgmmaTiling>;
 
 // The heuristic's kernel for g on t, or nullopt where the matrix engine does not take g (the
 // scalar kernels of matmul.h run it): the warp-tiled kernel's tiling (ChooseModelWarpGemm).

@@ -408,7 +408,7 @@ std::optional<Tunable> ModelWarpGemmTunable(const GemmOperands& g, const Target&
 void DefineModelProduct(KernelSource& src, const GemmOperands& g, int64_t splits, int64_t ks) {
   const GemmShape& s = g.shape;
   GemmProblem problem = ModelGemmProblem(g);
-  bool partials = splits > 1 || g.partials_only;
+  bool partials = LeavesSlices(g, splits);
   src.Define("MODEL", 1).Define("PARTIALS", partials);
   src.Define("M", s.m).Define("N", s.n).Define("K", s.k).Define("BATCH", s.batch);
   src.Define("SPLITS", splits).Define("KS", ks);
@@ -428,7 +428,7 @@ void DefineModelProduct(KernelSource& src, const GemmOperands& g, int64_t splits
 
 KernelSpec ModelProductSpec(KernelSource& src, const GemmOperands& g,
                             const std::string& kernel_name, int64_t splits, const Chain& epilogue) {
-  bool partials = splits > 1 || g.partials_only;
+  bool partials = LeavesSlices(g, splits);
   KernelSpec spec;
   spec.name = kernel_name;
   int64_t outputs = g.shape.batch * g.shape.m * g.shape.n;

@@ -62,6 +62,10 @@
 #define MN_FROM(R, e, kt, rb) (((long)(kt)*KSTEP + (e) / ((R) / 8)) * (rb) + ((e) % ((R) / 8)) * 16)
 #define MN_DESC(base, R, row, kbyte) \
   DESC((base) + (row) / 32 * 512 + (kbyte) / 32 * 2 * ((R) / 32 * 512), 512, (R) / 32 * 512)
+// The m- or n-contiguous layout (MN_*) counts 2-byte elements: 8 a chunk, 32 an atom's row.
+#if (TRANS_A || !TRANS_B) && ELEM != 2
+#error "m- or n-contiguous operands are f16's only (tf32 has no transposing instruction)"
+#endif
 #if TRANS_A
 #define A_AT MN_AT
 #define A_FROM MN_FROM
@@ -119,8 +123,7 @@
 #define A_OK(e, kt) 1
 #define B_OK(e, kt) 1
 #else
-// Chunk e of step kt inside the operand (lim: rows or columns left from the tile's first); the
-// m- or n-contiguous layout is f16's only, 8 elements a chunk.
+// Chunk e of step kt inside the operand (lim: rows or columns left from the tile's first).
 #define K_OK(R, e, kt, lim) ((e) / CHUNKS < (lim) && (kt)*KSTEP + (e) % CHUNKS * (16 / ELEM) < kn)
 #define MN_OK(R, e, kt, lim) ((e) % ((R) / 8) * 8 < (lim) && (kt)*KSTEP + (e) / ((R) / 8) < kn)
 #if TRANS_A
