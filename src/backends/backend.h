@@ -71,6 +71,5 @@ inline std::string_view BackendOf(const ir::Node& n) {
 // Registry. Names are lower-case identifiers ("native", "clblast").
 void RegisterBackend(std::unique_ptr<Backend> backend);
 const Backend* FindBackend(std::string_view name);  // nullptr when unknown
-std::vector<const Backend*> AllBackends();
 
 }  // namespace texel::backends

@@ -41,12 +41,4 @@ const Backend* FindBackend(std::string_view name) {
   return nullptr;
 }
 
-std::vector<const Backend*> AllBackends() {
-  Registry& r = GetRegistry();
-  std::lock_guard lock(r.mu);
-  std::vector<const Backend*> out;
-  for (const auto& b : r.backends) out.push_back(b.get());
-  return out;
-}
-
 }  // namespace texel::backends

@@ -1,7 +1,7 @@
 // The IR: a Graph owns Values (SSA tensors) and Nodes (core ops) in topological order.
 // Value names keep the ONNX names so errors and profiles can point at them.
 // Lifetime: Values and Nodes are owned by their Graph; raw pointers stay valid until the Graph
-// is destroyed or RemoveDeadNodes()/RemoveUnusedValues() drops them.
+// is destroyed or RemoveDeadNodes() drops them.
 // Thread safety: none; a Graph is built and transformed by one thread, then read-only.
 #pragma once
 

@@ -414,12 +414,6 @@ void Session::PointUses(int buffer) {
   }
 }
 
-int Session::staged_copies() const {
-  int n = 0;
-  for (const auto& [key, b] : bound_) n += b->mode == Binding::Mode::kStagedCopy;
-  return n;
-}
-
 cl::Event Session::EnqueueRun(const std::vector<cl_event>& wait_in,
                               std::vector<cl::Event>* step_events) {
   const cl::Context& ctx = exe_.context();

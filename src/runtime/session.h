@@ -59,11 +59,6 @@ class Session {
   // Enqueues one run and waits for it; with timings (which needs a profiling queue), returns
   // per-step device times.
   void Execute(std::vector<StepTiming>* timings = nullptr);
-  // Device-side copies a run makes for bound tensors that kernels cannot use in place (a cl_mem
-  // offset that is not a multiple of the device's base address alignment, an output that is a
-  // constant or another tensor's memory); host copies of kHost tensors are counted by the
-  // context's HostCounters.
-  int staged_copies() const;
 
  private:
   struct Binding;
