@@ -19,6 +19,7 @@
 #include "runtime/cl/context.h"
 #include "runtime/cl/device.h"
 #include "runtime/session.h"
+#include "window_reference.h"
 
 namespace texel {
 namespace {
@@ -28,71 +29,6 @@ using namespace texel::testing;
 using Ints = std::vector<int64_t>;
 
 // --- References -----------------------------------------------------------------------------
-
-// NCHW conv; pads = [top, left, bottom, right].
-HostTensor RefConv(const HostTensor& x, const HostTensor& w, const HostTensor* b, Ints s, Ints p,
-                   Ints d, int64_t group) {
-  int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], wd = x.shape[3];
-  int64_t m = w.shape[0], cg = w.shape[1], kh = w.shape[2], kw = w.shape[3];
-  int64_t oh = (h + p[0] + p[2] - d[0] * (kh - 1) - 1) / s[0] + 1;
-  int64_t ow = (wd + p[1] + p[3] - d[1] * (kw - 1) - 1) / s[1] + 1;
-  HostTensor y(DType::kFloat32, {n, m, oh, ow});
-  int64_t mg = m / group;
-  for (int64_t in = 0; in < n; ++in)
-    for (int64_t om = 0; om < m; ++om)
-      for (int64_t oy = 0; oy < oh; ++oy)
-        for (int64_t ox = 0; ox < ow; ++ox) {
-          double acc = b ? F(*b, om) : 0.0;
-          int64_t g = om / mg;
-          for (int64_t ic = 0; ic < cg; ++ic)
-            for (int64_t ky = 0; ky < kh; ++ky)
-              for (int64_t kx = 0; kx < kw; ++kx) {
-                int64_t iy = oy * s[0] - p[0] + ky * d[0], ix = ox * s[1] - p[1] + kx * d[1];
-                if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
-                acc += double{F(x, Ravel({in, g * cg + ic, iy, ix}, x.shape))} *
-                       F(w, Ravel({om, ic, ky, kx}, w.shape));
-              }
-          y.data<float>()[Ravel({in, om, oy, ox}, y.shape)] = static_cast<float>(acc);
-        }
-  (void)c;
-  return y;
-}
-
-// ONNX / PyTorch pooling output size: with ceil_mode the last window must start inside the
-// input or its begin padding.
-int64_t PoolOut(int64_t in, int64_t k, int64_t s, int64_t pb, int64_t pe, bool ceil_mode) {
-  int64_t span = in + pb + pe - k;
-  int64_t o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
-  if (ceil_mode && (o - 1) * s >= in + pb) --o;
-  return o;
-}
-
-// Max or average pooling; count_include_pad counts window positions inside the padded input.
-HostTensor RefPool(const HostTensor& x, bool is_max, Ints k, Ints s, Ints p, bool ceil_mode,
-                   bool include_pad) {
-  int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3];
-  int64_t oh = PoolOut(h, k[0], s[0], p[0], p[2], ceil_mode);
-  int64_t ow = PoolOut(w, k[1], s[1], p[1], p[3], ceil_mode);
-  HostTensor y(DType::kFloat32, {n, c, oh, ow});
-  for (int64_t z = 0; z < n * c; ++z)
-    for (int64_t oy = 0; oy < oh; ++oy)
-      for (int64_t ox = 0; ox < ow; ++ox) {
-        double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
-        int64_t count = 0, padded = 0;
-        for (int64_t ky = 0; ky < k[0]; ++ky)
-          for (int64_t kx = 0; kx < k[1]; ++kx) {
-            int64_t iy = oy * s[0] - p[0] + ky, ix = ox * s[1] - p[1] + kx;
-            if (iy < h + p[2] && ix < w + p[3]) ++padded;
-            if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
-            double v = F(x, (z * h + iy) * w + ix);
-            acc = is_max ? std::max(acc, v) : acc + v;
-            ++count;
-          }
-        if (!is_max) acc /= static_cast<double>(include_pad ? padded : count);
-        y.data<float>()[(z * oh + oy) * ow + ox] = static_cast<float>(acc);
-      }
-  return y;
-}
 
 // [..., M, K] x [..., K, N] with numpy batch broadcasting.
 HostTensor RefMatMul(const HostTensor& a, const HostTensor& b) {
@@ -273,12 +209,14 @@ TEST(KernelTest, ConvAndPooling) {
   ASSERT_EQ(out.size(), 7u);
   ExpectClose(out[0], RefConv(x, w, &b, {2, 2}, {1, 2, 0, 1}, {2, 2}, 2), "grouped conv");
   ExpectClose(out[1], RefConv(x, dw, &db, {1, 2}, {1, 1, 1, 0}, {1, 1}, 4), "depthwise conv");
-  ExpectClose(out[2], RefPool(x, true, k, s, p, true, false), "maxpool");
-  ExpectClose(out[3], RefPool(x, false, k, s, p, true, false), "avgpool count_include_pad=0");
-  ExpectClose(out[4], RefPool(x, false, k, s, p, true, true), "avgpool count_include_pad=1");
-  ExpectClose(out[5], RefPool(x, false, {3, 3}, {2, 2}, {1, 0, 2, 1}, false, true),
+  ExpectClose(out[2], RefPool(x, true, k, s, p, {1, 1}, true, false), "maxpool");
+  ExpectClose(out[3], RefPool(x, false, k, s, p, {1, 1}, true, false),
+              "avgpool count_include_pad=0");
+  ExpectClose(out[4], RefPool(x, false, k, s, p, {1, 1}, true, true),
+              "avgpool count_include_pad=1");
+  ExpectClose(out[5], RefPool(x, false, {3, 3}, {2, 2}, {1, 0, 2, 1}, {1, 1}, false, true),
               "avgpool count_include_pad=1, end pads");
-  ExpectClose(out[6], RefPool(x, false, {3, 3}, {2, 2}, {1, 1, 1, 1}, true, true),
+  ExpectClose(out[6], RefPool(x, false, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, true, true),
               "avgpool count_include_pad=1, ceil_mode past the pads");
 }
 
@@ -386,7 +324,7 @@ TEST(KernelTest, Float16MatMulSoftmaxReduceConvPool) {
   ExpectClose(ToF32(out[2]), RefReduceMean(sx, {1}, false), "f16 reducemean", 2e-3f);
   ExpectClose(ToF32(out[3]), RefConv(cx, cw, &cb, {1, 1}, {1, 0, 1, 1}, {1, 1}, 1), "f16 conv",
               2e-3f);
-  ExpectClose(ToF32(out[4]), RefPool(cx, false, {2, 2}, {2, 2}, {0, 0, 0, 0}, false, false),
+  ExpectClose(ToF32(out[4]), RefPool(cx, false, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, false, false),
               "f16 avgpool", 2e-3f);
 }
 
@@ -460,7 +398,7 @@ TEST(KernelTest, FusedEpiloguesAndChains) {
     want0.data<float>()[i] = F(skip, i) + std::max(v, 0.0f);
   }
   ExpectClose(out[0], want0, "conv epilogue");
-  HostTensor pool = RefPool(x, false, {2, 2}, {2, 2}, {0, 0, 0, 0}, false, false);
+  HostTensor pool = RefPool(x, false, {2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}, false, false);
   for (int64_t i = 0; i < pool.size(); ++i)
     if (F(pool, i) < 0) pool.data<float>()[i] *= 0.1f;
   ExpectClose(out[1], pool, "pool epilogue");

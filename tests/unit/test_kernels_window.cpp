@@ -26,6 +26,7 @@
 #include "runtime/cl/context.h"
 #include "runtime/cl/device.h"
 #include "runtime/session.h"
+#include "window_reference.h"
 
 namespace texel {
 namespace {
@@ -35,82 +36,7 @@ using namespace texel::testing;
 using Ints = std::vector<int64_t>;
 
 // --- References over any number of spatial dims ------------------------------------------------
-
-// The spatial part of a shape.
-Shape Spatial(const Shape& s) { return Shape(s.begin() + 2, s.end()); }
-
-// [n, c, spatial...] from n, c and spatial coordinates.
-std::vector<int64_t> Coord(int64_t n, int64_t c, const std::vector<int64_t>& sp) {
-  std::vector<int64_t> r = {n, c};
-  r.insert(r.end(), sp.begin(), sp.end());
-  return r;
-}
-
-// Conv: x [N, C, in...], w [M, C / group, k...]; pads = [begins..., ends...].
-HostTensor RefConv(const HostTensor& x, const HostTensor& w, const HostTensor* b, Ints s, Ints p,
-                   Ints d, int64_t group) {
-  size_t nsp = x.shape.size() - 2;
-  Shape in = Spatial(x.shape), k = Spatial(w.shape), out;
-  for (size_t i = 0; i < nsp; ++i)
-    out.push_back((in[i] + p[i] + p[nsp + i] - d[i] * (k[i] - 1) - 1) / s[i] + 1);
-  int64_t m = w.shape[0], cg = w.shape[1], mg = m / group;
-  Shape ys = {x.shape[0], m};
-  ys.insert(ys.end(), out.begin(), out.end());
-  HostTensor y(DType::kFloat32, ys);
-  for (int64_t yi = 0; yi < y.size(); ++yi) {
-    std::vector<int64_t> yc = Unravel(yi, ys);
-    int64_t om = yc[1], g = om / mg;
-    double acc = b ? F(*b, om) : 0.0;
-    for (int64_t ic = 0; ic < cg; ++ic)
-      for (int64_t ki = 0; ki < NumElements(k); ++ki) {
-        std::vector<int64_t> kc = Unravel(ki, k), xc(nsp);
-        bool inside = true;
-        for (size_t i = 0; i < nsp; ++i) {
-          xc[i] = yc[2 + i] * s[i] - p[i] + kc[i] * d[i];
-          inside = inside && xc[i] >= 0 && xc[i] < in[i];
-        }
-        if (!inside) continue;
-        acc += double{F(x, Ravel(Coord(yc[0], g * cg + ic, xc), x.shape))} *
-               F(w, Ravel(Coord(om, ic, kc), w.shape));
-      }
-    y.data<float>()[yi] = static_cast<float>(acc);
-  }
-  return y;
-}
-
-// Max or average pooling, floor mode; count_include_pad counts the window positions inside
-// the padded input.
-HostTensor RefPool(const HostTensor& x, bool is_max, Ints k, Ints s, Ints p, Ints d,
-                   bool include_pad) {
-  size_t nsp = x.shape.size() - 2;
-  Shape in = Spatial(x.shape);
-  Shape ys = {x.shape[0], x.shape[1]};
-  for (size_t i = 0; i < nsp; ++i)
-    ys.push_back((in[i] + p[i] + p[nsp + i] - d[i] * (k[i] - 1) - 1) / s[i] + 1);
-  HostTensor y(DType::kFloat32, ys);
-  for (int64_t yi = 0; yi < y.size(); ++yi) {
-    std::vector<int64_t> yc = Unravel(yi, ys);
-    double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
-    int64_t count = 0, padded = 0;
-    for (int64_t ki = 0; ki < NumElements(k); ++ki) {
-      std::vector<int64_t> kc = Unravel(ki, k), xc(nsp);
-      bool inside = true, in_padded = true;
-      for (size_t i = 0; i < nsp; ++i) {
-        xc[i] = yc[2 + i] * s[i] - p[i] + kc[i] * d[i];
-        inside = inside && xc[i] >= 0 && xc[i] < in[i];
-        in_padded = in_padded && xc[i] >= -p[i] && xc[i] < in[i] + p[nsp + i];
-      }
-      padded += in_padded;
-      if (!inside) continue;
-      double v = F(x, Ravel(Coord(yc[0], yc[1], xc), x.shape));
-      acc = is_max ? std::max(acc, v) : acc + v;
-      ++count;
-    }
-    if (!is_max) acc /= static_cast<double>(include_pad ? padded : count);
-    y.data<float>()[yi] = static_cast<float>(acc);
-  }
-  return y;
-}
+// (RefConv and RefPool: window_reference.h)
 
 // ConvTranspose in scatter form: x [N, C, in...], w [C, M / group, k...]; every input element
 // adds x * w to output position i * s - p_begin + k * d.
@@ -203,8 +129,9 @@ TEST(WindowKernelTest, ThreeDConvAndPooling) {
   std::vector<HostTensor> out = CompileAndRun(std::move(g), {{"x", x}, {"x1", x1}});
   ASSERT_EQ(out.size(), 4u);
   ExpectClose(out[0], RefConv(x, w, &b, cs, cp, cd, 2), "3-D grouped conv");
-  ExpectClose(out[1], RefPool(x, true, k, ps, pp, pd, false), "3-D max pool");
-  ExpectClose(out[2], RefPool(x, false, {3, 2, 3}, {1, 2, 2}, {1, 0, 1, 1, 1, 0}, {1, 1, 1}, true),
+  ExpectClose(out[1], RefPool(x, true, k, ps, pp, pd, false, false), "3-D max pool");
+  ExpectClose(out[2],
+              RefPool(x, false, {3, 2, 3}, {1, 2, 2}, {1, 0, 1, 1, 1, 0}, {1, 1, 1}, false, true),
               "3-D average pool, count_include_pad=1");
   ExpectClose(out[3], RefConv(x1, w1, nullptr, {2}, {2, 1}, {2}, 1), "1-D conv");
 }
@@ -493,8 +420,8 @@ TEST(WindowKernelTest, EveryTunedPointComputesTheReference) {
   for (int64_t st : {1, 2}) {
     ir::Attrs pool = PoolAttrs({3, 3}, {st, st}, {1, 1, 1, 1}, {1, 1});
     n += CheckCandidates(ir::OpKind::kMaxPool, pool, x, {},
-                         RefPool(x, true, {3, 3}, {st, st}, {1, 1, 1, 1}, {1, 1}, false), "maxpool",
-                         2, false);
+                         RefPool(x, true, {3, 3}, {st, st}, {1, 1, 1, 1}, {1, 1}, false, false),
+                         "maxpool", 2, false);
   }
   // Rows in chunks with lanes shifted in (window_shift.cl): a 5x5 depthwise window on a row of
   // 37 (a left edge, an inside and a partial chunk of 16), dilated and strided (odd and even
@@ -511,7 +438,7 @@ TEST(WindowKernelTest, EveryTunedPointComputesTheReference) {
                        "depthwise dilated", 3);
   ir::Attrs past_end = PoolAttrs({3, 3}, {2, 2}, {0, 1, 1, 2}, {1, 1});
   n += CheckCandidates(ir::OpKind::kMaxPool, past_end, xw, {},
-                       RefPool(xw, true, {3, 3}, {2, 2}, {0, 1, 1, 2}, {1, 1}, false),
+                       RefPool(xw, true, {3, 3}, {2, 2}, {0, 1, 1, 2}, {1, 1}, false, false),
                        "maxpool past the row's end", 3, false);
   // A product whose sides fill no whole tile.
   HostTensor a = RandomF32({13, 37}, 506), bm = RandomF32({37, 45}, 507);
