@@ -532,9 +532,15 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
   if (!split) return {spec};
 
   spec.scratch_bytes = {splits * outputs * ElemBytes(t)};
-  if (g.partials_only) return {spec};
+  return WithSplitSum(std::move(spec), g, splits, epilogue);
+}
+
+std::vector<KernelSpec> WithSplitSum(KernelSpec spec, const GemmOperands& g, int64_t splits,
+                                     const Chain& epilogue) {
+  if (splits == 1 || g.partials_only) return {std::move(spec)};
+  std::string sum = spec.name + "_sum";
   spec.end_op = 1;  // the product alone; the sum kernel finishes it and applies the epilogue
-  return {spec, GenerateSplitSum(g, kernel_name + "_sum", splits, epilogue)};
+  return {std::move(spec), GenerateSplitSum(g, sum, splits, epilogue)};
 }
 
 KernelSpec GenerateSplitSum(const GemmOperands& g, const std::string& kernel_name, int64_t splits,

@@ -150,6 +150,10 @@ std::vector<KernelSpec> GenerateGemm(const GemmOperands& g, const std::string& k
 // f64): adds them up, adds g's bias and applies the epilogue.
 KernelSpec GenerateSplitSum(const GemmOperands& g, const std::string& kernel_name, int64_t splits,
                             const Chain& epilogue);
+// A product kernel's specs: {spec}, or with split K (and not g.partials_only) {spec, the sum
+// kernel adding the slices up}. Every product kernel (scalar, warp-tiled, warpgroup) ends so.
+std::vector<KernelSpec> WithSplitSum(KernelSpec spec, const GemmOperands& g, int64_t splits,
+                                     const Chain& epilogue);
 
 // The heuristic's product for MatMul n as partial slices only (GemmOperands::partials_only):
 // its kernel, and in *slices how many slices of n's output shape it leaves in scratch 0.

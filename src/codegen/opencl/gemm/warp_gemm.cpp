@@ -441,14 +441,6 @@ KernelSpec ModelProductSpec(KernelSource& src, const GemmOperands& g,
   return spec;
 }
 
-std::vector<KernelSpec> WithSplitSum(KernelSpec spec, const GemmOperands& g, int64_t splits,
-                                     const Chain& epilogue) {
-  if (splits == 1 || g.partials_only) return {std::move(spec)};
-  std::string sum = spec.name + "_sum";
-  spec.end_op = 1;  // the product alone; the sum kernel finishes it and applies the epilogue
-  return {std::move(spec), GenerateSplitSum(g, sum, splits, epilogue)};
-}
-
 std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::string& kernel_name,
                                               const Target& t, const WarpGemmParams& p,
                                               const Chain& epilogue) {

@@ -121,9 +121,6 @@ void DefineModelProduct(KernelSource& src, const GemmOperands& g, int64_t splits
 // (split K or g.partials_only), the epilogue applied, the source rendered.
 KernelSpec ModelProductSpec(KernelSource& src, const GemmOperands& g,
                             const std::string& kernel_name, int64_t splits, const Chain& epilogue);
-// {spec}, or with split K (and not g.partials_only) {spec, the sum kernel adding the slices up}.
-std::vector<KernelSpec> WithSplitSum(KernelSpec spec, const GemmOperands& g, int64_t splits,
-                                     const Chain& epilogue);
 // The kernel: sizes fixed, the epilogue applied as results are stored; with
 // g.partials_only the product alone, as one slice of float sums in scratch 0.
 std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::string& kernel_name,

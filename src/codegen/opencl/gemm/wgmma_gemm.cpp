@@ -44,6 +44,9 @@ int64_t Tiles(const GemmProblem& g, const WgmmaTiling& w) {
 // Local memory a tiling takes.
 int LocalBytes(const WgmmaTiling& w) { return (w.bm + w.bn) * w.row_bytes * w.stages; }
 
+// Work-items per work-group: one warpgroup (128) per 64 rows.
+size_t WorkItems(const WgmmaTiling& w) { return static_cast<size_t>(w.bm / 64 * 128); }
+
 // What any use of the kernel needs of w: its tile, stages and row bytes, the operands' layout
 // for 128-byte rows, local memory and the work-group size.
 std::optional<std::string> CheckTiling(const WgmmaTiling& w, bool trans_a, bool trans_b,
@@ -59,8 +62,7 @@ std::optional<std::string> CheckTiling(const WgmmaTiling& w, bool trans_a, bool 
   if (LocalBytes(w) > kLocalBytes)
     return fmt::format("tiling {} needs {} bytes of local memory, past {}", w.ToString(),
                        LocalBytes(w), kLocalBytes);
-  if (t.max_work_group_size < static_cast<size_t>(w.bm / 64 * 128))
-    return "work-groups of that size do not fit the device";
+  if (t.max_work_group_size < WorkItems(w)) return "work-groups of that size do not fit the device";
   return std::nullopt;
 }
 
@@ -141,7 +143,7 @@ std::string WgmmaGemmClass(const GemmProblem& g, const WgmmaTiling& w, const Tar
 
 void WgmmaGemmGeometry(const GemmProblem& g, const WgmmaTiling& w, std::vector<size_t>* global,
                        std::vector<size_t>* local) {
-  size_t wg = static_cast<size_t>(w.bm / 64 * 128);
+  size_t wg = WorkItems(w);
   *global = {static_cast<size_t>(g.m / w.bm) * wg, static_cast<size_t>(g.n / w.bn),
              static_cast<size_t>(g.batch)};
   *local = {wg, 1, 1};
@@ -263,7 +265,7 @@ std::vector<KernelSpec> GenerateModelWgmmaGemm(const GemmOperands& g,
   DefineModelProduct(src, g, splits, ks);
   KernelSpec spec = ModelProductSpec(src, g, kernel_name, splits, epilogue);
   spec.inline_ptx = spec.tensor_cores = t.wgmma || t.mma_sync;  // wgmma, cp.async
-  size_t wg = static_cast<size_t>(w.bm / 64 * 128);
+  size_t wg = WorkItems(w);
   spec.global = {static_cast<size_t>(CeilDiv(s.m, w.bm)) * wg,
                  static_cast<size_t>(CeilDiv(s.n, w.bn)), static_cast<size_t>(s.batch * splits)};
   spec.local = {wg, 1, 1};
