@@ -84,4 +84,10 @@ int64_t NormalizeAxis(int64_t axis, int64_t rank) {
   return a;
 }
 
+Shape Permuted(const Shape& s, const std::vector<int64_t>& perm) {
+  Shape r;
+  for (int64_t p : perm) r.push_back(s.at(static_cast<size_t>(p)));
+  return r;
+}
+
 }  // namespace texel

@@ -31,6 +31,8 @@ Shape StripLeadingOnes(const Shape& s);
 inline bool SameLayout(const Shape& a, const Shape& b) {
   return StripLeadingOnes(a) == StripLeadingOnes(b);
 }
+// s's dims in the order perm names them (ONNX Transpose: result[i] = s[perm[i]]).
+Shape Permuted(const Shape& s, const std::vector<int64_t>& perm);
 // Normalises a possibly negative axis into [0, rank); throws kInvalidModel when out of range.
 int64_t NormalizeAxis(int64_t axis, int64_t rank);
 

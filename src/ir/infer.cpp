@@ -367,6 +367,16 @@ std::vector<TensorType> InferUnchecked(OpKind op, const std::vector<TensorType>&
       }
       for (const auto& t : in) Expect(t.dtype == in[0].dtype, "Conv inputs must share a type");
       if (op == OpKind::kConvTranspose) return {InferConvTranspose(in, a)};
+      if (op == OpKind::kConv && a.Int("channels_last", 0)) {
+        // x [N, H, W, C], w [M, KH, KW, C/group] -> y [N, OH, OW, M] (passes/channels_last.cpp).
+        Expect(in[0].shape.size() == 4 && in[1].shape.size() == 4,
+               "a channels-last Conv is 2-D: x [N, H, W, C], w [M, KH, KW, C]");
+        std::vector<TensorType> nchw = in;
+        for (int i = 0; i < 2; ++i) nchw[i].shape = Permuted(in[i].shape, {0, 3, 1, 2});
+        TensorType t = InferWindow(info, nchw, a);
+        t.shape = Permuted(t.shape, {0, 2, 3, 1});
+        return {t};
+      }
       return {InferWindow(info, in, a)};
     case OpClass::kPool: {
       TensorType t = InferWindow(info, in, a);

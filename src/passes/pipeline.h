@@ -74,6 +74,7 @@ Stats MatchNorm(ir::Graph& g, const PassContext& ctx);
 Stats Views(ir::Graph& g, const PassContext& ctx);
 Stats FoldConvAffine(ir::Graph& g, const PassContext& ctx);
 Stats ApplyPrecision(ir::Graph& g, const PassContext& ctx);
+Stats ChannelsLast(ir::Graph& g, const PassContext& ctx);
 Stats Partition(ir::Graph& g, const PassContext& ctx);
 Stats Fuse(ir::Graph& g, const PassContext& ctx);
 Stats AssignStorage(ir::Graph& g, const PassContext& ctx);

@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "core/precision.h"
 #include "ir/graph.h"
+#include "ir/host_eval.h"
 #include "kernel_test_util.h"
 #include "runtime/cl/context.h"
 #include "runtime/cl/device.h"
@@ -136,6 +137,34 @@ TEST(WindowKernelTest, ThreeDConvAndPooling) {
   ExpectClose(out[3], RefConv(x1, w1, nullptr, {2}, {2, 1}, {2}, 1), "1-D conv");
 }
 
+// The matrix-engine convolution tests' targets: the device's own engine where it has one
+// (TEXEL_TEST_DEVICE=gpu on an H100), else the emulation with an H100's tiling; and the same
+// with one compute unit, where K is never split.
+std::pair<codegen::Target, codegen::Target> EngineTargets() {
+  codegen::Target split = backends::NativeBackend::TargetOf(SharedContext()->info());
+  if (!split.mma_sync) {
+    size_t max_group = split.max_work_group_size;
+    split = H100Target();
+    split.mma_emulated = true;
+    split.max_work_group_size = std::min(split.max_work_group_size, max_group);
+  }
+  codegen::Target whole = split;
+  whole.compute_units = 1;
+  return {split, whole};
+}
+
+// y against the reference within tol * max(|want|, 1) per element, the first misses named.
+void ExpectWithin(const HostTensor& y, const HostTensor& want, double tol,
+                  const std::string& what) {
+  int bad = 0;
+  for (int64_t i = 0; i < y.size(); ++i) {
+    double got = y.GetDouble(i), ref = F(want, i);
+    if (!(std::fabs(got - ref) <= tol * std::max(std::fabs(ref), 1.0)) && ++bad <= 3)
+      ADD_FAILURE() << what << " at " << i << ": got " << got << ", want " << ref;
+  }
+  EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << y.size() << " elements differ";
+}
+
 // Convolutions in the matrix-engine modes take the warp-tiled kernel as implicit GEMMs (the image
 // gathered into its B tiles): run on PoCL with the FMA emulation of the engine's rounding
 // (Target::mma_emulated) and an H100's tiling, on a GPU with a matrix engine on the engine; K
@@ -182,17 +211,7 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
                         {ComputeMode::kTf32x3, DType::kFloat32, 2e-5},
                         {ComputeMode::kFp16, DType::kFloat16, 4e-3},
                         {ComputeMode::kFp32, DType::kFloat32, 2e-6}};
-  // The device's own engine where it has one (TEXEL_TEST_DEVICE=gpu on an H100), else the
-  // emulation with an H100's tiling.
-  codegen::Target split = backends::NativeBackend::TargetOf(SharedContext()->info());
-  if (!split.mma_sync) {
-    size_t max_group = split.max_work_group_size;
-    split = H100Target();
-    split.mma_emulated = true;
-    split.max_work_group_size = std::min(split.max_work_group_size, max_group);
-  }
-  codegen::Target whole = split;
-  whole.compute_units = 1;  // K not split
+  auto [split, whole] = EngineTargets();
   const cl::Context& ctx = *SharedContext();
   uint32_t seed = 700;
   int gathered = 0, hoisted = 0, folded = 0, kgroups = 0;
@@ -249,15 +268,8 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
                                 c.attrs.Ints("strides"), c.attrs.Ints("pads"),
                                 c.attrs.Ints("dilations"), c.attrs.Int("group"));
       ASSERT_EQ(y.shape, want.shape) << what;
-      double k = static_cast<double>(NumElements(Spatial(c.w)) * c.w[1]);
-      double tol = m.tol * std::sqrt(k);
-      int bad = 0;
-      for (int64_t i = 0; i < y.size(); ++i) {
-        double got = y.GetDouble(i), ref = F(want, i);
-        if (!(std::fabs(got - ref) <= tol * std::max(std::fabs(ref), 1.0)) && ++bad <= 3)
-          ADD_FAILURE() << what << " at " << i << ": got " << got << ", want " << ref;
-      }
-      EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << y.size() << " elements differ";
+      ExpectWithin(y, want, m.tol * std::sqrt(static_cast<double>(NumElements(c.w) / c.w[0])),
+                   what);
     }
   EXPECT_EQ(gathered, 24) << "eight of the ten cases gather the image, in every engine mode";
   EXPECT_EQ(hoisted, 15) << "all but the 1- and 81-tap cases gather with the per-column state";
@@ -265,6 +277,168 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
   EXPECT_GT(kgroups, 0) << "fp16's small tiles take two warp groups along K somewhere";
   EXPECT_GT(bias_runs[true], 0) << "the sum kernel adds a bias somewhere";
   EXPECT_GT(bias_runs[false], 0) << "the product's own kernel adds a bias somewhere";
+}
+
+// A host tensor's axes permuted (ONNX Transpose).
+HostTensor PermutedTensor(const HostTensor& t, const Ints& perm) {
+  auto r = ir::EvaluateOnHost(ir::OpKind::kTranspose, {{"perm", perm}}, {&t},
+                              {t.dtype, Permuted(t.shape, perm)});
+  EXPECT_TRUE(r.has_value());
+  return *r;
+}
+
+// Channels-last convolutions (passes/channels_last.cpp) on the warp-tiled kernel: the NHWC
+// image's chunks copied as a stored [N, K] matrix is, zeros in the padding, C stored NHWC. Edge
+// tiles, padding, strides, dilation, several images, a 1x1, with and without a bias, K split
+// and whole; fp16 and tf32x3 (f32 chunks of 4) against the double-precision reference.
+TEST(WindowKernelTest, ChannelsLastConvOnTheMatrixEngine) {
+  struct ConvCase {
+    Shape x, w;  // NCHW and OIHW, as the reference takes them
+    ir::Attrs attrs;
+    bool bias;
+  };
+  const std::vector<ConvCase> cases = {
+      {{2, 16, 9, 11}, {40, 16, 3, 3}, ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), true},
+      {{1, 32, 10, 9}, {24, 32, 3, 3}, ConvAttrs({2, 2}, {2, 1, 1, 2}, {2, 2}, 1), false},
+      {{2, 64, 5, 5}, {16, 64, 1, 1}, ConvAttrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1), true},
+  };
+  struct Mode {
+    ComputeMode mode;
+    DType storage;
+    double tol;
+  };
+  const Mode modes[] = {{ComputeMode::kFp16, DType::kFloat16, 4e-3},
+                        {ComputeMode::kTf32x3, DType::kFloat32, 2e-5}};
+  auto [split, whole] = EngineTargets();
+  const cl::Context& ctx = *SharedContext();
+  uint32_t seed = 800;
+  int summed_runs = 0;
+  for (size_t mi = 0; mi < std::size(modes); ++mi)
+    for (size_t ci = 0; ci < cases.size(); ++ci) {
+      const Mode& m = modes[mi];
+      const ConvCase& c = cases[ci];
+      bool half = m.storage == DType::kFloat16;
+      auto stored = [&](const HostTensor& f) { return half ? ToF16(f) : f; };
+      HostTensor x = stored(RandomF32(c.x, ++seed)), w = stored(RandomF32(c.w, ++seed));
+      HostTensor b = stored(RandomF32({c.w[0]}, ++seed));
+      HostTensor xt = PermutedTensor(x, {0, 2, 3, 1}), wt = PermutedTensor(w, {0, 2, 3, 1});
+      ir::Graph g;
+      std::vector<ir::Value*> in = {g.AddInput("x", {m.storage, xt.shape}),
+                                    g.AddInput("w", {m.storage, wt.shape})};
+      if (c.bias) in.push_back(g.AddInput("b", {m.storage, {c.w[0]}}));
+      ir::Attrs attrs = c.attrs;
+      attrs.Set("compute_mode", static_cast<int64_t>(m.mode));
+      attrs.Set("channels_last", int64_t{1});
+      ir::Node* node = g.AddNode(ir::OpKind::kConv, in, attrs, "conv");
+      const ir::TensorType& yt = node->outputs[0]->type;
+      const codegen::Target& t = (mi + ci) % 2 ? split : whole;
+      std::vector<codegen::KernelSpec> specs = codegen::GenerateKernel(*node, "conv", t);
+      summed_runs += specs.size() > 1;
+      std::string what =
+          fmt::format("{} x {} w {}{}{}", ComputeModeName(m.mode), ShapeStr(c.x), ShapeStr(c.w),
+                      c.bias ? " bias" : "", specs.size() > 1 ? " split" : "");
+      ASSERT_NE(specs[0].source.find("#define ASYNC 1"), std::string::npos) << what;
+      ASSERT_NE(specs[0].source.find("#define B_INSIDE(k, c)"), std::string::npos) << what;
+      cl::Buffer dx(ctx, xt.bytes.size()), dw(ctx, wt.bytes.size()), db(ctx, b.bytes.size()),
+          dy(ctx, yt.bytes());
+      dx.Write(ctx, xt.bytes.data(), xt.bytes.size());
+      dw.Write(ctx, wt.bytes.data(), wt.bytes.size());
+      db.Write(ctx, b.bytes.data(), b.bytes.size());
+      backends::BoundKernels run(ctx, std::move(specs), [&](int id) -> const cl::Buffer& {
+        return id == in[0]->id ? dx : id == in[1]->id ? dw : id == node->outputs[0]->id ? dy : db;
+      });
+      std::vector<char> nans(yt.bytes(), '\xff');
+      dy.Write(ctx, nans.data(), nans.size());
+      run.Launch(ctx);
+      HostTensor y(yt.dtype, yt.shape);
+      dy.Read(ctx, y.bytes.data(), y.bytes.size());
+      HostTensor bf = half ? ToF32(b) : b;
+      HostTensor want = PermutedTensor(
+          RefConv(half ? ToF32(x) : x, half ? ToF32(w) : w, c.bias ? &bf : nullptr,
+                  c.attrs.Ints("strides"), c.attrs.Ints("pads"), c.attrs.Ints("dilations"), 1),
+          {0, 2, 3, 1});
+      ASSERT_EQ(y.shape, want.shape) << what;
+      ExpectWithin(y, want, m.tol * std::sqrt(static_cast<double>(NumElements(c.w) / c.w[0])),
+                   what);
+    }
+  EXPECT_GT(summed_runs, 0) << "K is split (and summed into NHWC) somewhere";
+}
+
+// The channels-last pass on a model: a region of six convolutions deep enough for the engine
+// (residual Adds, a stride, a dilation, 1x1s; the graph input's and output's Casts inside it) and
+// two edges is rewritten, with a transpose only at each edge, where the
+// device (or the emulated GPU) has a matrix engine; a lone convolution between two edges is
+// left NCHW. fp16 results against fp32 compiled as usual, and against the pass disabled.
+TEST(WindowKernelTest, ChannelsLastRegions) {
+  uint32_t seed = 900;
+  std::map<std::string, HostTensor> consts;
+  auto conv = [&](ir::Graph& g, ir::Value* x, int64_t oc, int64_t k, ir::Attrs a) {
+    int64_t ic = x->type.shape[1];
+    HostTensor w = RandomF32({oc, ic, k, k}, ++seed), b = RandomF32({oc}, ++seed);
+    for (int64_t i = 0; i < w.size(); ++i)  // sums of order 1
+      w.data<float>()[i] /= std::sqrt(static_cast<float>(ic * k * k) / 3);
+    std::string name = fmt::format("w{}", seed);
+    ir::Value* wv = g.AddConstant(name, std::make_shared<HostTensor>(w));
+    ir::Value* bv = g.AddConstant(name + "b", std::make_shared<HostTensor>(b));
+    return g.AddNode(ir::OpKind::kConv, {x, wv, bv}, a, name)->outputs[0];
+  };
+  auto relu = [](ir::Graph& g, ir::Value* v) {
+    return g.AddNode(ir::OpKind::kRelu, {v}, {}, "relu")->outputs[0];
+  };
+  auto add = [](ir::Graph& g, ir::Value* a, ir::Value* b) {
+    return g.AddNode(ir::OpKind::kAdd, {a, b}, {}, "add")->outputs[0];
+  };
+  ir::Attrs same = ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+  ir::Attrs one = ConvAttrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1);
+  HostTensor x = RandomF32({2, 32, 8, 8}, 899);
+  auto build = [&](bool region) {
+    seed = 900;
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* xv = g->AddInput("x", F32Type(x.shape));
+    if (!region) {
+      g->AddOutput(conv(*g, xv, 32, 3, same));
+      return g;
+    }
+    ir::Value* r1 = relu(*g, conv(*g, xv, 32, 3, same));
+    ir::Value* r2 = relu(*g, add(*g, conv(*g, r1, 32, 3, same), r1));
+    ir::Value* c3 = relu(*g, conv(*g, r2, 64, 3, ConvAttrs({2, 2}, {1, 0, 0, 1}, {1, 1}, 1)));
+    ir::Value* c4 = conv(*g, c3, 64, 1, one);
+    ir::Value* c5 = conv(*g, c4, 64, 3, ConvAttrs({1, 1}, {2, 2, 2, 2}, {2, 2}, 1));
+    g->AddOutput(conv(*g, relu(*g, add(*g, c5, c4)), 32, 1, one));
+    return g;
+  };
+  bool engine = backends::NativeBackend::TargetOf(SharedContext()->info()).mma_sync;
+  std::map<std::string, HostTensor> in{{"x", x}};
+  auto compile = [&](bool region, ComputeMode mode, bool pass) {
+    CompileOptions o;
+    o.precision = mode;
+    if (!pass) o.disabled_passes = {"channels-last"};
+    return CompileGraph(build(region), SharedContext(), o);
+  };
+  for (bool region : {true, false}) {
+    auto want = runtime::Session(*compile(region, ComputeMode::kFp32, true).executable).Run(in);
+    for (const char* target : {"", "gpu:132:mma"}) {
+      if (!region && *target == 0) continue;
+      SCOPED_TRACE(fmt::format("TEXEL_TARGET={} region: {}", target, region));
+      if (*target) setenv("TEXEL_TARGET", target, 1);
+      CompiledModel half = compile(region, ComputeMode::kFp16, true);
+      CompiledModel nchw = compile(region, ComputeMode::kFp16, false);
+      unsetenv("TEXEL_TARGET");
+      int nhwc = 0, transposes = 0;
+      for (const auto& n : half.graph->nodes()) {
+        nhwc += n->op == ir::OpKind::kConv && n->attrs.Int("channels_last", 0) == 1;
+        transposes += n->op == ir::OpKind::kTranspose;
+      }
+      bool rewritten = region && (engine || *target);
+      EXPECT_EQ(nhwc, rewritten ? 6 : 0);
+      EXPECT_EQ(transposes, rewritten ? 2 : 0);
+      auto got = runtime::Session(*half.executable).Run(in);
+      auto base = runtime::Session(*nchw.executable).Run(in);
+      ASSERT_EQ(got.size(), 1u);
+      ExpectClose(got[0], want[0], "against fp32", 3e-2f);
+      ExpectClose(got[0], base[0], "against fp16 without the pass", 3e-2f);
+    }
+  }
 }
 
 TEST(WindowKernelTest, ConvTranspose) {

@@ -54,7 +54,8 @@ struct ConvGemm {
 };
 
 std::optional<ConvGemm> ConvGemmOf(const ir::Node& n) {
-  if (n.op != ir::OpKind::kConv || n.attrs.Int("group") != 1) return std::nullopt;
+  if (n.op != ir::OpKind::kConv || n.attrs.Int("group") != 1 || n.attrs.Int("channels_last", 0))
+    return std::nullopt;
   for (const ir::Value* v : n.inputs)
     if (v->type.dtype != DType::kFloat32) return std::nullopt;
   const Shape& x = n.inputs[0]->type.shape;

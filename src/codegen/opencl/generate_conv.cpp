@@ -121,7 +121,8 @@ bool GathersImage(const Window3& win, int64_t pixels, const Target& target) {
 
 bool ConvCanConvertImage(const ir::Node& n) {
   if (n.op != ir::OpKind::kConv || n.inputs[0]->type.shape.size() < 3 ||
-      n.inputs[0]->type.shape.size() > 5 || n.attrs.Int("group", 1) != 1)
+      n.inputs[0]->type.shape.size() > 5 || n.attrs.Int("group", 1) != 1 ||
+      n.attrs.Int("channels_last", 0))
     return false;
   for (size_t i = 1; i < n.inputs.size(); ++i)
     if (n.inputs[i]->type.dtype != DType::kFloat16) return false;
@@ -205,9 +206,80 @@ GemmOperands ConvGemm(const ir::Node& n, const Target& target) {
   return g;
 }
 
+bool ChannelsLast(const ir::Node& n) {
+  return n.op == ir::OpKind::kConv && n.attrs.Int("channels_last", 0) != 0;
+}
+
+// The window of a channels-last Conv: x [N, H, W, C], w [M, KH, KW, C], y [N, OH, OW, M].
+Window3 ChannelsLastWindow(const ir::Node& n) {
+  const Shape& x = n.inputs[0]->type.shape;
+  const Shape& w = n.inputs[1]->type.shape;
+  const Shape& y = n.outputs[0]->type.shape;
+  const auto& s = n.attrs.Ints("strides");
+  const auto& p = n.attrs.Ints("pads");
+  const auto& d = n.attrs.Ints("dilations");
+  return Window3{{1, x[1], x[2]}, {1, y[1], y[2]}, {1, w[1], w[2]}, {1, s[0], s[1]},
+                 {0, p[0], p[1]}, {0, p[2], p[3]}, {1, d[0], d[1]}};
+}
+
+// A channels-last Conv as one product over every image: C [M, N x OH x OW] = W [M, KH KW C] x
+// the image read as [N x OH x OW, KH KW C], each 16-byte chunk of a row (8 halves or 4 floats of
+// one tap's channels) copied asynchronously from where the tap falls in x, zeros where it falls
+// in the padding; C stored NHWC.
+GemmOperands ChannelsLastProduct(const ir::Node& n, int64_t m, int64_t cols, int64_t k) {
+  GemmOperands g;
+  g.shape.m = m, g.shape.n = cols, g.shape.k = k;
+  g.shape.dtype = n.outputs[0]->type.dtype;
+  g.shape.mode = ComputeModeOf(n);
+  g.shape.trans_b = true;
+  g.convolution = g.channels_last = true;
+  return g;
+}
+GemmOperands ChannelsLastGemm(const ir::Node& n) {
+  RequireOneFloatType(n);
+  const Shape& x = n.inputs[0]->type.shape;
+  const Shape& w = n.inputs[1]->type.shape;
+  Window3 win = ChannelsLastWindow(n);
+  GemmOperands g = ChannelsLastProduct(n, w[0], x[0] * win.out[1] * win.out[2], w[1] * w[2] * w[3]);
+  g.defines = WindowDefines(win);
+  g.defines.insert(
+      g.defines.end(),
+      {{"CIN", std::to_string(x[3])},
+       {"NH_IH(k, c)", "((c) / OW % OH * SH - PH + (k) / CIN / KW * DH)"},
+       {"NH_IW(k, c)", "((c) % OW * SW - PW + (k) / CIN % KW * DW)"},
+       {"B_INSIDE(k, c)", "((uint)NH_IH(k, c) < (uint)IH && (uint)NH_IW(k, c) < (uint)IW)"},
+       {"B_AT(k, c)",
+        "((((long)((c) / (OH * OW)) * IH + NH_IH(k, c)) * IW + NH_IW(k, c)) * CIN + (k) % CIN)"}});
+  bool bias = n.inputs.size() > 2;
+  if (bias) g.bias = "(row)";
+  g.args = {n.inputs[1]->id, n.inputs[0]->id};
+  if (bias) g.args.push_back(n.inputs[2]->id);
+  g.args.push_back(n.outputs[0]->id);
+  g.out = n.outputs[0];
+  return g;
+}
+
 }  // namespace
 
+bool ConvTakesChannelsLast(const ir::Node& n, const Target& target) {
+  if (n.op != ir::OpKind::kConv || ChannelsLast(n) || ConvReadsF32Image(n) ||
+      n.inputs[0]->type.shape.size() != 4 || n.attrs.Int("group", 1) != 1 || !n.inputs[1]->constant)
+    return false;
+  DType t = n.outputs[0]->type.dtype;
+  int64_t chunk = t == DType::kFloat16 ? 8 : 4;  // elements per 16-byte copy
+  for (const ir::Value* v : n.inputs)
+    if (v->type.dtype != t) return false;
+  if (n.inputs[0]->type.shape[1] % chunk != 0) return false;
+  // The engine must take the product (depth, rows, mode, storage).
+  const Shape& x = n.inputs[0]->type.shape;
+  const Shape& w = n.inputs[1]->type.shape;
+  Window3 win = ToWindow3(n, Shape(w.begin() + 2, w.end()));
+  GemmOperands g = ChannelsLastProduct(n, w[0], x[0] * win.out[1] * win.out[2], w[1] * w[2] * w[3]);
+  return ChooseModelWarpGemm(g, target).has_value();
+}
+
 std::optional<Tunable> ConvTunable(const ir::Node& n, const Target& target) {
+  if (ChannelsLast(n)) return ModelGemmTunable(ChannelsLastGemm(n), target);
   if (auto rows = WindowRowsTunable(n, target)) return rows;
   if (auto blocked = ConvBlockedTunable(n, target)) return blocked;
   GemmOperands g = ConvGemm(n, target);
@@ -225,6 +297,7 @@ KernelTraits ConvTraits(const ir::Node& n, const Target& target) {
   const Shape& wt = n.inputs[1]->type.shape;
   KernelTraits t;
   t.flops = ConvFlops(n);
+  if (ChannelsLast(n)) return t;  // copied as a stored matrix is
   // The CPU families read x along its rows; the implicit GEMM may gather it.
   if (WindowRowsTunable(n, target) || ConvBlockedTunable(n, target)) return t;
   Window3 win = ToWindow3(n, Shape(wt.begin() + 2, wt.end()));
@@ -234,6 +307,14 @@ KernelTraits ConvTraits(const ir::Node& n, const Target& target) {
 
 std::vector<KernelSpec> GenerateConv(const ir::Node& n, const std::string& kernel_name,
                                      const Target& target, const Chain& epilogue) {
+  if (ChannelsLast(n)) {
+    GemmOperands g = ChannelsLastGemm(n);
+    std::optional<ModelGemm> engine = TunedModelGemm(g, target);
+    if (!engine)
+      Fail(ErrorCode::kUnsupported,
+           "Conv '{}' is channels-last, which only the matrix-engine kernel computes", n.name);
+    return GenerateModelGemm(g, kernel_name, target, *engine, epilogue);
+  }
   if (auto rows = WindowRowsTunable(n, target))
     return {GenerateWindowRows(n, kernel_name, Choose(*rows, target), epilogue)};
   if (auto blocked = ConvBlockedTunable(n, target))

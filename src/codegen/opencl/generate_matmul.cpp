@@ -440,7 +440,9 @@ void DefineLoadB(KernelSource& src, const GemmOperands& g, const std::string& ke
 
 void DefineOutputIndex(KernelSource& src, const GemmOperands& g, bool folded) {
   TEXEL_CHECK(g.fold == 0 || !g.partials_only, "folded columns with partial sums only");
-  if (folded && g.fold > 0)
+  if (folded && g.channels_last)
+    src.Define("OUT_AT(b, r, c)", "((long)(c) * M + (r))");
+  else if (folded && g.fold > 0)
     src.Define(
         "OUT_AT(b, r, c)",
         fmt::format("((((long)(c) / {0} * BATCH + (b)) * M + (r)) * {0} + (c) % {0})", g.fold));

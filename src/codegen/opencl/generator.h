@@ -87,6 +87,10 @@ using Chain = std::vector<const ir::Node*>;
 std::optional<Tunable> ConvTunable(const ir::Node& node, const Target& target);
 std::vector<KernelSpec> GenerateConv(const ir::Node& node, const std::string& kernel_name,
                                      const Target& target, const Chain& epilogue = {});
+// Whether Conv node n (NCHW) may become channels-last (passes/channels_last.cpp): 2-D, one group,
+// constant filters, one storage type, channels in whole 16-byte chunks, and a product the
+// matrix-engine kernel takes on target (which alone computes channels-last convolutions).
+bool ConvTakesChannelsLast(const ir::Node& n, const Target& target);
 // A Conv node's declared cost (support.h's KernelTraits): its flops, and whether its kernel
 // gathers the image (an implicit GEMM that cannot read x as its B).
 struct KernelTraits;

@@ -122,6 +122,11 @@ struct GemmOperands {
   // small images fill the tiles), and C(b, row, col) is stored at ((col / fold * batch + b) * m
   // + row) * fold + col % fold, NCHW. Never with partials_only (the slices stay row-major).
   int64_t fold = 0;
+  // A channels-last convolution (passes/channels_last.cpp): B is its NHWC image read as [N, K]
+  // (N = images x output pixels, K = taps x channels, shape.trans_b) whose chunks the defines'
+  // B_AT(k, c) and B_INSIDE(k, c) address, on the warp-tiled kernel only; C(row, col) is stored
+  // at col * m + row, NHWC.
+  bool channels_last = false;
 };
 
 // Whether g's product kernel leaves its sums as float slices in scratch 0 (K split `splits` ways,
@@ -130,7 +135,8 @@ inline bool LeavesSlices(const GemmOperands& g, int64_t splits) {
   return splits > 1 || g.partials_only;
 }
 
-// OUT_AT(b, r, c): the flat index of C(b, r, c) in g's output (row-major, or g.fold's NCHW),
+// OUT_AT(b, r, c): the flat index of C(b, r, c) in g's output (row-major, g.fold's NCHW, or
+// g.channels_last's NHWC),
 // the index its stores and the epilogue use; row-major where `folded` is false (split-K slices).
 void DefineOutputIndex(KernelSource& src, const GemmOperands& g, bool folded);
 

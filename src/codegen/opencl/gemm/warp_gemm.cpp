@@ -52,7 +52,8 @@ uint64_t StageBytes(const WarpGemmParams& p, const GemmProblem& g, bool async) {
 // ran 2.7x slower.
 bool StagedStore(const WarpGemmParams& p, const GemmProblem& g, const Target& t) {
   int64_t tile_warps = GroupSize(p) / 32 / p.kgroups;  // group 0 along K stores
-  return tile_warps <= 4 &&
+  // Not for a channels-last result, whose rows are strided (the staging stores runs of a row).
+  return tile_warps <= 4 && !g.gather_at &&
          tile_warps * 16 * (p.wn + 8ull) * 4 <= StageBytes(p, g, AsyncCopies(g, p, t));
 }
 
@@ -206,7 +207,10 @@ KernelSource WarpSource(const GemmProblem& g, const std::string& kernel_name, co
   src.Define("STAGED", StagedStore(p, g, t));
   src.Define("TRANS_A", g.trans_a).Define("TRANS_B", g.trans_b).Define("GATHER_B", g.gather_b);
   src.Define("GATHER_F32", g.gather_f32);
-  DefineOperandOffsets(src, g.trans_a, g.trans_b);
+  if (g.gather_at)
+    src.Define("A_AT(r, k)", "((long)(r) * lda + (k))");  // B_AT and B_INSIDE: the caller's
+  else
+    DefineOperandOffsets(src, g.trans_a, g.trans_b);
   // 4-wide loads along each operand's contiguous dimension; unaligned ones (f16, or an offset or
   // stride off the 4-element grid) as vload4, which the compiler may split.
   src.Define("VEC_A", 4).Define("VEC_B", 4);
@@ -246,6 +250,7 @@ GemmProblem ModelGemmProblem(const GemmOperands& o) {
   g.mode = s.mode;
   g.gather_b = !o.load_b.empty() && !s.trans_b;  // a transposed B is a matrix: TRANS_B reads it
   g.gather_f32 = g.gather_b && o.b_f32;
+  g.gather_at = o.channels_last;
   return g;
 }
 
@@ -375,9 +380,9 @@ std::optional<Tunable> ModelWarpGemmTunable(const GemmOperands& g, const Target&
   tn.family = "warp_gemm";
   tn.version = kFamilyVersion;
   tn.signature = fmt::format(
-      "m={},n={},k={},batch={},ta={},tb={},dtype={},mode={},gather={},conv={},fold={},b32={}", s.m,
-      s.n, s.k, s.batch, s.trans_a, s.trans_b, DTypeName(s.dtype), ComputeModeName(s.mode),
-      problem.gather_b, g.convolution, g.fold, g.b_f32);
+      "m={},n={},k={},batch={},ta={},tb={},dtype={},mode={},gather={},conv={},fold={},b32={}{}",
+      s.m, s.n, s.k, s.batch, s.trans_a, s.trans_b, DTypeName(s.dtype), ComputeModeName(s.mode),
+      problem.gather_b, g.convolution, g.fold, g.b_f32, g.channels_last ? ",nhwc=1" : "");
   tn.candidates.push_back(PointOf(*heuristic));
   // Tiles with their warps' blocks: 4 warps each but the last.
   const int tiles[][4] = {{64, 32, 32, 16},  {32, 32, 16, 16},  {32, 64, 16, 32},  {64, 64, 32, 32},
@@ -460,6 +465,10 @@ std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::
     src.Define("ELEM(v, e)", fmt::format("((({}*)&(v))[e])", rt));
     src.Define("LOAD_E(p, i)", fmt::format("(((__global const {}*)(p))[i])", rt));
     DefineLoadB(src, g, kernel_name, true);
+  }
+  if (problem.gather_at) {
+    TEXEL_CHECK(AsyncCopies(problem, p, t), "a channels-last image is copied asynchronously");
+    for (const auto& [key, value] : g.defines) src.Define(key, value);
   }
   KernelSpec spec = ModelProductSpec(src, g, kernel_name, splits, epilogue);
   spec.inline_ptx = spec.tensor_cores = t.mma_sync;  // mma.sync, cp.async, ldmatrix, cvt

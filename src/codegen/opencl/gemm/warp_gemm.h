@@ -38,6 +38,10 @@ struct GemmProblem {
   // Models only, with gather_b: B is stored f32 and converted to the operand type as it is
   // gathered (GemmOperands::b_f32).
   bool gather_f32 = false;
+  // Models only: B is a channels-last image read as [N, K] (trans_b) whose 16-byte chunks the
+  // caller addresses (B_AT(k, c) and B_INSIDE(k, c), GemmOperands::channels_last): copied
+  // asynchronously like a stored B, zeros where the window is outside the image.
+  bool gather_at = false;
 };
 
 // A BM x BN tile per work-group, BK deep per local-memory step, WM x WN per warp; `stages` local

@@ -32,6 +32,8 @@
 // convolution's image gathered as im2col; never with TRANS_B or ASYNC; with GATHER_HOISTED its
 // per-column part GATHER_INIT(col) once and GATHER_LOAD(p, k, state) per step instead;
 // GATHER_F32: the image is f32 (T_STORE_B float, models only) and converted as it is staged),
+// B_INSIDE(k, c) (optional, with ASYNC: false where op(B)[k, c] is a zero the copies skip: a
+// channels-last image gathered by B_AT(k, c), whose padding is outside it),
 // EVEN (M, N, K are multiples of BM, BN, BK: no bounds checks), T_STORE, F16_STORAGE, GLOAD(p,
 // i), GLOAD4(p, i) (4 elements at i as float4), GSTORE(p, i, v); TO_TF32, ROUND_TF32, TO_F16
 // (helper names unique to the kernel); MODEL (a model's product: M, N, K, lda, ldb, A_OFF(z),
@@ -284,6 +286,9 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
       BS(buf)[B_IDX(cc + B_DC(v), k + B_DK(v))] = rb[l * VEC_B + v];                         \
   }
 #if ASYNC
+#ifndef B_INSIDE
+#define B_INSIDE(k, c) 1
+#endif
   // 16-byte chunks of both tiles of step k0 into stage st, as stored; chunks past the matrix's
   // edges (whole chunks: the host checked that its contiguous dimensions are multiples of CH)
   // are zeros, read from nowhere. A last round of fewer chunks than work-items (several warp
@@ -299,7 +304,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     for (int l = 0; l < (BN * BK / CH + WG - 1) / WG; ++l) {                                 \
       if (BN * BK / CH % WG != 0 && lid + l * WG >= BN * BK / CH) break;                     \
       B_VEC(lid + l * WG, CH, c, k);                                                         \
-      const bool ok = EVEN || (n0 + c < N && (k0) + k < k_end);                              \
+      const bool ok = (EVEN || (n0 + c < N && (k0) + k < k_end)) && B_INSIDE((k0) + k, n0 + c); \
       CP_ASYNC16(&B_FRAG(BS(st), c, k), b + (ok ? B_AT((k0) + k, n0 + c) : 0), ok);          \
     }                                                                                        \
   } while (0)
