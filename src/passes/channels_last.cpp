@@ -9,8 +9,8 @@
 // and the transposes move down through elementwise nodes (whose operands are then all NHWC:
 // transposed values, or constants transposed here) until they meet their inverse and cancel.
 // What stays are the edges of each channels-last region, and only regions with several
-// convolutions per edge are rewritten (ChosenNodes): a ResNet keeps one transpose after its
-// stem's pooling and one before its global pooling.
+// convolutions per edge are rewritten (ChosenNodes). A ResNet keeps one transpose, after its
+// stem's pooling: its global pooling reduces the NHWC result (ReducesNhwc).
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -40,13 +40,31 @@ ConstTensorPtr PermutedConstant(const HostTensor& t, const std::vector<int64_t>&
   return std::make_shared<HostTensor>(std::move(*r));
 }
 
-// Puts a Transpose to NCHW after n, whose output has just become NHWC (its type set here), and
-// makes every reader of the output (and the graph, under the output's name) read the transpose.
-void TransposeBack(ir::Graph& g, ir::Node* n) {
+// Whether the transpose to NCHW of an NHWC value of shape s keeps its elements in order (it moves
+// only dims of size 1: a pooled [N, 1, 1, C]), so that a Reshape, which is free, does it.
+bool OnlyUnitDimsMove(const Shape& s) {
+  int64_t last = -1;
+  for (int64_t p : kToNchw) {
+    if (s[p] == 1) continue;
+    if (p < last) return false;
+    last = p;
+  }
+  return true;
+}
+
+// Puts a Transpose to NCHW (or the Reshape that does it) after n, whose output has just become
+// NHWC (its type set here), and makes every reader of the output (and the graph, under the
+// output's name) read it.
+void TransposeBack(ir::Graph& g, ir::Node* n, std::set<const ir::Node*>& made) {
   ir::Value* y = n->outputs[0];
-  y->type.shape = Permuted(y->type.shape, kToNhwc);
+  Shape nchw = y->type.shape;
+  y->type.shape = Permuted(nchw, kToNhwc);
   ir::Node* t =
-      g.InsertNodeAfter(n, OpKind::kTranspose, {y}, {{"perm", kToNchw}}, n->name + "_to_nchw");
+      OnlyUnitDimsMove(y->type.shape)
+          ? g.InsertNodeAfter(n, OpKind::kReshape, {y}, {{"shape", nchw}}, n->name + "_to_nchw")
+          : g.InsertNodeAfter(n, OpKind::kTranspose, {y}, {{"perm", kToNchw}},
+                              n->name + "_to_nchw");
+  made.insert(t);
   ir::Value* back = t->outputs[0];
   g.ReplaceAllUses(y, back);
   t->inputs[0] = y;
@@ -70,13 +88,13 @@ ir::Value* AsNhwc(ir::Graph& g, ir::Value* x, NhwcOf& nhwc) {
 }
 
 // Rewrites Conv n to channels-last with transposes around it.
-void ToChannelsLast(ir::Graph& g, ir::Node* n, NhwcOf& nhwc) {
+void ToChannelsLast(ir::Graph& g, ir::Node* n, NhwcOf& nhwc, std::set<const ir::Node*>& made) {
   n->inputs[0] = AsNhwc(g, n->inputs[0], nhwc);
   ir::Value* w = n->inputs[1];
   n->inputs[1] =
       g.AddConstant(g.UniqueName(w->name + "_ohwi"), PermutedConstant(*w->constant, kToNhwc));
   n->attrs.Set("channels_last", int64_t{1});
-  TransposeBack(g, n);
+  TransposeBack(g, n, made);
 }
 
 // Whether elementwise node n could run on NHWC operands: a rank-4 result, its operands
@@ -101,6 +119,26 @@ bool Sinkable(const ir::Node& n) {
   for (const ir::Value* v : n.inputs)
     if (IsTranspose(v->producer, kToNchw)) return true;
   return false;
+}
+
+// Whether reduction n (keeping its dims) reads a region's result through its transpose to NCHW
+// (one of `made`): it then reduces the NHWC value over the same axes renamed (a ResNet's global
+// pooling, whose [N, 1, 1, C] result is its NCHW shape as a Reshape).
+bool ReducesNhwc(const ir::Node& n, const std::set<const ir::Node*>& made) {
+  bool plain = n.op == OpKind::kReduceSum || n.op == OpKind::kReduceMean ||
+               n.op == OpKind::kReduceMax || n.op == OpKind::kReduceMin;
+  return plain && n.attrs.Int("keepdims") != 0 && !n.attrs.Has("in0_strides") &&
+         made.count(n.inputs[0]->producer);
+}
+
+void SinkReduce(ir::Graph& g, ir::Node* n, std::set<const ir::Node*>& made) {
+  n->inputs[0] = n->inputs[0]->producer->inputs[0];
+  std::vector<int64_t> axes;
+  for (int64_t a : n->attrs.Ints("axes"))
+    axes.push_back(std::find(kToNhwc.begin(), kToNhwc.end(), a) - kToNhwc.begin());
+  std::sort(axes.begin(), axes.end());
+  n->attrs.Set("axes", axes);
+  TransposeBack(g, n, made);
 }
 
 // A region: convolutions that may become channels-last and elementwise nodes that may run NHWC,
@@ -165,7 +203,7 @@ std::set<const ir::Node*> ChosenNodes(const ir::Graph& g, const codegen::Target&
 
 // n on the NHWC values under its operands' transposes (constants padded to rank 4 and
 // transposed), with a transpose back after it.
-void Sink(ir::Graph& g, ir::Node* n, NhwcOf& nhwc) {
+void Sink(ir::Graph& g, ir::Node* n, NhwcOf& nhwc, std::set<const ir::Node*>& made) {
   for (ir::Value*& v : n->inputs) {
     if (!v->is_constant()) {
       v = AsNhwc(g, v, nhwc);
@@ -175,7 +213,7 @@ void Sink(ir::Graph& g, ir::Node* n, NhwcOf& nhwc) {
     c.shape.insert(c.shape.begin(), 4 - c.shape.size(), 1);  // numpy aligns trailing dims
     v = g.AddConstant(g.UniqueName(v->name + "_nhwc"), PermutedConstant(c, kToNhwc));
   }
-  TransposeBack(g, n);
+  TransposeBack(g, n, made);
 }
 
 }  // namespace
@@ -192,14 +230,19 @@ Stats ChannelsLast(ir::Graph& g, const PassContext& ctx) {
   int64_t kept = 0, passed = 0;
   std::set<const ir::Node*> chosen = ChosenNodes(g, target, &kept, &passed);
   NhwcOf nhwc;
+  std::set<const ir::Node*> made;  // the transposes to NCHW made here
   int64_t convs = 0, moved = 0;
   for (ir::Node* n : order) {
+    if (ReducesNhwc(*n, made)) {
+      SinkReduce(g, n, made);
+      ++moved;
+    }
     if (!chosen.count(n)) continue;
     if (n->op == OpKind::kConv) {
-      ToChannelsLast(g, n, nhwc);
+      ToChannelsLast(g, n, nhwc, made);
       ++convs;
     } else if (Sinkable(*n)) {
-      Sink(g, n, nhwc);
+      Sink(g, n, nhwc, made);
       ++moved;
     }
   }
@@ -211,7 +254,7 @@ Stats ChannelsLast(ir::Graph& g, const PassContext& ctx) {
   return {{"regions-rewritten", kept},
           {"regions-left-nchw", passed},
           {"channels-last-convs", convs},
-          {"elementwise-moved", moved},
+          {"nodes-moved", moved},
           {"transposes-left", left}};
 }
 

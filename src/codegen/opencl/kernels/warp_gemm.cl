@@ -573,3 +573,4 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #undef LREAD
 #undef LA
 #undef LB
+#undef B_INSIDE
