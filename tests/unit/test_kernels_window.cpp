@@ -143,10 +143,11 @@ TEST(WindowKernelTest, ThreeDConvAndPooling) {
 std::pair<codegen::Target, codegen::Target> EngineTargets() {
   codegen::Target split = backends::NativeBackend::TargetOf(SharedContext()->info());
   if (!split.mma_sync) {
-    size_t max_group = split.max_work_group_size;
+    codegen::Target device = split;  // its limits hold (oclgrind: 32 KiB of local memory)
     split = H100Target();
     split.mma_emulated = true;
-    split.max_work_group_size = std::min(split.max_work_group_size, max_group);
+    split.max_work_group_size = std::min(split.max_work_group_size, device.max_work_group_size);
+    split.local_mem_bytes = std::min(split.local_mem_bytes, device.local_mem_bytes);
   }
   codegen::Target whole = split;
   whole.compute_units = 1;

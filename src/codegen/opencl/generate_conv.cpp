@@ -222,10 +222,7 @@ Window3 ChannelsLastWindow(const ir::Node& n) {
                  {0, p[0], p[1]}, {0, p[2], p[3]}, {1, d[0], d[1]}};
 }
 
-// A channels-last Conv as one product over every image: C [M, N x OH x OW] = W [M, KH KW C] x
-// the image read as [N x OH x OW, KH KW C], each 16-byte chunk of a row (8 halves or 4 floats of
-// one tap's channels) copied asynchronously from where the tap falls in x, zeros where it falls
-// in the padding; C stored NHWC.
+// The product of Conv n as channels-last: m rows (filters), cols columns, depth k.
 GemmOperands ChannelsLastProduct(const ir::Node& n, int64_t m, int64_t cols, int64_t k) {
   GemmOperands g;
   g.shape.m = m, g.shape.n = cols, g.shape.k = k;
@@ -235,6 +232,11 @@ GemmOperands ChannelsLastProduct(const ir::Node& n, int64_t m, int64_t cols, int
   g.convolution = g.channels_last = true;
   return g;
 }
+
+// A channels-last Conv as one product over every image: C [M, N x OH x OW] = W [M, KH KW C] x
+// the image read as [N x OH x OW, KH KW C], each 16-byte chunk of a row (8 halves or 4 floats of
+// one tap's channels) copied asynchronously from where the tap falls in x, zeros where it falls
+// in the padding; C stored NHWC.
 GemmOperands ChannelsLastGemm(const ir::Node& n) {
   RequireOneFloatType(n);
   const Shape& x = n.inputs[0]->type.shape;

@@ -136,8 +136,8 @@ inline bool LeavesSlices(const GemmOperands& g, int64_t splits) {
 }
 
 // OUT_AT(b, r, c): the flat index of C(b, r, c) in g's output (row-major, g.fold's NCHW, or
-// g.channels_last's NHWC),
-// the index its stores and the epilogue use; row-major where `folded` is false (split-K slices).
+// g.channels_last's NHWC), the index its stores and the epilogue use; row-major where `folded`
+// is false (split-K slices).
 void DefineOutputIndex(KernelSource& src, const GemmOperands& g, bool folded);
 
 // LOAD_B(p, k, col): g.load_b as a function of the kernel's, with g.defines; the caller defines

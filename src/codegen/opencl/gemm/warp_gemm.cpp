@@ -207,10 +207,7 @@ KernelSource WarpSource(const GemmProblem& g, const std::string& kernel_name, co
   src.Define("STAGED", StagedStore(p, g, t));
   src.Define("TRANS_A", g.trans_a).Define("TRANS_B", g.trans_b).Define("GATHER_B", g.gather_b);
   src.Define("GATHER_F32", g.gather_f32);
-  if (g.gather_at)
-    src.Define("A_AT(r, k)", "((long)(r) * lda + (k))");  // B_AT and B_INSIDE: the caller's
-  else
-    DefineOperandOffsets(src, g.trans_a, g.trans_b);
+  DefineOperandOffsets(src, g.trans_a, g.trans_b, !g.gather_at);  // else B_AT is the caller's
   // 4-wide loads along each operand's contiguous dimension; unaligned ones (f16, or an offset or
   // stride off the 4-element grid) as vload4, which the compiler may split.
   src.Define("VEC_A", 4).Define("VEC_B", 4);
@@ -254,9 +251,10 @@ GemmProblem ModelGemmProblem(const GemmOperands& o) {
   return g;
 }
 
-void DefineOperandOffsets(KernelSource& src, bool trans_a, bool trans_b) {
+void DefineOperandOffsets(KernelSource& src, bool trans_a, bool trans_b, bool define_b) {
   src.Define("A_AT(r, k)", trans_a ? "((long)(k) * lda + (r))" : "((long)(r) * lda + (k))");
-  src.Define("B_AT(k, c)", trans_b ? "((long)(c) * ldb + (k))" : "((long)(k) * ldb + (c))");
+  if (define_b)
+    src.Define("B_AT(k, c)", trans_b ? "((long)(c) * ldb + (k))" : "((long)(k) * ldb + (c))");
 }
 
 void WarpGemmGeometry(const GemmProblem& g, const WarpGemmParams& p, std::vector<size_t>* global,

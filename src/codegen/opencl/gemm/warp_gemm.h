@@ -93,8 +93,9 @@ KernelSpec GenerateWarpGemm(const GemmProblem& g, const std::string& kernel_name
                             const WarpGemmParams& p);
 
 // A_AT(r, k) and B_AT(k, c): element offsets of op(A)[r, k] and op(B)[k, c] with leading
-// dimensions lda and ldb, for the matrix-engine templates (warp_gemm.cl, dpas_gemm.cl).
-void DefineOperandOffsets(KernelSource& src, bool trans_a, bool trans_b);
+// dimensions lda and ldb, for the matrix-engine templates (warp_gemm.cl, dpas_gemm.cl); B_AT
+// only with define_b (else the caller's: a channels-last image, GemmProblem::gather_at).
+void DefineOperandOffsets(KernelSource& src, bool trans_a, bool trans_b, bool define_b = true);
 
 // A model's product as texel_gemm's problem: dense operands.
 GemmProblem ModelGemmProblem(const GemmOperands& g);
