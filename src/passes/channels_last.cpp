@@ -248,7 +248,7 @@ Stats ChannelsLast(ir::Graph& g, const PassContext& ctx) {
   }
   g.RemoveDeadNodes();
   if (kept + passed == 0) return {};
-  int64_t left = 0;  // the rewritten regions' edges (any other such transposes are the model's)
+  int64_t left = 0;  // the rewritten regions' edges, and the model's own transposes so permuted
   for (const auto& n : g.nodes())
     left += convs > 0 && (IsTranspose(n.get(), kToNhwc) || IsTranspose(n.get(), kToNchw));
   return {{"regions-rewritten", kept},
