@@ -144,9 +144,9 @@ void SinkReduce(ir::Graph& g, ir::Node* n, std::set<const ir::Node*>& made) {
 // A region: convolutions that may become channels-last and elementwise nodes that may run NHWC,
 // connected by the values between them. Each value entering or leaving it is a transpose
 // kernel; a region is rewritten where it has at least kConvsPerEdge convolutions per such
-// value. ResNet-50 has one region of 53 convolutions and 2 edges; GoogLeNet's branches, and
-// MobileNetV2's 1x1 convolutions between depthwise ones, have 1-2 convolutions and 2 edges
-// each, and ran 1.4-1.7x slower in fp16 at batch 1 on the H200 all rewritten.
+// value. ResNet-50 has one region of 52 convolutions (all but the stem) and 2 edges; GoogLeNet's
+// branches, and MobileNetV2's 1x1 convolutions between depthwise ones, have 1-2 convolutions and 2
+// edges each, and ran 1.4-1.7x slower in fp16 at batch 1 on the H200 all rewritten.
 constexpr int64_t kConvsPerEdge = 3;
 
 // The nodes of the regions worth rewriting.

@@ -154,6 +154,34 @@ std::pair<codegen::Target, codegen::Target> EngineTargets() {
   return {split, whole};
 }
 
+// Conv node's kernels on x, w and b (bound to its inputs in that order, b only where it has
+// one): its result, launched twice with the result set to NaNs before each launch, so that every
+// launch must write the whole of it.
+HostTensor RunConvKernels(const ir::Node& node, std::vector<codegen::KernelSpec> specs,
+                          const HostTensor& x, const HostTensor& w, const HostTensor& b) {
+  const cl::Context& ctx = *SharedContext();
+  const ir::TensorType& yt = node.outputs[0]->type;
+  cl::Buffer dx(ctx, x.bytes.size()), dw(ctx, w.bytes.size()), db(ctx, b.bytes.size()),
+      dy(ctx, yt.bytes());
+  dx.Write(ctx, x.bytes.data(), x.bytes.size());
+  dw.Write(ctx, w.bytes.data(), w.bytes.size());
+  db.Write(ctx, b.bytes.data(), b.bytes.size());
+  backends::BoundKernels run(ctx, std::move(specs), [&](int id) -> const cl::Buffer& {
+    return id == node.inputs[0]->id    ? dx
+           : id == node.inputs[1]->id  ? dw
+           : id == node.outputs[0]->id ? dy
+                                       : db;
+  });
+  std::vector<char> nans(yt.bytes(), '\xff');
+  for (int i = 0; i < 2; ++i) {
+    dy.Write(ctx, nans.data(), nans.size());
+    run.Launch(ctx);
+  }
+  HostTensor y(yt.dtype, yt.shape);
+  dy.Read(ctx, y.bytes.data(), y.bytes.size());
+  return y;
+}
+
 // y against the reference within tol * max(|want|, 1) per element, the first misses named.
 void ExpectWithin(const HostTensor& y, const HostTensor& want, double tol,
                   const std::string& what) {
@@ -213,7 +241,6 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
                         {ComputeMode::kFp16, DType::kFloat16, 4e-3},
                         {ComputeMode::kFp32, DType::kFloat32, 2e-6}};
   auto [split, whole] = EngineTargets();
-  const cl::Context& ctx = *SharedContext();
   uint32_t seed = 700;
   int gathered = 0, hoisted = 0, folded = 0, kgroups = 0;
   std::map<bool, int> bias_runs;  // by whether K is split
@@ -249,21 +276,7 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
         kgroups += specs[0].source.find("#define KGROUPS 2") != std::string::npos;
       }
       if (c.bias) ++bias_runs[summed];
-      cl::Buffer dx(ctx, x.bytes.size()), dw(ctx, w.bytes.size()), db(ctx, b.bytes.size()),
-          dy(ctx, yt.bytes());
-      dx.Write(ctx, x.bytes.data(), x.bytes.size());
-      dw.Write(ctx, w.bytes.data(), w.bytes.size());
-      db.Write(ctx, b.bytes.data(), b.bytes.size());
-      backends::BoundKernels run(ctx, std::move(specs), [&](int id) -> const cl::Buffer& {
-        return id == in[0]->id ? dx : id == in[1]->id ? dw : id == node->outputs[0]->id ? dy : db;
-      });
-      // Twice, the result cleared in between: every run writes the whole result.
-      run.Launch(ctx);
-      std::vector<char> nans(yt.bytes(), '\xff');
-      dy.Write(ctx, nans.data(), nans.size());
-      run.Launch(ctx);
-      HostTensor y(yt.dtype, yt.shape);
-      dy.Read(ctx, y.bytes.data(), y.bytes.size());
+      HostTensor y = RunConvKernels(*node, std::move(specs), x, w, b);
       HostTensor bf = half ? ToF32(b) : b;
       HostTensor want = RefConv(half ? ToF32(x) : x, half ? ToF32(w) : w, c.bias ? &bf : nullptr,
                                 c.attrs.Ints("strides"), c.attrs.Ints("pads"),
@@ -311,7 +324,6 @@ TEST(WindowKernelTest, ChannelsLastConvOnTheMatrixEngine) {
   const Mode modes[] = {{ComputeMode::kFp16, DType::kFloat16, 4e-3},
                         {ComputeMode::kTf32x3, DType::kFloat32, 2e-5}};
   auto [split, whole] = EngineTargets();
-  const cl::Context& ctx = *SharedContext();
   uint32_t seed = 800;
   int summed_runs = 0;
   for (size_t mi = 0; mi < std::size(modes); ++mi)
@@ -331,7 +343,6 @@ TEST(WindowKernelTest, ChannelsLastConvOnTheMatrixEngine) {
       attrs.Set("compute_mode", static_cast<int64_t>(m.mode));
       attrs.Set("channels_last", int64_t{1});
       ir::Node* node = g.AddNode(ir::OpKind::kConv, in, attrs, "conv");
-      const ir::TensorType& yt = node->outputs[0]->type;
       const codegen::Target& t = (mi + ci) % 2 ? split : whole;
       std::vector<codegen::KernelSpec> specs = codegen::GenerateKernel(*node, "conv", t);
       summed_runs += specs.size() > 1;
@@ -340,19 +351,7 @@ TEST(WindowKernelTest, ChannelsLastConvOnTheMatrixEngine) {
                       c.bias ? " bias" : "", specs.size() > 1 ? " split" : "");
       ASSERT_NE(specs[0].source.find("#define ASYNC 1"), std::string::npos) << what;
       ASSERT_NE(specs[0].source.find("#define B_INSIDE(k, c)"), std::string::npos) << what;
-      cl::Buffer dx(ctx, xt.bytes.size()), dw(ctx, wt.bytes.size()), db(ctx, b.bytes.size()),
-          dy(ctx, yt.bytes());
-      dx.Write(ctx, xt.bytes.data(), xt.bytes.size());
-      dw.Write(ctx, wt.bytes.data(), wt.bytes.size());
-      db.Write(ctx, b.bytes.data(), b.bytes.size());
-      backends::BoundKernels run(ctx, std::move(specs), [&](int id) -> const cl::Buffer& {
-        return id == in[0]->id ? dx : id == in[1]->id ? dw : id == node->outputs[0]->id ? dy : db;
-      });
-      std::vector<char> nans(yt.bytes(), '\xff');
-      dy.Write(ctx, nans.data(), nans.size());
-      run.Launch(ctx);
-      HostTensor y(yt.dtype, yt.shape);
-      dy.Read(ctx, y.bytes.data(), y.bytes.size());
+      HostTensor y = RunConvKernels(*node, std::move(specs), xt, wt, b);
       HostTensor bf = half ? ToF32(b) : b;
       HostTensor want = PermutedTensor(
           RefConv(half ? ToF32(x) : x, half ? ToF32(w) : w, c.bias ? &bf : nullptr,
