@@ -27,9 +27,9 @@ namespace texel::testing {
 // One context for the whole binary; leaked on purpose so that no CL object outlives the ICD.
 // PoCL's CPU device, or TEXEL_TEST_DEVICE's (a GPU run of the tests that check device kernels).
 inline std::shared_ptr<cl::Context> SharedContext() {
-  static auto* ctx = new std::shared_ptr<cl::Context>(std::make_shared<cl::Context>(
-      cl::SelectDevice(std::getenv("TEXEL_TEST_DEVICE") ? std::getenv("TEXEL_TEST_DEVICE")
-                                                        : "cpu")));
+  static auto* ctx =
+      new std::shared_ptr<cl::Context>(std::make_shared<cl::Context>(cl::SelectDevice(
+          std::getenv("TEXEL_TEST_DEVICE") ? std::getenv("TEXEL_TEST_DEVICE") : "cpu")));
   return *ctx;
 }
 
@@ -52,6 +52,26 @@ inline codegen::Target H100Target() {
   gpu.warp_size = 32;
   gpu.ptx = true;
   return gpu;
+}
+
+// An H100's facts for matrix-engine kernels that run on `device` through the engine's emulation:
+// no PTX (the device has none), limits no larger than the device's, and work-groups that hand
+// results over where the device's do (PoCL's CPU device; oclgrind's with TEXEL_TARGET=handoff,
+// which runs them one at a time and calls the hand-over a race).
+inline codegen::Target EmulatedH100Target(const codegen::Target& device) {
+  codegen::Target t = H100Target();
+  t.ptx = false;
+  t.mma_emulated = true;
+  t.group_handoff = device.group_handoff;
+  t.max_work_group_size = std::min(t.max_work_group_size, device.max_work_group_size);
+  t.local_mem_bytes = std::min(t.local_mem_bytes, device.local_mem_bytes);
+  return t;
+}
+
+// Whether a product's kernels split K: a sum kernel after the product, or the product's own
+// fixup (arrival counters in zeroed scratch, warp_gemm.cl FIXUP).
+inline bool SplitsK(const std::vector<codegen::KernelSpec>& specs) {
+  return specs.size() > 1 || !specs[0].zeroed_scratch.empty();
 }
 
 inline HostTensor RandomF32(Shape s, uint32_t seed) {

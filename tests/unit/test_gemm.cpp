@@ -557,11 +557,8 @@ TEST(GemmTest, WarpgroupKernelOnThisDevice) {
   codegen::Target t = backends::NativeBackend::TargetOf(testing::SharedContext()->info());
   bool emulated = !t.wgmma;
   if (emulated) {
-    codegen::Target cpu = t;
-    t = testing::H100Target();
-    t.ptx = false;
-    t.wgmma_emulated = t.mma_emulated = true;
-    t.max_work_group_size = std::min(cpu.max_work_group_size, t.max_work_group_size);
+    t = testing::EmulatedH100Target(t);
+    t.wgmma_emulated = true;
   }
   t.compute_units = 1;  // these problems of a few tiles take the warpgroup kernel too
   for (int layout = 0; layout < 5; ++layout) {

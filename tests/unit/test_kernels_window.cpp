@@ -142,13 +142,8 @@ TEST(WindowKernelTest, ThreeDConvAndPooling) {
 // with one compute unit, where K is never split.
 std::pair<codegen::Target, codegen::Target> EngineTargets() {
   codegen::Target split = backends::NativeBackend::TargetOf(SharedContext()->info());
-  if (!split.mma_sync) {
-    codegen::Target device = split;  // its limits hold (oclgrind: 32 KiB of local memory)
-    split = H100Target();
-    split.mma_emulated = true;
-    split.max_work_group_size = std::min(split.max_work_group_size, device.max_work_group_size);
-    split.local_mem_bytes = std::min(split.local_mem_bytes, device.local_mem_bytes);
-  }
+  // The device's limits hold (oclgrind: 32 KiB of local memory).
+  if (!split.mma_sync) split = EmulatedH100Target(split);
   codegen::Target whole = split;
   whole.compute_units = 1;
   return {split, whole};
@@ -262,7 +257,7 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
       const ir::TensorType& yt = node->outputs[0]->type;
       const codegen::Target& t = (mi + ci) % 2 ? split : whole;
       std::vector<codegen::KernelSpec> specs = codegen::GenerateKernel(*node, "conv", t);
-      bool summed = specs.size() > 1;  // a second kernel adds the slices of K up
+      bool summed = SplitsK(specs);  // a sum kernel or the fixup adds the slices of K up
       std::string what = fmt::format("{} x {} w {}{}{}", ComputeModeName(m.mode), ShapeStr(c.x),
                                      ShapeStr(c.w), c.bias ? " bias" : "", summed ? " split" : "");
       bool engine = m.mode != ComputeMode::kFp32;
@@ -289,7 +284,7 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
   EXPECT_EQ(hoisted, 15) << "all but the 1- and 81-tap cases gather with the per-column state";
   EXPECT_EQ(folded, 12) << "the three cases of several images fold them, in every mode";
   EXPECT_GT(kgroups, 0) << "fp16's small tiles take two warp groups along K somewhere";
-  EXPECT_GT(bias_runs[true], 0) << "the sum kernel adds a bias somewhere";
+  EXPECT_GT(bias_runs[true], 0) << "a split product's sums get a bias somewhere";
   EXPECT_GT(bias_runs[false], 0) << "the product's own kernel adds a bias somewhere";
 }
 
@@ -304,6 +299,7 @@ HostTensor PermutedTensor(const HostTensor& t, const Ints& perm) {
 // Channels-last convolutions (passes/channels_last.cpp) on the warp-tiled kernel: the NHWC
 // image's chunks copied as a stored [N, K] matrix is, zeros in the padding, C stored NHWC. Edge
 // tiles, padding, strides, dilation, several images, a 1x1, with and without a bias, K split
+// (added up by the tile's last work-group where the device's hand over, else by the sum kernel)
 // and whole; fp16 and tf32x3 (f32 chunks of 4) against the double-precision reference.
 TEST(WindowKernelTest, ChannelsLastConvOnTheMatrixEngine) {
   struct ConvCase {
@@ -325,7 +321,7 @@ TEST(WindowKernelTest, ChannelsLastConvOnTheMatrixEngine) {
                         {ComputeMode::kTf32x3, DType::kFloat32, 2e-5}};
   auto [split, whole] = EngineTargets();
   uint32_t seed = 800;
-  int summed_runs = 0;
+  int summed_runs = 0, fixups = 0;
   for (size_t mi = 0; mi < std::size(modes); ++mi)
     for (size_t ci = 0; ci < cases.size(); ++ci) {
       const Mode& m = modes[mi];
@@ -345,10 +341,11 @@ TEST(WindowKernelTest, ChannelsLastConvOnTheMatrixEngine) {
       ir::Node* node = g.AddNode(ir::OpKind::kConv, in, attrs, "conv");
       const codegen::Target& t = (mi + ci) % 2 ? split : whole;
       std::vector<codegen::KernelSpec> specs = codegen::GenerateKernel(*node, "conv", t);
-      summed_runs += specs.size() > 1;
-      std::string what =
-          fmt::format("{} x {} w {}{}{}", ComputeModeName(m.mode), ShapeStr(c.x), ShapeStr(c.w),
-                      c.bias ? " bias" : "", specs.size() > 1 ? " split" : "");
+      bool summed = SplitsK(specs);
+      summed_runs += summed;
+      fixups += specs.size() == 1 && summed;
+      std::string what = fmt::format("{} x {} w {}{}{}", ComputeModeName(m.mode), ShapeStr(c.x),
+                                     ShapeStr(c.w), c.bias ? " bias" : "", summed ? " split" : "");
       ASSERT_NE(specs[0].source.find("#define ASYNC 1"), std::string::npos) << what;
       ASSERT_NE(specs[0].source.find("#define B_INSIDE(k, c)"), std::string::npos) << what;
       HostTensor y = RunConvKernels(*node, std::move(specs), xt, wt, b);
@@ -362,6 +359,9 @@ TEST(WindowKernelTest, ChannelsLastConvOnTheMatrixEngine) {
                    what);
     }
   EXPECT_GT(summed_runs, 0) << "K is split (and summed into NHWC) somewhere";
+  // Split products add their slices up in their own kernel wherever work-groups hand over.
+  EXPECT_EQ(fixups > 0, split.group_handoff) << fixups << " fixups of " << summed_runs;
+  EXPECT_TRUE(fixups == 0 || fixups == summed_runs) << fixups << " fixups of " << summed_runs;
 }
 
 // The channels-last pass on a model: a region of six convolutions deep enough for the engine

@@ -61,7 +61,7 @@ HostTensor RunKernel(const HostTensor& a, const HostTensor& b, const MatMulParam
                                 ? 2u
                                 : 1u);
   }
-  split_runs += specs.size() == 2;
+  split_runs += SplitsK(specs);
   warp_runs += specs[0].source.find("#define MODEL 1") != std::string::npos;
   const cl::Context& ctx = *SharedContext();
   cl::Buffer da(ctx, a.bytes.size()), db(ctx, b.bytes.size()), dy(ctx, yt.bytes());
@@ -343,9 +343,7 @@ class OnePoint : public codegen::TuningSource {
 // picked as the tuner picks it (Target::tuning), computes the product (tf32x3, whose emulation
 // keeps fp32 accuracy; the GPU's facts: tiles that split K and tiles that do not).
 TEST(MatMulTest, EveryWarpGemmPointComputesTheProduct) {
-  codegen::Target gpu = H100Target();
-  gpu.mma_emulated = true;
-  gpu.max_work_group_size = std::min(CpuTarget().max_work_group_size, gpu.max_work_group_size);
+  codegen::Target gpu = EmulatedH100Target(CpuTarget());
   HostTensor a = Random(DType::kFloat32, {67, 259}, 1400),
              b = Random(DType::kFloat32, {259, 131}, 1401);
   ir::Attrs attrs{{"compute_mode", static_cast<int64_t>(ComputeMode::kTf32x3)}};
@@ -395,9 +393,8 @@ TEST(MatMulTest, WarpKernelForModels) {
       {{128, 512}, {512, 96}, false, false},      {{2, 37, 300}, {2, 300, 68}, true, false},
       {{4, 5, 264}, {1, 264, 128}, false, false}, {{3, 20, 257}, {257, 17}, true, true},
   };
-  codegen::Target cpu = CpuTarget(), gpu = H100Target();
-  cpu.mma_emulated = gpu.mma_emulated = true;
-  gpu.max_work_group_size = std::min(cpu.max_work_group_size, gpu.max_work_group_size);
+  codegen::Target cpu = CpuTarget(), gpu = EmulatedH100Target(cpu);
+  cpu.mma_emulated = true;
   struct Mode {
     ComputeMode mode;
     DType storage;
@@ -447,11 +444,8 @@ TEST(MatMulTest, WarpKernelForModels) {
 TEST(MatMulTest, WarpgroupKernelForModels) {
   codegen::Target t = CpuTarget();
   if (!t.wgmma) {
-    codegen::Target cpu = t;
-    t = H100Target();
-    t.ptx = false;
-    t.wgmma_emulated = t.mma_emulated = true;
-    t.max_work_group_size = std::min(cpu.max_work_group_size, t.max_work_group_size);
+    t = EmulatedH100Target(t);
+    t.wgmma_emulated = true;
   }
   // The kernel's tilings are offered only where 128 x 128 tiles fill the device: a device of 1
   // compute unit, for these small products.

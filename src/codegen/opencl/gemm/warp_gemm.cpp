@@ -408,38 +408,55 @@ std::optional<Tunable> ModelWarpGemmTunable(const GemmOperands& g, const Target&
   return tn;
 }
 
-void DefineModelProduct(KernelSource& src, const GemmOperands& g, int64_t splits, int64_t ks) {
+void DefineModelProduct(KernelSource& src, const GemmOperands& g, int64_t splits, int64_t ks,
+                        const Target& t, bool fixup) {
   const GemmShape& s = g.shape;
   GemmProblem problem = ModelGemmProblem(g);
   bool partials = LeavesSlices(g, splits);
+  TEXEL_CHECK(!fixup || (splits > 1 && !g.partials_only), "a fixup adds split-K slices up");
+  // Whether this kernel writes the output (through the bias and epilogue), itself or by fixup.
+  bool output = !partials || fixup;
   src.Define("MODEL", 1).Define("PARTIALS", partials);
   src.Define("M", s.m).Define("N", s.n).Define("K", s.k).Define("BATCH", s.batch);
   src.Define("SPLITS", splits).Define("KS", ks);
   src.Define("lda", problem.lda).Define("ldb", problem.ldb);
   src.Define("A_OFF(b)", g.a_offset).Define("B_OFF(b)", g.b_offset);
-  DefineOutputIndex(src, g, !partials);
+  // A fixup's slices are laid out as the output, so that it reads them at the output's index.
+  DefineOutputIndex(src, g, output);
   // The bias per row in the product's kernel, or with partial sums in the sum kernel.
-  bool bias = !g.bias.empty() && !partials;
+  bool bias = !g.bias.empty() && output;
   src.Define("BIAS_PARAM", bias ? ", __global const T_STORE* restrict bias_p" : "");
   src.Define("BIAS(b, row)", bias ? "GLOAD(bias_p, " + g.bias + ")" : "0");
   // How a result is stored (z, r: the batch and the row in its matrix, in scope where results
   // are stored): a slice's float sum, or through the bias and epilogue.
-  src.Define("T_C", partials ? "float" : "EPILOGUE_T");
+  src.Define("T_C", output ? "EPILOGUE_T" : "float");
   src.Define("C_STORE(p, i, v)",
              partials ? "((p)[i] = (v))" : "EPILOGUE_STORE(p, i, EPILOGUE((v) + BIAS(z, r), i))");
+  src.Define("FIXUP", fixup);
+  src.Define("FIXUP_PARAMS", fixup ? ", __global float* parts, __global int* counters" : "");
+  // The fixup's work-items take adjacent output elements: rows in NHWC, columns otherwise.
+  src.Define("OUT_ROWS_FAST", g.channels_last);
+  if (fixup) DefineArrival(src, t);
 }
 
 KernelSpec ModelProductSpec(KernelSource& src, const GemmOperands& g,
-                            const std::string& kernel_name, int64_t splits, const Chain& epilogue) {
-  bool partials = LeavesSlices(g, splits);
+                            const std::string& kernel_name, int64_t splits, const Chain& epilogue,
+                            int64_t fixup_tiles) {
+  bool partials = LeavesSlices(g, splits), output = !partials || fixup_tiles > 0;
   KernelSpec spec;
   spec.name = kernel_name;
   int64_t outputs = g.shape.batch * g.shape.m * g.shape.n;
   // Partial products: slices of float sums in scratch 0, as the scalar kernels leave them, with
-  // the epilogue in the sum kernel.
-  spec.args = partials ? std::vector<int>{g.args[0], g.args[1], -1} : g.args;
+  // the epilogue in the sum kernel (or the fixup, whose slices and counters follow the
+  // epilogue's operands).
+  spec.args = output ? g.args : std::vector<int>{g.args[0], g.args[1], -1};
   if (partials) spec.scratch_bytes = {splits * outputs * 4};
-  ApplyEpilogue(src, kernel_name, g.out, partials ? Chain{} : epilogue, spec, true);
+  ApplyEpilogue(src, kernel_name, g.out, output ? epilogue : Chain{}, spec, true);
+  if (fixup_tiles > 0) {
+    spec.args.insert(spec.args.end(), {-1, -2});
+    spec.scratch_bytes.push_back(fixup_tiles * 4);
+    spec.zeroed_scratch = {1};
+  }
   spec.source = src.Render();
   return spec;
 }
@@ -451,8 +468,12 @@ std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::
   GemmProblem problem = ModelGemmProblem(g);
   KernelSource src = WarpSource(problem, kernel_name, t, p);
   int64_t ks = SplitLength(s.k, p.split_k, p.bk), splits = CeilDiv(s.k, ks);
+  // Split K: the tile's last work-group adds the slices up, in place of a sum kernel (a launch
+  // fewer per product; docs/precision.md), where work-groups can hand results over.
+  bool fixup = splits > 1 && !g.partials_only && t.group_handoff;
+  int64_t tiles = CeilDiv(s.m, p.bm) * CeilDiv(s.n, p.bn) * s.batch;
   DefineStorage(src, s.dtype);
-  DefineModelProduct(src, g, splits, ks);
+  DefineModelProduct(src, g, splits, ks, t, fixup);
   TEXEL_CHECK(!g.b_f32 || problem.gather_b, "an f32 image is gathered");
   src.Define("T_STORE_B", g.b_f32 ? "float" : "T_STORE");
   if (problem.gather_b) {
@@ -468,11 +489,13 @@ std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::
     TEXEL_CHECK(AsyncCopies(problem, p, t), "a channels-last image is copied asynchronously");
     for (const auto& [key, value] : g.defines) src.Define(key, value);
   }
-  KernelSpec spec = ModelProductSpec(src, g, kernel_name, splits, epilogue);
+  KernelSpec spec = ModelProductSpec(src, g, kernel_name, splits, epilogue, fixup ? tiles : 0);
   spec.inline_ptx = spec.tensor_cores = t.mma_sync;  // mma.sync, cp.async, ldmatrix, cvt
+  spec.inline_ptx |= fixup && t.ptx;                 // membar.gl
   spec.gathers_b = problem.gather_b;
   SetGeometry(problem, p, spec);
   spec.global[2] *= static_cast<size_t>(splits);
+  if (fixup) return {std::move(spec)};
   return WithSplitSum(std::move(spec), g, splits, epilogue);
 }
 

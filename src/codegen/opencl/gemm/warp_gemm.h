@@ -120,12 +120,17 @@ std::optional<Tunable> ModelWarpGemmTunable(const GemmOperands& g, const Target&
 WarpGemmParams WarpGemmParamsOf(const TunePoint& point);
 // The model interface of both matrix-engine templates (warp_gemm.cl's MODEL; wgmma_gemm.cl's
 // too): sizes, K in `splits` ranges of `ks`, leading dimensions, batch offsets, OUT_AT, the bias
-// of g (GLOAD reads it), and T_C and C_STORE(p, i, v), how results are stored.
-void DefineModelProduct(KernelSource& src, const GemmOperands& g, int64_t splits, int64_t ks);
+// of g (GLOAD reads it), and T_C and C_STORE(p, i, v), how results are stored. With `fixup`
+// (warp_gemm.cl only; K split, not g.partials_only) the slices go to the kernel's `parts` and the
+// last work-group of each tile adds them up (FIXUP, FIXUP_PARAMS, OUT_ROWS_FAST, ARRIVE_LAST).
+void DefineModelProduct(KernelSource& src, const GemmOperands& g, int64_t splits, int64_t ks,
+                        const Target& t, bool fixup = false);
 // g's model kernel from src, its geometry left to the caller: the arguments, the slices' scratch
-// (split K or g.partials_only), the epilogue applied, the source rendered.
+// (split K or g.partials_only), the epilogue applied, the source rendered; with `fixup` (as
+// DefineModelProduct's) `tiles` arrival counters in zeroed scratch 1.
 KernelSpec ModelProductSpec(KernelSource& src, const GemmOperands& g,
-                            const std::string& kernel_name, int64_t splits, const Chain& epilogue);
+                            const std::string& kernel_name, int64_t splits, const Chain& epilogue,
+                            int64_t fixup_tiles = 0);
 // The kernel: sizes fixed, the epilogue applied as results are stored; with
 // g.partials_only the product alone, as one slice of float sums in scratch 0.
 std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::string& kernel_name,

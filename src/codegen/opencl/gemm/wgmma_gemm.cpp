@@ -262,7 +262,7 @@ std::vector<KernelSpec> GenerateModelWgmmaGemm(const GemmOperands& g,
   // whole steps, and EVEN covers the last.
   KernelSource src = WgmmaSource(problem, kernel_name, t, w, even);
   src.Define("GLOAD(p, i)", "LOAD(p, i)");
-  DefineModelProduct(src, g, splits, ks);
+  DefineModelProduct(src, g, splits, ks, t);
   KernelSpec spec = ModelProductSpec(src, g, kernel_name, splits, epilogue);
   spec.inline_ptx = spec.tensor_cores = t.wgmma || t.mma_sync;  // wgmma, cp.async
   size_t wg = WorkItems(w);

@@ -39,7 +39,9 @@
 // (helper names unique to the kernel); MODEL (a model's product: M, N, K, lda, ldb, A_OFF(z),
 // B_OFF(z), OUT_AT(z, r, c) (matmul.cl), EPILOGUE(v, i), EPILOGUE_PARAMS, PARTIALS, BATCH,
 // SPLITS, KS as macros, no alpha or beta; BIAS_PARAM and BIAS(z, row): a bias per row, added
-// before the epilogue).
+// before the epilogue; FIXUP: split K's slices go to `parts` (FIXUP_PARAMS: parts, counters) and
+// the last of a tile's work-groups to arrive (ARRIVE_LAST) adds them up into c, its work-items
+// on adjacent rows with OUT_ROWS_FAST, else adjacent columns).
 #define WARPS_N (BN / WN)
 #define TILE_WARPS ((BM / WM) * WARPS_N)
 #define WG (TILE_WARPS * KGROUPS * 32)
@@ -174,18 +176,27 @@ ushort TO_F16(float x) {
 #if MODEL
 // A model's product: sizes and leading dimensions are macros, A_OFF(z) / B_OFF(z) the batch
 // offsets (broadcast batches), C dense; each result goes through EPILOGUE(v, i) (i: flat index)
-// to c, or with PARTIALS unchanged to c as float: split-K's slices (SPLITS, KS; the sum kernel
-// or a LayerNorm adds them up and applies the epilogue).
+// to c, or with PARTIALS unchanged to c (FIXUP: parts) as float: split-K's slices (SPLITS, KS;
+// the sum kernel, the fixup below or a LayerNorm adds them up and applies the epilogue).
 // (T_C and C_STORE from the generator, warp_gemm.h DefineModelProduct.)
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     __global const T_STORE* restrict a, __global const T_STORE_B* restrict b BIAS_PARAM,
-    __global T_C* restrict c EPILOGUE_PARAMS) {
+    __global T_C* restrict c EPILOGUE_PARAMS FIXUP_PARAMS) {
+#if FIXUP
+  __local int last;
+#endif
   // Work-group z = batch * SPLITS + s sums k in [s * KS, s * KS + KS) into slice s of c.
   const int z = get_group_id(2) / SPLITS, k_begin = get_group_id(2) % SPLITS * KS;
   const int k_end = min(K, k_begin + KS);
   const long c_off = (long)(get_group_id(2) % SPLITS) * BATCH * M * N;
 #define C_AT(r, col) (c_off + OUT_AT(z, r, col))
+#if FIXUP
+#define C_DST parts
 #else
+#define C_DST c
+#endif
+#else
+#define C_DST c
 #define A_OFF(z) (a_off + (z) * stride_a)
 #define B_OFF(z) (b_off + (z) * stride_b)
 #define C_AT(r, col) (c_off + (long)(r) * ldc + (col))
@@ -513,7 +524,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     for (int q = 0; q < WN / 2 && kgroup == 0; ++q) {
       const int e = lane + q * 32, row = e / WN, cc = e % WN;
       const int r = m0 + wm + i * 16 + row, col = n0 + wn + cc;
-      if (EVEN || (r < M && col < N)) C_STORE(c, C_AT(r, col), ws[row * LSW + cc]);
+      if (EVEN || (r < M && col < N)) C_STORE(C_DST, C_AT(r, col), ws[row * LSW + cc]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);  // read before the next rows overwrite them
   }
@@ -522,7 +533,24 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   if (kgroup == 0) FOR_TILE(i, j, e) {
     const int r = m0 + wm + i * 16 + g + (e >> 1) * 8;
     const int col = n0 + wn + j * 8 + 2 * t + (e & 1);
-    if (EVEN || (r < M && col < N)) C_STORE(c, C_AT(r, col), acc[i][j][e]);
+    if (EVEN || (r < M && col < N)) C_STORE(C_DST, C_AT(r, col), acc[i][j][e]);
+  }
+#endif
+#if FIXUP
+  // The tile's last work-group adds its SPLITS slices up in split order, as the sum kernel does
+  // (the same result whichever group arrives last), then the bias and the epilogue.
+  const long tile = ((long)z * get_num_groups(1) + get_group_id(1)) * get_num_groups(0);
+  ARRIVE_LAST(counters + tile + get_group_id(0), SPLITS, last);
+  if (!last) return;
+  __global volatile const float* slices = parts;
+  for (int e = lid; e < BM * BN; e += WG) {
+    const int r = m0 + (OUT_ROWS_FAST ? e % BM : e / BN);
+    const int col = n0 + (OUT_ROWS_FAST ? e / BM : e % BN);
+    if (!EVEN && (r >= M || col >= N)) continue;
+    const long o = OUT_AT(z, r, col);
+    float v = 0;
+    for (int q = 0; q < SPLITS; ++q) v += slices[q * (long)BATCH * M * N + o];
+    EPILOGUE_STORE(c, o, EPILOGUE(v + BIAS(z, r), o));
   }
 #endif
 }
@@ -531,6 +559,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #undef GATHER_VEC
 #undef GATHER_RT
 #undef C_STORE
+#undef C_DST
 #undef C_AT
 #undef T_C
 #undef A_OFF
