@@ -153,8 +153,9 @@ runtime::Plan PlanFor(ir::Graph& graph, const cl::DeviceInfo& dev, std::shared_p
   plan.memory = runtime::PlanMemory(plan, runtime::ArenaAlignment(dev));
   CheckDeviceLimits(plan, dev);
   plan.info = {
-      kVersion, DescribeOptions(options), model_sha256,         dev.name,          dev.vendor,
-      dev.type, dev.driver_version,       dev.platform_version, dev.device_version};
+      kVersion,          DescribeOptions(options),     model_sha256,       dev.name,
+      dev.vendor,        cl::DeviceKindName(dev.kind), dev.driver_version, dev.platform_version,
+      dev.device_version};
   return plan;
 }
 

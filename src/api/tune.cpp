@@ -349,8 +349,8 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
   ChosenPoints heuristic_points;
   std::optional<ModelRun> heuristic_model;
   using Check = TuneOptions::ModelCheck;
-  if (!work.empty() && (options.model_check == Check::kOn ||
-                        (options.model_check == Check::kAuto && dev.type == "GPU"))) {
+  if (!work.empty() && (options.model_check == Check::kOn || (options.model_check == Check::kAuto &&
+                                                              dev.kind == cl::DeviceKind::kGpu))) {
     try {
       heuristic_model = PrepareModel(ctx, cache, *graph, heuristic_points, options.seed);
       // The chosen points' build can take longer than the heuristic's (Swin-T on an H100: the

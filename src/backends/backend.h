@@ -55,7 +55,7 @@ class Backend {
 // CPU core). The peak is only a shared scale: partition compares backends' estimates, so their
 // efficiencies (measured, in docs/backends.md) are what decides.
 inline double RooflineSeconds(double flops, double efficiency, const cl::DeviceInfo& device) {
-  double lanes = device.type != "GPU" ? 16 : device.nv_warp_size > 0 ? 128 : 64;
+  double lanes = device.kind != cl::DeviceKind::kGpu ? 16 : device.nv_warp_size > 0 ? 128 : 64;
   double peak = std::max<uint32_t>(device.compute_units, 1) *
                 std::max<uint32_t>(device.max_clock_mhz, 100) * 1e6 * lanes * 2;
   return 5e-6 + flops / (peak * efficiency);

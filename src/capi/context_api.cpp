@@ -17,7 +17,7 @@ void Describe(const cl::DeviceInfo& d, texel_device_info_t* out) {
   Copy(info.label, sizeof(info.label), d.Label());
   Copy(info.name, sizeof(info.name), d.name);
   Copy(info.vendor, sizeof(info.vendor), d.vendor);
-  Copy(info.type, sizeof(info.type), d.type);
+  Copy(info.type, sizeof(info.type), cl::DeviceKindName(d.kind));
   info.platform = d.platform;
   info.device = d.device;
   *out = info;

@@ -89,7 +89,7 @@ const ir::Value* TextureInput(const std::vector<ir::Node*>& group, const cl::Dev
 }
 
 bool PrefersTextures(const cl::DeviceInfo& d) {
-  if (d.type != "GPU" || !d.image_support) return false;
+  if (d.kind != cl::DeviceKind::kGpu || !d.image_support) return false;
   for (const char* v : {"Qualcomm", "QUALCOMM", "ARM", "Imagination"})
     if (d.vendor.find(v) != std::string::npos) return true;
   return false;

@@ -220,10 +220,7 @@ void Sink(ir::Graph& g, ir::Node* n, NhwcOf& nhwc, std::set<const ir::Node*>& ma
 
 Stats ChannelsLast(ir::Graph& g, const PassContext& ctx) {
   if (!ctx.device || ctx.storage != StoragePolicy::kBuffer) return {};
-  bool native = ctx.backends.empty() ||
-                std::find(ctx.backends.begin(), ctx.backends.end(), "native") != ctx.backends.end();
-  bool conv_denied = std::find(ctx.deny.begin(), ctx.deny.end(), "native:Conv") != ctx.deny.end();
-  if (!native || conv_denied) return {};
+  if (!BackendMayRun(ctx, backends::kNative, ir::OpKind::kConv)) return {};
   codegen::Target target = backends::NativeBackend::TargetOf(*ctx.device);
   std::vector<ir::Node*> order;
   for (const auto& n : g.nodes()) order.push_back(n.get());

@@ -4,6 +4,7 @@
 // Estimated or measured, a backend other than native must win by more than a kernel launch
 // (5 us) to pay for the boundary with the native kernels around it: a lone tiny layer stays
 // native. PassContext::deny rules ("clblast:Conv") keep an op away from a backend.
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <utility>
@@ -46,6 +47,13 @@ constexpr EnumName<PartitionPolicy> kPolicyNames[] = {{PartitionPolicy::kEstimat
 const char* PolicyName(PartitionPolicy p) { return NameIn(kPolicyNames, p); }
 
 bool ParsePolicy(std::string_view s, PartitionPolicy* p) { return ParseIn(kPolicyNames, s, p); }
+
+bool BackendMayRun(const PassContext& ctx, std::string_view backend, ir::OpKind op) {
+  bool allowed = ctx.backends.empty() ? backend == backends::kNative
+                                      : std::find(ctx.backends.begin(), ctx.backends.end(),
+                                                  backend) != ctx.backends.end();
+  return allowed && !ParseDeny(ctx.deny).count({std::string(backend), op});
+}
 
 Stats Partition(ir::Graph& g, const PassContext& ctx) {
   std::vector<std::string> names = ctx.backends.empty()

@@ -57,6 +57,10 @@ struct Pass {
   std::function<Stats(ir::Graph&, const PassContext&)> run;
 };
 
+// Whether ctx lets `backend` compute `op`: the backend is allowed (--backends; native where none
+// is named) and no deny rule keeps `op` from it. Throws kInvalidArgument on a malformed rule.
+bool BackendMayRun(const PassContext& ctx, std::string_view backend, ir::OpKind op);
+
 // Every pass, in pipeline order.
 const std::vector<Pass>& Pipeline();
 

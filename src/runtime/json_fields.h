@@ -11,6 +11,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "runtime/cl/device.h"
 
 namespace texel::runtime {
 
@@ -48,6 +49,7 @@ std::vector<T> Nums(const json& j) {
 }
 
 inline json ToJson(DType t) { return DTypeName(t); }
+inline json ToJson(cl::DeviceKind k) { return cl::DeviceKindName(k); }
 template <class T>
 json ToJson(const T& v) {
   return v;
@@ -61,10 +63,24 @@ void FromJson(const json& j, T* v) {
   } else if constexpr (std::is_same_v<T, DType>) {
     if (!ParseDType(j.get<std::string>(), v))
       Fail(ErrorCode::kInvalidModel, "element type '{}' is unknown", j.get<std::string>());
+  } else if constexpr (std::is_same_v<T, cl::DeviceKind>) {
+    if (!cl::ParseDeviceKind(j.get<std::string>(), v))
+      Fail(ErrorCode::kInvalidModel, "device kind '{}' is unknown", j.get<std::string>());
   } else if constexpr (std::is_arithmetic_v<T>) {
     *v = Num<T>(j);
   } else {
     *v = Nums<typename T::value_type>(j);
+  }
+}
+
+// FromJson of field `key`, whose errors name it.
+template <class T>
+void FieldFromJson(const json& j, const char* key, T* v) {
+  try {
+    FromJson(j, v);
+  } catch (Error& e) {
+    e.AddContext(key);
+    throw;
   }
 }
 
@@ -81,7 +97,7 @@ json Write(const S& s, Fields fields) {
 template <class S, class Fields>
 S Read(const json& j, Fields fields) {
   S s;
-  fields(s, [&j](const char* key, auto& v) { FromJson(j.at(key), &v); });
+  fields(s, [&j](const char* key, auto& v) { FieldFromJson(j.at(key), key, &v); });
   return s;
 }
 
@@ -90,7 +106,7 @@ S Read(const json& j, Fields fields) {
 template <class S, class Fields>
 void ReadPresent(const json& j, Fields fields, S* s) {
   fields(*s, [&j](const char* key, auto& v) {
-    if (j.contains(key)) FromJson(j.at(key), &v);
+    if (j.contains(key)) FieldFromJson(j.at(key), key, &v);
   });
 }
 

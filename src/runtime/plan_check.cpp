@@ -221,7 +221,7 @@ std::vector<std::string> MissingFeatures(const Plan& plan, const cl::DeviceInfo&
   // orders memory across the device: PTX's on NVIDIA, OpenCL's global fence on a CPU.
   bool handoff = std::any_of(plan.buffers.begin(), plan.buffers.end(),
                              [](const BufferDesc& b) { return b.zeroed; });
-  if (handoff && !ptx && device.type != "CPU")
+  if (handoff && !ptx && device.kind != cl::DeviceKind::kCpu)
     missing.push_back(
         "a CPU: its work-groups hand results over through OpenCL's global fence, "
         "which orders memory across work-groups on CPUs only");

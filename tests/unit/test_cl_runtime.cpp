@@ -116,7 +116,7 @@ TEST(ClDeviceTest, ListsDevices) {
 
 TEST(ClDeviceTest, SelectsByTypeIndexAndSubstring) {
   DeviceInfo cpu = SelectDevice("cpu");
-  EXPECT_EQ(cpu.type, "CPU");
+  EXPECT_EQ(cpu.kind, DeviceKind::kCpu);
   EXPECT_EQ(SelectDevice("CPU").device, cpu.device);
 
   DeviceInfo first = SelectDevice("0:0");
@@ -163,7 +163,7 @@ TEST(ClDeviceTest, HonoursTexelDeviceEnv) {
       EXPECT_NE(e.message().find("bogus-env-device"), std::string::npos) << e.message();
     }
     // An explicit spec wins over the environment.
-    EXPECT_EQ(SelectDevice("cpu").type, "CPU");
+    EXPECT_EQ(SelectDevice("cpu").kind, DeviceKind::kCpu);
   }
   {
     ScopedEnv env("TEXEL_DEVICE", std::nullopt);

@@ -62,6 +62,11 @@ TEST(DeviceFactsTest, BadFilesAreNamed) {
   at = missing.find("\"fp16\"");
   missing.erase(at, missing.find('\n', at) - at + 1);
   EXPECT_NE(ReadError(missing).find("fp16"), std::string::npos);
+  std::string kind = good;
+  at = kind.find("\"type\": \"");
+  kind.replace(at, kind.find('"', at + 9) - at + 1, "\"type\": \"TPU\"");
+  EXPECT_NE(ReadError(kind).find("type: device kind 'TPU' is unknown"), std::string::npos)
+      << ReadError(kind);
   EXPECT_THROW(cl::ReadDeviceFacts(Scratch("absent.json")), Error);
 }
 

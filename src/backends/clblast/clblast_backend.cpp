@@ -124,7 +124,7 @@ double ClblastBackend::Estimate(const ir::Node& node, const cl::DeviceInfo& devi
   // Measured against texel's kernels on the same devices (docs/backends.md): CLBlast's SGEMM
   // reaches 0.4-0.6x of texel's GEMM on an H100 and 0.05-0.5x on PoCL (its kernels are tuned
   // for GPUs); its convolution 0.3x of texel's implicit GEMM on the H100.
-  bool gpu = device.type == "GPU";
+  bool gpu = device.kind == cl::DeviceKind::kGpu;
   if (std::optional<Gemm> g = GemmOf(node))
     return RooflineSeconds(2.0 * static_cast<double>(g->batch * g->m * g->n * g->k),
                            gpu ? 0.35 : 0.03, device);

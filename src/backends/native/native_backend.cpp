@@ -15,7 +15,7 @@ codegen::Target NativeBackend::TargetOf(const cl::DeviceInfo& device) {
   codegen::Target t;
   t.fp64 = device.fp64;
   t.fp16 = device.fp16;
-  t.gpu = device.type == "GPU";
+  t.gpu = device.kind == cl::DeviceKind::kGpu;
   t.compute_units = std::max<uint32_t>(device.compute_units, 1);
   if (device.local_mem_bytes > 0) t.local_mem_bytes = device.local_mem_bytes;
   if (device.max_work_group_size > 0) t.max_work_group_size = device.max_work_group_size;
@@ -32,7 +32,7 @@ codegen::Target NativeBackend::TargetOf(const cl::DeviceInfo& device) {
     if (sg == 8 || sg == 16) t.dpas_sub_group = static_cast<uint32_t>(sg);
   }
   // Hand-over between work-groups needs a device-wide fence: PTX's, or a CPU's coherent caches.
-  t.group_handoff = device.type == "CPU" || t.ptx;
+  t.group_handoff = device.kind == cl::DeviceKind::kCpu || t.ptx;
   // TEXEL_TARGET=gpu:CU generates the kernels a GPU with CU compute units would get, so that
   // tests check the GPU's choices on a CPU device (docs/decisions.md); gpu:CU:handoff one whose
   // work-groups hand results over (NVIDIA's), on a device that runs them one at a time
@@ -84,7 +84,8 @@ double NativeBackend::Estimate(const ir::Node& node, const cl::DeviceInfo& devic
   // H100, 15% on PoCL; an operand gathered one element at a time (a transposed B, an im2col
   // window) costs about a third more.
   codegen::KernelTraits k = codegen::TraitsOf(node, TargetOf(device));
-  double efficiency = (device.type == "GPU" ? 0.7 : 0.15) / (k.gathers_b ? 1.3 : 1.0);
+  double efficiency =
+      (device.kind == cl::DeviceKind::kGpu ? 0.7 : 0.15) / (k.gathers_b ? 1.3 : 1.0);
   return RooflineSeconds(k.flops, efficiency, device);
 }
 

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 
 namespace texel::cl {
@@ -86,11 +87,11 @@ int ParseClVersion(std::string_view version) {
   return major * 100 + minor;
 }
 
-std::string TypeName(cl_device_type type) {
-  if (type & CL_DEVICE_TYPE_GPU) return "GPU";
-  if (type & CL_DEVICE_TYPE_CPU) return "CPU";
-  if (type & CL_DEVICE_TYPE_ACCELERATOR) return "ACCELERATOR";
-  return "OTHER";
+DeviceKind KindOf(cl_device_type type) {
+  if (type & CL_DEVICE_TYPE_GPU) return DeviceKind::kGpu;
+  if (type & CL_DEVICE_TYPE_CPU) return DeviceKind::kCpu;
+  if (type & CL_DEVICE_TYPE_ACCELERATOR) return DeviceKind::kAccelerator;
+  return DeviceKind::kOther;
 }
 
 std::string SvmName(cl_device_svm_capabilities caps) {
@@ -116,7 +117,7 @@ DeviceInfo QueryDevice(cl_platform_id platform, cl_device_id device) {
 
   cl_device_type type = 0;
   DeviceValue(device, CL_DEVICE_TYPE, &type);
-  d.type = TypeName(type);
+  d.kind = KindOf(type);
 
   cl_uint u32 = 0;
   if (DeviceValue(device, CL_DEVICE_MAX_COMPUTE_UNITS, &u32)) d.compute_units = u32;
@@ -270,6 +271,21 @@ void PreferPinnedPoclThreads() {
 
 }  // namespace
 
+namespace {
+
+constexpr EnumName<DeviceKind> kKindNames[] = {{DeviceKind::kGpu, "GPU"},
+                                               {DeviceKind::kCpu, "CPU"},
+                                               {DeviceKind::kAccelerator, "ACCELERATOR"},
+                                               {DeviceKind::kOther, "OTHER"}};
+
+}  // namespace
+
+const char* DeviceKindName(DeviceKind kind) { return NameIn(kKindNames, kind); }
+
+bool ParseDeviceKind(std::string_view name, DeviceKind* kind) {
+  return ParseIn(kKindNames, name, kind);
+}
+
 bool DeviceInfo::HasExtension(std::string_view ext) const {
   return std::find(extensions.begin(), extensions.end(), ext) != extensions.end();
 }
@@ -329,9 +345,9 @@ DeviceInfo SelectDevice(std::string_view spec) {
   std::vector<DeviceInfo> devices = ListDevices();
   if (devices.empty()) Fail(ErrorCode::kNotFound, "{}", kNoDeviceMessage);
 
-  auto first_of_type = [&](std::string_view type) -> const DeviceInfo* {
+  auto first_of_kind = [&](DeviceKind kind) -> const DeviceInfo* {
     for (const auto& d : devices) {
-      if (d.type == type) return &d;
+      if (d.kind == kind) return &d;
     }
     return nullptr;
   };
@@ -340,11 +356,11 @@ DeviceInfo SelectDevice(std::string_view spec) {
   const DeviceInfo* found = nullptr;
   int p = 0, d = 0;
   if (lower.empty()) {
-    found = first_of_type("GPU");
-    if (!found) found = first_of_type("CPU");
+    found = first_of_kind(DeviceKind::kGpu);
+    if (!found) found = first_of_kind(DeviceKind::kCpu);
     if (!found) found = &devices.front();
   } else if (lower == "gpu" || lower == "cpu") {
-    found = first_of_type(lower == "gpu" ? "GPU" : "CPU");
+    found = first_of_kind(lower == "gpu" ? DeviceKind::kGpu : DeviceKind::kCpu);
   } else if (ParseIndexPair(lower, &p, &d)) {
     for (const auto& dev : devices) {
       if (dev.platform_index == p && dev.device_index == d) found = &dev;
@@ -374,7 +390,8 @@ std::string FormatDevices(const std::vector<DeviceInfo>& devices) {
     auto field = [&](std::string_view name, const std::string& value) {
       out += fmt::format("  {:<16}{}\n", name, value);
     };
-    out += fmt::format("[{}:{}] {}  ({})\n", d.platform_index, d.device_index, d.name, d.type);
+    out += fmt::format("[{}:{}] {}  ({})\n", d.platform_index, d.device_index, d.name,
+                       DeviceKindName(d.kind));
     field("platform", fmt::format("{}, {}", d.platform_name, d.platform_version));
     field("vendor/driver", fmt::format("{} / {}", d.vendor, d.driver_version));
     field("version", fmt::format("{}, {}", d.device_version, d.opencl_c_version));

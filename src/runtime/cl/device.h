@@ -11,6 +11,12 @@
 
 namespace texel::cl {
 
+// CL_DEVICE_TYPE, as the code branches on it.
+enum class DeviceKind { kGpu, kCpu, kAccelerator, kOther };
+// "GPU", "CPU", "ACCELERATOR", "OTHER": how device lists, facts files and the C API name it.
+const char* DeviceKindName(DeviceKind kind);
+bool ParseDeviceKind(std::string_view name, DeviceKind* kind);  // false when name is none
+
 struct DeviceInfo {
   int platform_index = 0;  // position in clGetPlatformIDs
   int device_index = 0;    // position in clGetDeviceIDs(CL_DEVICE_TYPE_ALL) of that platform
@@ -18,7 +24,7 @@ struct DeviceInfo {
   cl_device_id device = nullptr;
   std::string platform_name, platform_version;
   std::string name, vendor, driver_version, device_version, opencl_c_version;
-  std::string type;  // "GPU", "CPU", "ACCELERATOR", "OTHER"
+  DeviceKind kind = DeviceKind::kOther;
   uint32_t compute_units = 0;
   uint32_t max_clock_mhz = 0;
   uint64_t global_mem_bytes = 0, max_alloc_bytes = 0, local_mem_bytes = 0;

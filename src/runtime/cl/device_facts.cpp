@@ -15,7 +15,7 @@ constexpr auto kFactsFields = [](auto& d, auto&& f) {
   f("platform_name", d.platform_name), f("platform_version", d.platform_version);
   f("name", d.name), f("vendor", d.vendor), f("driver_version", d.driver_version);
   f("device_version", d.device_version), f("opencl_c_version", d.opencl_c_version);
-  f("type", d.type), f("compute_units", d.compute_units), f("max_clock_mhz", d.max_clock_mhz);
+  f("type", d.kind), f("compute_units", d.compute_units), f("max_clock_mhz", d.max_clock_mhz);
   f("global_mem_bytes", d.global_mem_bytes), f("max_alloc_bytes", d.max_alloc_bytes);
   f("local_mem_bytes", d.local_mem_bytes), f("max_work_group_size", d.max_work_group_size);
   f("max_work_item_sizes", d.max_work_item_sizes);
