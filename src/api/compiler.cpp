@@ -91,6 +91,7 @@ void RunPassesFor(ir::Graph& graph, const cl::DeviceInfo& dev, std::shared_ptr<c
   pc.backends = options.backends;
   pc.deny = options.deny;
   pc.policy = options.partition;
+  pc.notice = options.on_notice;
   pc.storage = options.storage;
   if (options.partition == passes::PartitionPolicy::kMeasure &&
       options.storage == passes::StoragePolicy::kAuto)

@@ -35,6 +35,10 @@ struct CompileOptions {
   // Called once the kernels are generated: which way each tunable kernel was decided, and the
   // database's notices (damaged or foreign lines, impossible parameters).
   std::function<void(const TuningReport&)> on_tuning;
+  // Called with what the user should hear of the options: an allowed backend that cannot run
+  // (libclblast not loaded), texture storage falling back to buffers. Null: not told (the CLI
+  // prints them as notes).
+  std::function<void(const std::string&)> on_notice;
   // Called after each pass (for --print-ir-after / --stats).
   std::function<void(const passes::Pass&, const passes::Stats&, const ir::Graph&)> after_pass;
   // False: CompiledModel::graph is null, and the graph goes before the constants are uploaded,

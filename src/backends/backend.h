@@ -32,6 +32,8 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
+  // Why the backend can run nothing in this process (a library that did not load), or nullopt.
+  virtual std::optional<std::string> Unavailable() const { return std::nullopt; }
   // Whether the backend can run node on device; never throws for "no".
   virtual Support Supports(const ir::Node& node, const cl::DeviceInfo& device) const = 0;
   // Estimated device time in seconds (used to choose between backends).

@@ -16,9 +16,7 @@
 // input as an image; everything else (buffer kernels, library calls, views, graph outputs)
 // reads buffers, except that a texture group's chain may read an image of its own shape.
 // Values that would not fit the device's largest image stay in buffers.
-#include <cstdio>
 #include <map>
-#include <mutex>
 
 #include "backends/backend.h"
 #include "core/enum_names.h"
@@ -113,12 +111,9 @@ Stats AssignStorage(ir::Graph& g, const PassContext& ctx) {
   if (!d.image_support) {
     if (ctx.storage == StoragePolicy::kTexture)
       Fail(ErrorCode::kUnsupported, "--storage texture: device '{}' has no image support", d.name);
-    static std::once_flag told;
-    std::call_once(told, [&] {
-      std::fprintf(stderr,
-                   "texel: device '%s' has no image support; --storage auto keeps buffers\n",
-                   d.name.c_str());
-    });
+    if (ctx.notice)
+      ctx.notice(
+          fmt::format("device '{}' has no image support; --storage auto keeps buffers", d.name));
     return {{"texture-groups", 0}};
   }
   bool measured = ctx.storage == StoragePolicy::kAuto && ctx.measure_storage;

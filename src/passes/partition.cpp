@@ -63,6 +63,9 @@ Stats Partition(ir::Graph& g, const PassContext& ctx) {
   for (const auto& name : names) {
     const backends::Backend* b = backends::FindBackend(name);
     if (!b) Fail(ErrorCode::kInvalidArgument, "unknown backend '{}'", name);
+    if (std::optional<std::string> why = b->Unavailable(); why && ctx.notice)
+      ctx.notice(
+          fmt::format("backend '{}' is not available ({}); the others run its nodes", name, *why));
     allowed.push_back(b);
   }
   auto deny = ParseDeny(ctx.deny);

@@ -39,6 +39,9 @@ struct PassContext {
   std::vector<std::string> backends;       // allowed backends, in preference order
   std::vector<std::string> deny;           // "BACKEND:Op": keep Op away from BACKEND (--deny)
   PartitionPolicy policy = PartitionPolicy::kEstimate;
+  // What the user should hear of the options (an allowed backend that cannot run, texture
+  // storage falling back to buffers); null: not told.
+  std::function<void(const std::string&)> notice;
   StoragePolicy storage = StoragePolicy::kBuffer;
   bool half_texels = false;  // images with f16 channels (--texture-precision fp16)
   ComputeMode precision = ComputeMode::kFp32;  // --precision (passes/precision.cpp)

@@ -52,6 +52,9 @@ CompileOptions ToCompileOptions(const CompilerFlags& f) {
     for (const std::string& v : values) ApplyCompileOption(opts, name, v);
   if (f.measure) ApplyCompileOption(opts, "partition", "measure");
   if (f.no_tuning) ApplyCompileOption(opts, "tuning", "off");
+  opts.on_notice = [](const std::string& n) {
+    std::fprintf(stderr, "texel: note: %s\n", n.c_str());
+  };
   // A damaged or foreign tuning database is read around, never trusted: say so.
   opts.on_tuning = [](const TuningReport& r) {
     for (const std::string& n : r.notices) std::fprintf(stderr, "texel: note: %s\n", n.c_str());

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cstdio>
-#include <mutex>
 #include <optional>
 #include <string_view>
 
@@ -68,17 +66,6 @@ std::optional<ConvGemm> ConvGemmOf(const ir::Node& n) {
   return ConvGemm{x[1], x[2], x[3], w[2], w[3], p[0], p[1], s[0], s[1], d[0], d[1], w[0], x[0]};
 }
 
-// Whether CLBlast loaded; the first time it did not, says why on stderr.
-bool Available() {
-  static std::once_flag told;
-  std::string why;
-  if (runtime::LoadClblast(&why)) return true;
-  std::call_once(told, [&] {
-    std::fprintf(stderr, "texel: CLBlast is not available (%s); running natively\n", why.c_str());
-  });
-  return false;
-}
-
 // The convolution call, then (with a bias) a small generated kernel that adds it in place:
 // CLBlast's convolution has no bias.
 std::vector<codegen::KernelSpec> LowerConv(const ir::Node& n, const ConvGemm& c,
@@ -109,14 +96,20 @@ std::vector<codegen::KernelSpec> LowerConv(const ir::Node& n, const ConvGemm& c,
 
 }  // namespace
 
+std::optional<std::string> ClblastBackend::Unavailable() const {
+  std::string why;
+  if (runtime::LoadClblast(&why)) return std::nullopt;
+  return why;
+}
+
 Support ClblastBackend::Supports(const ir::Node& node, const cl::DeviceInfo&) const {
   if (!GemmOf(node) && !ConvGemmOf(node))
     return Support::No(Error(ErrorCode::kUnsupported,
                              fmt::format("clblast runs GEMM-shaped MatMul, Gemm and Conv nodes, "
                                          "not this {}",
                                          OpName(node.op))));
-  if (!Available())
-    return Support::No(Error(ErrorCode::kUnsupported, "clblast: libclblast could not be loaded"));
+  if (std::optional<std::string> why = Unavailable())
+    return Support::No(Error(ErrorCode::kUnsupported, fmt::format("clblast: {}", *why)));
   return Support::Yes();
 }
 

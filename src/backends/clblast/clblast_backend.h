@@ -14,6 +14,7 @@ namespace texel::backends {
 class ClblastBackend : public Backend {
  public:
   std::string_view name() const override { return "clblast"; }
+  std::optional<std::string> Unavailable() const override;  // libclblast did not load
   Support Supports(const ir::Node& node, const cl::DeviceInfo& device) const override;
   double Estimate(const ir::Node& node, const cl::DeviceInfo& device) const override;
   std::vector<codegen::KernelSpec> Lower(const std::vector<const ir::Node*>& nodes,
