@@ -35,6 +35,12 @@ std::set<std::pair<std::string, ir::OpKind>> ParseDeny(const std::vector<std::st
   return out;
 }
 
+// The backends ctx allows, in preference order: --backends, or native where none is named.
+std::vector<std::string> AllowedNames(const PassContext& ctx) {
+  if (ctx.backends.empty()) return {std::string(backends::kNative)};
+  return ctx.backends;
+}
+
 // What leaving the native kernels costs: about one kernel launch.
 constexpr double kBoundarySeconds = 5e-6;
 
@@ -49,18 +55,14 @@ const char* PolicyName(PartitionPolicy p) { return NameIn(kPolicyNames, p); }
 bool ParsePolicy(std::string_view s, PartitionPolicy* p) { return ParseIn(kPolicyNames, s, p); }
 
 bool BackendMayRun(const PassContext& ctx, std::string_view backend, ir::OpKind op) {
-  bool allowed = ctx.backends.empty() ? backend == backends::kNative
-                                      : std::find(ctx.backends.begin(), ctx.backends.end(),
-                                                  backend) != ctx.backends.end();
-  return allowed && !ParseDeny(ctx.deny).count({std::string(backend), op});
+  std::vector<std::string> names = AllowedNames(ctx);
+  return std::find(names.begin(), names.end(), backend) != names.end() &&
+         !ParseDeny(ctx.deny).count({std::string(backend), op});
 }
 
 Stats Partition(ir::Graph& g, const PassContext& ctx) {
-  std::vector<std::string> names = ctx.backends.empty()
-                                       ? std::vector<std::string>{std::string(backends::kNative)}
-                                       : ctx.backends;
   std::vector<const backends::Backend*> allowed;
-  for (const auto& name : names) {
+  for (const auto& name : AllowedNames(ctx)) {
     const backends::Backend* b = backends::FindBackend(name);
     if (!b) Fail(ErrorCode::kInvalidArgument, "unknown backend '{}'", name);
     if (std::optional<std::string> why = b->Unavailable(); why && ctx.notice)

@@ -269,10 +269,6 @@ void PreferPinnedPoclThreads() {
   (void)once;
 }
 
-}  // namespace
-
-namespace {
-
 constexpr EnumName<DeviceKind> kKindNames[] = {{DeviceKind::kGpu, "GPU"},
                                                {DeviceKind::kCpu, "CPU"},
                                                {DeviceKind::kAccelerator, "ACCELERATOR"},
