@@ -13,7 +13,8 @@
 //                   kernels are programs of their own) and from 16 kernels of one program
 //   probes          what a launch's cost depends on, one in-order queue each: the first 16
 //                   enqueues onto an idle device (before any queue of the driver's can fill),
-//                   kernels of 0 and 16 buffer arguments, sub-buffers as arguments, 264
+//                   kernels of 0 and 16 buffer arguments (16 buffers, or one buffer 16
+//                   times), of 1 buffer and 15 integers, sub-buffers as arguments, 264
 //                   work-groups instead of one, kernels of 40 KiB of local memory alone and
 //                   alternating with ones of none, work-groups of 64 and 1024 alternating,
 //                   an out-of-order queue whose launches each wait for the one before, and
@@ -47,6 +48,9 @@ __kernel void args16(__global float* a0, __global float* a1, __global float* a2,
                      __global float* a9, __global float* a10, __global float* a11,
                      __global float* a12, __global float* a13, __global float* a14,
                      __global float* a15) {}
+__kernel void scalars15(__global float* a, long o1, long o2, long o3, long o4, long o5, long o6,
+                        long o7, long o8, long o9, long o10, long o11, long o12, long o13,
+                        long o14, long o15) {}
 __kernel void local40k(__global float* x) {
   __local float s[10240];
   const int l = get_local_id(0);
@@ -279,6 +283,25 @@ int main(int argc, char** argv) {
   steady("empty (1 buffer argument)", in_order, {Launch{empty, 64, 64}});
   steady("no arguments", in_order, {Launch{noargs, 64, 64}});
   steady("16 buffer arguments", in_order, {Launch{args16, 64, 64}});
+  {
+    // The same 16 parameters all naming one buffer; one buffer and 15 integers: whether the
+    // cost is per buffer parameter or per distinct buffer, and what scalars cost.
+    cl_kernel same16 = clCreateKernel(prog, "args16", &err);
+    Check(err, "clCreateKernel");
+    for (cl_uint a = 0; a < 16; ++a)
+      Check(clSetKernelArg(same16, a, sizeof(cl_mem), &many[0]), "arg");
+    steady("16 buffer arguments, one buffer", in_order, {Launch{same16, 64, 64}});
+    cl_kernel scalars = clCreateKernel(prog, "scalars15", &err);
+    Check(err, "clCreateKernel");
+    Check(clSetKernelArg(scalars, 0, sizeof(cl_mem), &many[0]), "arg");
+    for (cl_uint a = 1; a < 16; ++a) {
+      cl_long v = 4 * a;
+      Check(clSetKernelArg(scalars, a, sizeof v, &v), "arg");
+    }
+    steady("1 buffer and 15 integer arguments", in_order, {Launch{scalars, 64, 64}});
+    clReleaseKernel(same16);
+    clReleaseKernel(scalars);
+  }
   steady("empty, 264 work-groups of 256", in_order, {Launch{empty, 264 * 256, 256}});
   steady("empty, two kernels alternating", in_order,
          {Launch{empty, 64, 64}, Launch{empty2, 64, 64}});
