@@ -86,6 +86,10 @@ void RunPassesFor(ir::Graph& graph, const cl::DeviceInfo& dev, std::shared_ptr<c
   if (!ctx && options.partition == passes::PartitionPolicy::kMeasure)
     Fail(ErrorCode::kInvalidArgument,
          "--partition measure times kernels on the device; compiling for device facts cannot");
+  // Measuring nodes (--partition measure): one timer for this compile, whose memory of equal
+  // nodes no other compile shares.
+  std::optional<NodeTimer> timer;
+  if (options.partition == passes::PartitionPolicy::kMeasure) timer.emplace(ctx);
   passes::PassContext pc;
   pc.device = &dev;
   pc.backends = options.backends;
@@ -95,15 +99,15 @@ void RunPassesFor(ir::Graph& graph, const cl::DeviceInfo& dev, std::shared_ptr<c
   pc.storage = options.storage;
   if (options.partition == passes::PartitionPolicy::kMeasure &&
       options.storage == passes::StoragePolicy::kAuto)
-    pc.measure_storage = [&ctx](const ir::Node& n, ir::Storage s) {
-      return MeasureNode(n, *backends::FindBackend(backends::kNative), ctx, s);
+    pc.measure_storage = [&timer](const ir::Node& n, ir::Storage s) {
+      return timer->Seconds(n, *backends::FindBackend(backends::kNative), s);
     };
   pc.half_texels = options.half_texels;
   pc.precision = options.precision;
   pc.disabled = options.disabled_passes;
   if (options.partition == passes::PartitionPolicy::kMeasure)
-    pc.measure = [&ctx](const ir::Node& n, const backends::Backend& b) {
-      return MeasureNode(n, b, ctx);
+    pc.measure = [&timer](const ir::Node& n, const backends::Backend& b) {
+      return timer->Seconds(n, b);
     };
   passes::RunPipeline(graph, pc, options.after_pass);
 }
@@ -180,7 +184,7 @@ CompiledModel CompileGraph(std::unique_ptr<ir::Graph> graph, std::shared_ptr<cl:
                            const CompileOptions& options, const std::string& model_sha256) {
   auto t0 = std::chrono::steady_clock::now();
   runtime::Plan plan = PlanFor(*graph, ctx->info(), ctx, options, model_sha256);
-  static cl::ProgramCache cache = cl::ProgramCache::Default();
+  cl::ProgramCache cache = cl::ProgramCache::Default();  // used while the program is built
   CompiledModel m;
   if (!options.keep_graph) graph.reset();  // the plan holds the constants alone now
   m.executable = std::make_unique<runtime::Executable>(ctx, std::move(plan), &cache);

@@ -49,13 +49,8 @@ std::unique_ptr<ir::Graph> Alone(const ir::Node& n, std::string_view backend, ir
   return g;
 }
 
-cl::ProgramCache& Cache() {
-  static cl::ProgramCache cache = cl::ProgramCache::Default();
-  return cache;
-}
-
-double Run(const ir::Graph& g, const std::shared_ptr<cl::Context>& ctx) {
-  runtime::Executable exe(ctx, backends::LowerToPlan(g, ctx->info()), &Cache());
+double Run(const ir::Graph& g, const std::shared_ptr<cl::Context>& ctx, cl::ProgramCache* cache) {
+  runtime::Executable exe(ctx, backends::LowerToPlan(g, ctx->info()), cache);
   runtime::Session session(exe);
   for (const ir::Value* v : g.inputs())
     session.SetInput(v->name, HostTensor(v->type.dtype, v->type.shape));
@@ -74,24 +69,26 @@ double Run(const ir::Graph& g, const std::shared_ptr<cl::Context>& ctx) {
 
 }  // namespace
 
-double MeasureNode(const ir::Node& node, const backends::Backend& backend,
-                   const std::shared_ptr<cl::Context>& ctx, ir::Storage storage) {
+NodeTimer::NodeTimer(std::shared_ptr<cl::Context> ctx)
+    : ctx_(std::move(ctx)), cache_(cl::ProgramCache::Default()) {}
+
+double NodeTimer::Seconds(const ir::Node& node, const backends::Backend& backend,
+                          ir::Storage storage) {
   std::unique_ptr<ir::Graph> g = Alone(node, backend.name(), storage);
-  const cl::DeviceInfo& d = ctx->info();
+  const cl::DeviceInfo& d = ctx_->info();
   std::string key = Sha256Hex(fmt::format("texel-measure-2\n{}\n{}\n{}\n{}\n{}\n{}", d.name,
                                           d.driver_version, d.platform_version, d.device_version,
                                           backend.name(), ir::PrintGraph(*g)));
-  static std::map<std::string, double> memo;
-  if (auto it = memo.find(key); it != memo.end()) return it->second;
+  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
   namespace fs = std::filesystem;
-  fs::path file = Cache().enabled() ? fs::path(Cache().dir()) / "measure" / key : fs::path();
+  fs::path file = cache_.enabled() ? fs::path(cache_.dir()) / "measure" / key : fs::path();
   double seconds = -1;
   if (!file.empty()) {
     std::ifstream in(file);
     if (!(in >> seconds) || seconds < 0) seconds = -1;  // missing or damaged: measure again
   }
   if (seconds < 0) {
-    seconds = Run(*g, ctx);
+    seconds = Run(*g, ctx_, &cache_);
     if (!file.empty()) {  // best effort, through a temporary name
       std::error_code ec;
       fs::create_directories(file.parent_path(), ec);
@@ -101,7 +98,7 @@ double MeasureNode(const ir::Node& node, const backends::Backend& backend,
       fs::rename(tmp, file, ec);
     }
   }
-  memo[key] = seconds;
+  memo_[key] = seconds;
   return seconds;
 }
 

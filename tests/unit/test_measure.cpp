@@ -1,0 +1,83 @@
+// Measured partitioning's timer (api/measure.h): equal nodes are timed once per timer, each
+// compile has its own timer, and compiles measuring on two threads at once agree with the
+// estimated partition's results.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "api/compiler.h"
+#include "api/measure.h"
+#include "backends/backend.h"
+#include "kernel_test_util.h"
+#include "runtime/session.h"
+
+namespace texel {
+namespace {
+
+using namespace texel::testing;
+
+// A product and its Relu, weights as constants.
+std::unique_ptr<ir::Graph> SmallProduct(const HostTensor& w) {
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value* x = g->AddInput("x", {DType::kFloat32, {6, w.shape[0]}});
+  ir::Value* k = g->AddConstant("w", std::make_shared<HostTensor>(w));
+  ir::Node* mm = g->AddNode(ir::OpKind::kMatMul, {x, k}, {}, "mm");
+  ir::Node* relu = g->AddNode(ir::OpKind::kRelu, {mm->outputs[0]}, {}, "relu");
+  g->AddOutput(relu->outputs[0]);
+  return g;
+}
+
+// Sets TEXEL_CACHE_DIR for a scope and puts back what was there.
+class CacheDir {
+ public:
+  explicit CacheDir(const char* value) {
+    if (const char* old = std::getenv("TEXEL_CACHE_DIR")) old_ = old;
+    ::setenv("TEXEL_CACHE_DIR", value, 1);
+  }
+  ~CacheDir() {
+    if (old_)
+      ::setenv("TEXEL_CACHE_DIR", old_->c_str(), 1);
+    else
+      ::unsetenv("TEXEL_CACHE_DIR");
+  }
+
+ private:
+  std::optional<std::string> old_;
+};
+
+TEST(NodeTimerTest, EqualNodesTimedOncePerTimer) {
+  CacheDir off("off");  // no disk cache: only the timer's memory can repeat a result
+  HostTensor w = RandomF32({9, 7}, 2100);
+  auto a = SmallProduct(w), b = SmallProduct(w);
+  const backends::Backend& native = *backends::FindBackend(backends::kNative);
+  NodeTimer timer(SharedContext());
+  double first = timer.Seconds(*a->nodes()[0], native);
+  EXPECT_GT(first, 0);
+  // The same node of another graph prints the same: not timed again (a second timing of a
+  // kernel on PoCL is never equal to the last bit).
+  EXPECT_EQ(timer.Seconds(*b->nodes()[0], native), first);
+  EXPECT_GT(NodeTimer(SharedContext()).Seconds(*a->nodes()[0], native), 0);
+}
+
+TEST(NodeTimerTest, CompilesMeasuringOnTwoThreads) {
+  HostTensor w = RandomF32({11, 5}, 2110), x = RandomF32({6, 11}, 2111);
+  CompileOptions measured;
+  measured.partition = passes::PartitionPolicy::kMeasure;
+  std::vector<HostTensor> got[2];
+  std::thread threads[2];
+  for (int t = 0; t < 2; ++t)
+    threads[t] = std::thread([&, t] {
+      CompiledModel m = CompileGraph(SmallProduct(w), SharedContext(), measured);
+      got[t] = runtime::Session(*m.executable).Run({{"x", x}});
+    });
+  for (std::thread& t : threads) t.join();
+  CompiledModel estimated = CompileGraph(SmallProduct(w), SharedContext(), CompileOptions{});
+  std::vector<HostTensor> want = runtime::Session(*estimated.executable).Run({{"x", x}});
+  for (int t = 0; t < 2; ++t) ExpectClose(got[t][0], want[0], "thread " + std::to_string(t));
+}
+
+}  // namespace
+}  // namespace texel
