@@ -177,8 +177,9 @@ typedef struct texel_compile_options_t {
   const char* partition; /* NULL: "estimate"; "measure" or "first" */
   const char* storage;   /* NULL: "buffer"; "texture" or "auto" */
   int texture_fp16;      /* images with f16 channels */
-  const char* precision; /* NULL: "fp32"; "fp16" (f16 storage, fp32 arithmetic), "tf32" or
-                            "tf32x3" (fp32 until models have matrix-engine kernels) */
+  const char* precision; /* NULL: "fp32"; "fp16" (f16 storage, fp32 accumulation), "tf32" or
+                            "tf32x3" (fp32 storage; products on the matrix engine where the
+                            device has one, else fp32: docs/precision.md) */
   const char* input_shapes; /* NULL, or "NAME=DIMS" items separated by ';' fixing the shapes of
                                inputs ("input=1x3x224x224;mask=1x128"), as --input-shape */
   const char* settings;     /* NULL, or "NAME=VALUE" lines ('\n'-separated), any option that
