@@ -194,142 +194,157 @@ void Session::BindOutput(const std::string& name, const ExternalTensor& t) {
   Fail(ErrorCode::kNotFound, "the model has no output named '{}'", name);
 }
 
+struct Session::BindSite {
+  const TensorBinding& tensor;
+  bool output;
+  const ExternalTensor& t;
+  const char* role() const { return output ? "output" : "input"; }
+  [[noreturn]] void Fail(ErrorCode code, const std::string& why) const {
+    texel::Fail(code, "{} '{}' bound to a {}: {}", role(), tensor.name, ExternalKindName(t.kind),
+                why);
+  }
+  void CheckBytes(size_t needed, size_t have) const {
+    if (have < needed)
+      Fail(ErrorCode::kInvalidArgument,
+           fmt::format("the tensor has {} bytes; the memory, {}", needed, have));
+  }
+};
+
 void Session::Bind(const TensorBinding& tensor, bool output, const ExternalTensor& t) {
-  const cl::Context& ctx = exe_.context();
-  const cl::DeviceInfo& device = ctx.info();
-  const Plan& plan = exe_.plan();
-  const char* role = output ? "output" : "input";
-  auto fail = [&](ErrorCode code, const std::string& why) {
-    Fail(code, "{} '{}' bound to a {}: {}", role, tensor.name, ExternalKindName(t.kind), why);
-  };
+  const BindSite at{tensor, output, t};
   auto b = std::make_unique<Binding>();
   b->tensor = t;
   b->buffer = tensor.buffer;
   b->output = output;
   b->bytes = static_cast<size_t>(DTypeSize(tensor.dtype) * NumElements(tensor.shape));
-  const BufferDesc& desc = plan.buffers[tensor.buffer];
-  if (desc.is_image()) fail(ErrorCode::kUnsupported, "the tensor lives in an image");
+  if (exe_.plan().buffers[tensor.buffer].is_image())
+    at.Fail(ErrorCode::kUnsupported, "the tensor lives in an image");
   if (output && tensor.rows_buffer >= 0)
-    fail(ErrorCode::kUnsupported, "its row count is known only after the run; read it instead");
-  // An output kernels cannot write in place: a constant, or memory an input or another output
-  // also is (a view). It is copied out after the run.
-  bool aliased = false;
-  if (output) {
-    aliased = desc.constant != nullptr;
-    for (const TensorBinding& in : plan.inputs) aliased |= in.buffer == tensor.buffer;
-    for (const TensorBinding& o : plan.outputs)
-      aliased |= o.buffer == tensor.buffer && o.name != tensor.name;
-  }
-
+    at.Fail(ErrorCode::kUnsupported, "its row count is known only after the run; read it instead");
+  bool aliased = output && AliasedOutput(tensor);  // then copied out after the run
   switch (t.kind) {
     case ExternalTensor::Kind::kHost:
-      if (!t.pointer) fail(ErrorCode::kInvalidArgument, "the pointer is null");
-      if (t.bytes < b->bytes)
-        fail(ErrorCode::kInvalidArgument,
-             fmt::format("the tensor has {} bytes; the memory, {}", b->bytes, t.bytes));
+      if (!t.pointer) at.Fail(ErrorCode::kInvalidArgument, "the pointer is null");
+      at.CheckBytes(b->bytes, t.bytes);
       b->mode = Binding::Mode::kStagedHost;
       break;
-    case ExternalTensor::Kind::kClBuffer: {
-      if (!t.buffer) fail(ErrorCode::kInvalidArgument, "the cl_mem is null");
-      cl_context owner = nullptr;
-      if (clGetMemObjectInfo(t.buffer, CL_MEM_CONTEXT, sizeof(owner), &owner, nullptr) !=
-          CL_SUCCESS)
-        fail(ErrorCode::kInvalidArgument, "it is not a valid cl_mem");
-      if (owner != ctx.context())
-        fail(ErrorCode::kInvalidArgument, "the cl_mem belongs to another OpenCL context");
-      cl_mem_object_type type = 0;
-      size_t size = 0;
-      cl_mem_flags flags = 0;
-      cl::CheckCL(clGetMemObjectInfo(t.buffer, CL_MEM_TYPE, sizeof(type), &type, nullptr),
-                  "clGetMemObjectInfo(CL_MEM_TYPE)");
-      cl::CheckCL(clGetMemObjectInfo(t.buffer, CL_MEM_SIZE, sizeof(size), &size, nullptr),
-                  "clGetMemObjectInfo(CL_MEM_SIZE)");
-      cl::CheckCL(clGetMemObjectInfo(t.buffer, CL_MEM_FLAGS, sizeof(flags), &flags, nullptr),
-                  "clGetMemObjectInfo(CL_MEM_FLAGS)");
-      if (type != CL_MEM_OBJECT_BUFFER) fail(ErrorCode::kInvalidArgument, "it is not a buffer");
-      if (t.offset > size || size - t.offset < b->bytes)
-        fail(ErrorCode::kInvalidArgument,
-             fmt::format("the tensor has {} bytes; the buffer, {} after offset {}", b->bytes,
-                         t.offset > size ? 0 : size - t.offset, t.offset));
-      if (output && (flags & CL_MEM_READ_ONLY))
-        fail(ErrorCode::kInvalidArgument, "the buffer is CL_MEM_READ_ONLY");
-      if (!output && (flags & CL_MEM_WRITE_ONLY))
-        fail(ErrorCode::kInvalidArgument, "the buffer is CL_MEM_WRITE_ONLY");
-      size_t align = std::max<size_t>(device.mem_base_addr_align_bits / 8, 1);
-      if (aliased || b->bytes == 0) {
-        b->mode = Binding::Mode::kStagedCopy;
-      } else if (t.offset != 0) {
-        // A sub-buffer needs an aligned origin; NVIDIA's driver crashes releasing sub-buffers
-        // (docs/decisions.md). Otherwise the tensor is copied on the device.
-        if (t.offset % align == 0 && SubBuffersUsable(device)) {
-          cl_buffer_region region{t.offset, b->bytes};
-          cl_int err = cl::InjectedFault(cl::FaultPoint::kBuffer);
-          cl_mem sub =
-              err != CL_SUCCESS
-                  ? nullptr
-                  : clCreateSubBuffer(t.buffer, 0, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
-          // The caller's buffer may itself be a sub-buffer, or another device of its context
-          // may want a coarser alignment: then the tensor is copied instead.
-          if (err == CL_INVALID_MEM_OBJECT || err == CL_MISALIGNED_SUB_BUFFER_OFFSET)
-            b->mode = Binding::Mode::kStagedCopy;
-          else
-            cl::CheckCL(err, fmt::format("clCreateSubBuffer for {} '{}'", role, tensor.name));
-          if (err == CL_SUCCESS) b->sub = cl::Buffer::Adopt(sub, b->bytes);
-        } else {
-          b->mode = Binding::Mode::kStagedCopy;
-        }
-      }
-      break;
-    }
+    case ExternalTensor::Kind::kClBuffer: BindClBuffer(at, aliased, *b); break;
     case ExternalTensor::Kind::kSvm:
-    case ExternalTensor::Kind::kUsm: {
-      bool svm = t.kind == ExternalTensor::Kind::kSvm;
-      if (svm && device.svm == "none")
-        fail(ErrorCode::kUnsupported,
-             fmt::format("device '{}' has no shared virtual memory", device.name));
-      if (!svm && !device.HasExtension("cl_intel_unified_shared_memory"))
-        fail(ErrorCode::kUnsupported,
-             fmt::format("device '{}' has no cl_intel_unified_shared_memory", device.name));
-      if (!t.pointer) fail(ErrorCode::kInvalidArgument, "the pointer is null");
-      if (reinterpret_cast<uintptr_t>(t.pointer) % kPointerAlignment != 0)
-        fail(ErrorCode::kInvalidArgument,
-             fmt::format("the pointer is not {}-byte aligned", kPointerAlignment));
-      if (t.bytes < b->bytes)
-        fail(ErrorCode::kInvalidArgument,
-             fmt::format("the tensor has {} bytes; the memory, {}", b->bytes, t.bytes));
-      if (aliased)
-        fail(ErrorCode::kUnsupported,
-             "the output is a constant or another tensor's memory; bind "
-             "a cl_mem or a host pointer");
-      for (const Use& u : uses_[tensor.buffer])
-        if (calls_[u.step])
-          fail(ErrorCode::kUnsupported,
-               fmt::format("step {} ({}) is a library call, which takes cl_mem buffers only",
-                           u.step, plan.steps[u.step].call));
-      if (!svm && !FindSetArgMemPointer(device))
-        fail(ErrorCode::kUnsupported, "the platform has no clSetKernelArgMemPointerINTEL");
-      break;
-    }
+    case ExternalTensor::Kind::kUsm: CheckPointerMemory(at, aliased, *b); break;
   }
   // Kernels read inputs while they write outputs: the caller's output memory must overlap no
   // input's and no other output's.
   for (const auto& [key, other] : bound_)
     if ((key.first != output || (output && key.second != tensor.name)) && Overlap(*other, *b))
-      fail(ErrorCode::kInvalidArgument, fmt::format("its memory overlaps that of {} '{}'",
-                                                    key.first ? "output" : "input", key.second));
-  // Commit only when every argument points at the new memory; else restore the old binding.
-  std::pair<bool, std::string> key{output, tensor.name};
+      at.Fail(ErrorCode::kInvalidArgument, fmt::format("its memory overlaps that of {} '{}'",
+                                                       key.first ? "output" : "input", key.second));
+  Commit({output, tensor.name}, std::move(b));
+}
+
+bool Session::AliasedOutput(const TensorBinding& tensor) const {
+  const Plan& plan = exe_.plan();
+  bool aliased = plan.buffers[tensor.buffer].constant != nullptr;
+  for (const TensorBinding& in : plan.inputs) aliased |= in.buffer == tensor.buffer;
+  for (const TensorBinding& o : plan.outputs)
+    aliased |= o.buffer == tensor.buffer && o.name != tensor.name;
+  return aliased;
+}
+
+void Session::BindClBuffer(const BindSite& at, bool aliased, Binding& b) const {
+  const cl::Context& ctx = exe_.context();
+  const ExternalTensor& t = at.t;
+  if (!t.buffer) at.Fail(ErrorCode::kInvalidArgument, "the cl_mem is null");
+  cl_context owner = nullptr;
+  if (clGetMemObjectInfo(t.buffer, CL_MEM_CONTEXT, sizeof(owner), &owner, nullptr) != CL_SUCCESS)
+    at.Fail(ErrorCode::kInvalidArgument, "it is not a valid cl_mem");
+  if (owner != ctx.context())
+    at.Fail(ErrorCode::kInvalidArgument, "the cl_mem belongs to another OpenCL context");
+  cl_mem_object_type type = 0;
+  size_t size = 0;
+  cl_mem_flags flags = 0;
+  cl::CheckCL(clGetMemObjectInfo(t.buffer, CL_MEM_TYPE, sizeof(type), &type, nullptr),
+              "clGetMemObjectInfo(CL_MEM_TYPE)");
+  cl::CheckCL(clGetMemObjectInfo(t.buffer, CL_MEM_SIZE, sizeof(size), &size, nullptr),
+              "clGetMemObjectInfo(CL_MEM_SIZE)");
+  cl::CheckCL(clGetMemObjectInfo(t.buffer, CL_MEM_FLAGS, sizeof(flags), &flags, nullptr),
+              "clGetMemObjectInfo(CL_MEM_FLAGS)");
+  if (type != CL_MEM_OBJECT_BUFFER) at.Fail(ErrorCode::kInvalidArgument, "it is not a buffer");
+  if (t.offset > size || size - t.offset < b.bytes)
+    at.Fail(ErrorCode::kInvalidArgument,
+            fmt::format("the tensor has {} bytes; the buffer, {} after offset {}", b.bytes,
+                        t.offset > size ? 0 : size - t.offset, t.offset));
+  if (at.output && (flags & CL_MEM_READ_ONLY))
+    at.Fail(ErrorCode::kInvalidArgument, "the buffer is CL_MEM_READ_ONLY");
+  if (!at.output && (flags & CL_MEM_WRITE_ONLY))
+    at.Fail(ErrorCode::kInvalidArgument, "the buffer is CL_MEM_WRITE_ONLY");
+  if (aliased || b.bytes == 0) {
+    b.mode = Binding::Mode::kStagedCopy;
+    return;
+  }
+  if (t.offset == 0) return;  // in place
+  // A sub-buffer needs an aligned origin; NVIDIA's driver crashes releasing sub-buffers
+  // (docs/decisions.md). Otherwise the tensor is copied on the device.
+  size_t align = std::max<size_t>(ctx.info().mem_base_addr_align_bits / 8, 1);
+  if (t.offset % align != 0 || !SubBuffersUsable(ctx.info())) {
+    b.mode = Binding::Mode::kStagedCopy;
+    return;
+  }
+  cl_buffer_region region{t.offset, b.bytes};
+  cl_int err = cl::InjectedFault(cl::FaultPoint::kBuffer);
+  cl_mem sub = err != CL_SUCCESS
+                   ? nullptr
+                   : clCreateSubBuffer(t.buffer, 0, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+  // The caller's buffer may itself be a sub-buffer, or another device of its context may want
+  // a coarser alignment: then the tensor is copied instead.
+  if (err == CL_INVALID_MEM_OBJECT || err == CL_MISALIGNED_SUB_BUFFER_OFFSET)
+    b.mode = Binding::Mode::kStagedCopy;
+  else
+    cl::CheckCL(err, fmt::format("clCreateSubBuffer for {} '{}'", at.role(), at.tensor.name));
+  if (err == CL_SUCCESS) b.sub = cl::Buffer::Adopt(sub, b.bytes);
+}
+
+void Session::CheckPointerMemory(const BindSite& at, bool aliased, const Binding& b) const {
+  const cl::DeviceInfo& device = exe_.context().info();
+  const ExternalTensor& t = at.t;
+  bool svm = t.kind == ExternalTensor::Kind::kSvm;
+  if (svm && device.svm == "none")
+    at.Fail(ErrorCode::kUnsupported,
+            fmt::format("device '{}' has no shared virtual memory", device.name));
+  if (!svm && !device.HasExtension("cl_intel_unified_shared_memory"))
+    at.Fail(ErrorCode::kUnsupported,
+            fmt::format("device '{}' has no cl_intel_unified_shared_memory", device.name));
+  if (!t.pointer) at.Fail(ErrorCode::kInvalidArgument, "the pointer is null");
+  if (reinterpret_cast<uintptr_t>(t.pointer) % kPointerAlignment != 0)
+    at.Fail(ErrorCode::kInvalidArgument,
+            fmt::format("the pointer is not {}-byte aligned", kPointerAlignment));
+  at.CheckBytes(b.bytes, t.bytes);
+  if (aliased)
+    at.Fail(ErrorCode::kUnsupported,
+            "the output is a constant or another tensor's memory; bind a cl_mem or a host "
+            "pointer");
+  for (const Use& u : uses_[at.tensor.buffer])
+    if (calls_[u.step])
+      at.Fail(ErrorCode::kUnsupported,
+              fmt::format("step {} ({}) is a library call, which takes cl_mem buffers only", u.step,
+                          exe_.plan().steps[u.step].call));
+  if (!svm && !FindSetArgMemPointer(device))
+    at.Fail(ErrorCode::kUnsupported, "the platform has no clSetKernelArgMemPointerINTEL");
+}
+
+// Only when every argument points at the new memory; else the old binding is restored.
+void Session::Commit(std::pair<bool, std::string> key, std::unique_ptr<Binding> b) {
+  int buffer = b->buffer;
   std::unique_ptr<Binding> old;
   if (auto it = bound_.find(key); it != bound_.end()) old = std::move(it->second);
   bound_[key] = std::move(b);
   try {
-    PointUses(tensor.buffer);
+    PointUses(buffer);
   } catch (...) {
     if (old)
       bound_[key] = std::move(old);
     else
       bound_.erase(key);
-    PointUses(tensor.buffer);
+    PointUses(buffer);
     throw;
   }
 }

@@ -85,6 +85,15 @@ class Session {
   static bool Overlap(const Binding& a, const Binding& b);  // caller memory shared by both
   void AwaitPreviousRun() const;  // out-of-order queues: before blocking host copies
   void Bind(const TensorBinding& tensor, bool output, const ExternalTensor& t);
+  // Bind's parts: what its errors name; whether an output cannot be written in place (a
+  // constant, or memory an input or another output also is); the checks of each kind of
+  // memory, which set b's mode (and sub-buffer) or fail; the commit, undone where setting the
+  // arguments fails.
+  struct BindSite;
+  bool AliasedOutput(const TensorBinding& tensor) const;
+  void BindClBuffer(const BindSite& at, bool aliased, Binding& b) const;
+  void CheckPointerMemory(const BindSite& at, bool aliased, const Binding& b) const;
+  void Commit(std::pair<bool, std::string> key, std::unique_ptr<Binding> b);
   void Unbind(bool output, const std::string& name);
   void PointUses(int buffer);  // sets the kernel and library-call arguments of buffer's uses
   cl::Event EnqueueRun(const std::vector<cl_event>& wait, std::vector<cl::Event>* step_events);
