@@ -482,63 +482,16 @@ cl::Event Session::EnqueueRun(const std::vector<cl_event>& wait_in,
     chained[0] = prev.get();
   };
   auto stage = [&](bool outputs) {
-    for (const auto& [key, bp] : bound_) {
-      const Binding& b = *bp;
-      if (!staged(b, outputs)) continue;
-      // Outputs copy from where kernels wrote them: an aliased input may be the caller's.
-      cl_mem own = outputs ? MemoryOf(b.buffer) : BufferAt(b.buffer).mem();
-      if (!own)
-        Fail(ErrorCode::kUnsupported,
-             "an output is the memory of an input bound to an SVM or USM pointer; bind one of "
-             "them as a cl_mem or host pointer");
-      issue(-1, [&](const std::vector<cl_event>& w, cl_event* ev) {
-        cl_uint n = static_cast<cl_uint>(w.size());
-        const cl_event* list = w.empty() ? nullptr : w.data();
-        const ExternalTensor& t = b.tensor;
-        const bool copy = b.mode == Binding::Mode::kStagedCopy;
-        if (!copy) ++ctx.counters().transfers;
-        cl::CheckCL(cl::Guarded(cl::FaultPoint::kTransfer,
-                                [&] {
-                                  if (copy)
-                                    return outputs
-                                               ? clEnqueueCopyBuffer(q, own, t.buffer, 0, t.offset,
-                                                                     b.bytes, n, list, ev)
-                                               : clEnqueueCopyBuffer(q, t.buffer, own, t.offset, 0,
-                                                                     b.bytes, n, list, ev);
-                                  return outputs
-                                             ? clEnqueueReadBuffer(q, own, CL_FALSE, 0, b.bytes,
-                                                                   t.pointer, n, list, ev)
-                                             : clEnqueueWriteBuffer(q, own, CL_FALSE, 0, b.bytes,
-                                                                    t.pointer, n, list, ev);
-                                }),
-                    copy      ? "clEnqueueCopyBuffer"
-                    : outputs ? "clEnqueueReadBuffer"
-                              : "clEnqueueWriteBuffer");
-      });
-    }
+    for (const auto& [key, bp] : bound_)
+      if (staged(*bp, outputs))
+        issue(-1, [&](const std::vector<cl_event>& w, cl_event* ev) {
+          EnqueueStagingCopy(*bp, w, ev);
+        });
   };
-
   stage(false);
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    const KernelStep& s = plan.steps[i];
-    issue(static_cast<int>(i), [&](const std::vector<cl_event>& w, cl_event* ev) {
-      if (!calls_[i]) {
-        cl::Event out;
-        cl::Launch(ctx, kernels_[i], s.global, s.local, ev ? &out : nullptr, w);
-        if (ev) *ev = out.release();
-        return;
-      }
-      // Library routines take no wait list: a barrier holds them back.
-      if (!w.empty())
-        cl::CheckCL(cl::Guarded(cl::FaultPoint::kEnqueue,
-                                [&] {
-                                  return clEnqueueBarrierWithWaitList(
-                                      q, static_cast<cl_uint>(w.size()), w.data(), nullptr);
-                                }),
-                    "clEnqueueBarrierWithWaitList");
-      (*calls_[i])(q, call_buffers_[i], s.call_args, ev);
-    });
-  }
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    issue(static_cast<int>(i),
+          [&](const std::vector<cl_event>& w, cl_event* ev) { EnqueueStep(i, w, ev); });
   stage(true);
 
   if (total == 0)
@@ -554,6 +507,62 @@ cl::Event Session::EnqueueRun(const std::vector<cl_event>& wait_in,
     last_ = cl::Event(prev.get());
   }
   return prev;
+}
+
+// A bound tensor's copy between the caller's memory and the Session's buffer: in before the
+// run's steps, out after them.
+void Session::EnqueueStagingCopy(const Binding& b, const std::vector<cl_event>& w,
+                                 cl_event* ev) const {
+  const cl::Context& ctx = exe_.context();
+  cl_command_queue q = ctx.queue();
+  const bool outputs = b.output;
+  // Outputs copy from where kernels wrote them: an aliased input may be the caller's.
+  cl_mem own = outputs ? MemoryOf(b.buffer) : BufferAt(b.buffer).mem();
+  if (!own)
+    Fail(ErrorCode::kUnsupported,
+         "an output is the memory of an input bound to an SVM or USM pointer; bind one of "
+         "them as a cl_mem or host pointer");
+  cl_uint n = static_cast<cl_uint>(w.size());
+  const cl_event* list = w.empty() ? nullptr : w.data();
+  const ExternalTensor& t = b.tensor;
+  const bool copy = b.mode == Binding::Mode::kStagedCopy;
+  if (!copy) ++ctx.counters().transfers;
+  cl::CheckCL(
+      cl::Guarded(
+          cl::FaultPoint::kTransfer,
+          [&] {
+            if (copy)
+              return outputs
+                         ? clEnqueueCopyBuffer(q, own, t.buffer, 0, t.offset, b.bytes, n, list, ev)
+                         : clEnqueueCopyBuffer(q, t.buffer, own, t.offset, 0, b.bytes, n, list, ev);
+            return outputs
+                       ? clEnqueueReadBuffer(q, own, CL_FALSE, 0, b.bytes, t.pointer, n, list, ev)
+                       : clEnqueueWriteBuffer(q, own, CL_FALSE, 0, b.bytes, t.pointer, n, list, ev);
+          }),
+      copy      ? "clEnqueueCopyBuffer"
+      : outputs ? "clEnqueueReadBuffer"
+                : "clEnqueueWriteBuffer");
+}
+
+// Step i of the plan: its kernel, or its library routine behind a barrier on w (routines take
+// no wait list).
+void Session::EnqueueStep(size_t i, const std::vector<cl_event>& w, cl_event* ev) const {
+  const cl::Context& ctx = exe_.context();
+  const KernelStep& s = exe_.plan().steps[i];
+  if (!calls_[i]) {
+    cl::Event out;
+    cl::Launch(ctx, kernels_[i], s.global, s.local, ev ? &out : nullptr, w);
+    if (ev) *ev = out.release();
+    return;
+  }
+  if (!w.empty())
+    cl::CheckCL(cl::Guarded(cl::FaultPoint::kEnqueue,
+                            [&] {
+                              return clEnqueueBarrierWithWaitList(
+                                  ctx.queue(), static_cast<cl_uint>(w.size()), w.data(), nullptr);
+                            }),
+                "clEnqueueBarrierWithWaitList");
+  (*calls_[i])(ctx.queue(), call_buffers_[i], s.call_args, ev);
 }
 
 cl::Event Session::Enqueue(const std::vector<cl_event>& wait) { return EnqueueRun(wait, nullptr); }

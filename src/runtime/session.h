@@ -97,6 +97,9 @@ class Session {
   void Unbind(bool output, const std::string& name);
   void PointUses(int buffer);  // sets the kernel and library-call arguments of buffer's uses
   cl::Event EnqueueRun(const std::vector<cl_event>& wait, std::vector<cl::Event>* step_events);
+  // One command of a run (EnqueueRun orders them): a bound tensor's staging copy; a step.
+  void EnqueueStagingCopy(const Binding& b, const std::vector<cl_event>& w, cl_event* ev) const;
+  void EnqueueStep(size_t i, const std::vector<cl_event>& w, cl_event* ev) const;
 };
 
 // Host wall-clock milliseconds of `repeat` (at least 1) executions of each session after
