@@ -482,11 +482,12 @@ cl::Event Session::EnqueueRun(const std::vector<cl_event>& wait_in,
     chained[0] = prev.get();
   };
   auto stage = [&](bool outputs) {
-    for (const auto& [key, bp] : bound_)
-      if (staged(*bp, outputs))
-        issue(-1, [&](const std::vector<cl_event>& w, cl_event* ev) {
-          EnqueueStagingCopy(*bp, w, ev);
-        });
+    for (const auto& entry : bound_) {
+      const Binding& b = *entry.second;
+      if (staged(b, outputs))
+        issue(-1,
+              [&](const std::vector<cl_event>& w, cl_event* ev) { EnqueueStagingCopy(b, w, ev); });
+    }
   };
   stage(false);
   for (size_t i = 0; i < plan.steps.size(); ++i)
