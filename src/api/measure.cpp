@@ -6,7 +6,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <map>
 
 #include "backends/lower.h"
 #include "core/sha256.h"

@@ -19,11 +19,13 @@
 // "compute_mode": tf32 and tf32x3 keep f32 storage and run those products on the matrix engine;
 // fp16 marks its f16 products (which compute so anyway). On a device without a matrix engine the
 // generators keep the scalar kernels (fp32 arithmetic on the mode's storage): the stat
-// "no-matrix-engine", which the CLI reports. Convolutions are not marked: on f16 storage they
-// compute in fp16 anyway (ComputeModeOf), as implicit GEMMs on the matrix engine where the
-// generator takes them there; in tf32 and tf32x3 they keep the scalar fp32 kernels, which
+// "no-matrix-engine", and a notice (PassContext::notice). Convolutions are not marked: on f16
+// storage they compute in fp16 anyway (ComputeModeOf), as implicit GEMMs on the matrix engine where
+// the generator takes them there; in tf32 and tf32x3 they keep the scalar fp32 kernels, which
 // measured faster on ResNet-50's convolutions at batch 1 on the H100 (docs/precision.md).
 // Attention keeps the scalar kernels (fp32 arithmetic on the mode's storage).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -100,12 +102,19 @@ int64_t MarkProducts(ir::Graph& g, ComputeMode mode, DType storage) {
 }
 
 // The stats every mode reports: products marked, and whether ctx's device runs them as marked
-// (only asked when there are any).
+// (only asked when there are any); where it does not, a notice says so.
 Stats ProductStats(int64_t marked, const PassContext& ctx) {
   Stats st{{"matrix-products", marked}};
   if (ctx.device && marked > 0) {
     codegen::Target t = backends::NativeBackend::TargetOf(*ctx.device);
-    if (!t.mma_sync && !t.mma_emulated) st["no-matrix-engine"] = 1;
+    if (!t.mma_sync && !t.mma_emulated) {
+      st["no-matrix-engine"] = 1;
+      if (ctx.notice)
+        ctx.notice(fmt::format(
+            "--precision {}: this device has no matrix engine; matrix products compute in fp32{}",
+            ComputeModeName(ctx.precision),
+            ctx.precision == ComputeMode::kFp16 ? " on f16 storage" : ""));
+    }
   }
   return st;
 }

@@ -52,23 +52,13 @@ CompileOptions ToCompileOptions(const CompilerFlags& f) {
     for (const std::string& v : values) ApplyCompileOption(opts, name, v);
   if (f.measure) ApplyCompileOption(opts, "partition", "measure");
   if (f.no_tuning) ApplyCompileOption(opts, "tuning", "off");
-  opts.on_notice = [](const std::string& n) {
-    std::fprintf(stderr, "texel: note: %s\n", n.c_str());
-  };
-  // A damaged or foreign tuning database is read around, never trusted: say so.
-  opts.on_tuning = [](const TuningReport& r) {
-    for (const std::string& n : r.notices) std::fprintf(stderr, "texel: note: %s\n", n.c_str());
-  };
-  // What the passes find about the options that the user should hear once: the precision pass
-  // whether the device has a matrix engine for the mode.
-  opts.after_pass = [mode = std::string(ComputeModeName(opts.precision))](
-                        const passes::Pass& p, const passes::Stats& st, const ir::Graph&) {
-    std::string_view pass = p.name;
-    if (pass == "precision" && st.count("no-matrix-engine"))
-      std::fprintf(stderr,
-                   "texel: note: --precision %s: this device has no matrix engine; matrix "
-                   "products compute in fp32%s\n",
-                   mode.c_str(), mode == "fp16" ? " on f16 storage" : "");
+  // What the user should hear of the options (an allowed backend that cannot run, texture
+  // storage or a matrix engine the device lacks) and of a damaged or foreign tuning database,
+  // which is read around, never trusted.
+  auto note = [](const std::string& n) { std::fprintf(stderr, "texel: note: %s\n", n.c_str()); };
+  opts.on_notice = note;
+  opts.on_tuning = [note](const TuningReport& r) {
+    for (const std::string& n : r.notices) note(n);
   };
   return opts;
 }
