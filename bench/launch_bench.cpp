@@ -18,7 +18,9 @@
 //                   work-groups instead of one, kernels of 40 KiB of local memory alone and
 //                   alternating with ones of none, work-groups of 64 and 1024 alternating,
 //                   an out-of-order queue whose launches each wait for the one before, and
-//                   the add again with 2000 more buffers alive in the context
+//                   the add again with 2000 more buffers alive in the context; and where
+//                   the device has coarse-grained SVM, the kernels' pointers as SVM pointers
+//                   (clSetKernelArgSVMPointer) and buffer objects over SVM allocations
 // All times are per launch, in microseconds.
 // Usage: texel_launch_bench [--device gpu|cpu] [--launches N]
 #include <CL/cl.h>
@@ -344,6 +346,51 @@ int main(int argc, char** argv) {
     clReleaseEvent(prev);
     std::printf("probe %-34s enqueue %7.2f  total %7.2f\n", "out of order, chained events",
                 (t1 - t0) / n, (Now() - t0) / n);
+  }
+  {
+    // Shared virtual memory (coarse-grained buffers) instead of buffer objects: the same
+    // kernels with their pointers set by clSetKernelArgSVMPointer, to separate allocations and
+    // into one; and buffer objects made over an SVM allocation (CL_MEM_USE_HOST_PTR).
+    cl_device_svm_capabilities svm = 0;
+    clGetDeviceInfo(device, CL_DEVICE_SVM_CAPABILITIES, sizeof svm, &svm, nullptr);
+    if (svm & CL_DEVICE_SVM_COARSE_GRAIN_BUFFER) {
+      std::vector<void*> ptrs(16);
+      for (void*& p : ptrs) {
+        p = clSVMAlloc(ctx, CL_MEM_READ_WRITE, elems * sizeof(float), 0);
+        if (!p) Check(CL_OUT_OF_RESOURCES, "clSVMAlloc");
+      }
+      char* whole = static_cast<char*>(clSVMAlloc(ctx, CL_MEM_READ_WRITE, 16 * 4096, 0));
+      if (!whole) Check(CL_OUT_OF_RESOURCES, "clSVMAlloc");
+      cl_kernel svm16 = clCreateKernel(prog, "args16", &err);
+      Check(err, "clCreateKernel");
+      cl_kernel svm16one = clCreateKernel(prog, "args16", &err);
+      Check(err, "clCreateKernel");
+      cl_kernel svm_add = clCreateKernel(prog, "add", &err);
+      Check(err, "clCreateKernel");
+      cl_kernel svm1 = clCreateKernel(prog, "empty", &err);
+      Check(err, "clCreateKernel");
+      cl_kernel wrapped16 = clCreateKernel(prog, "args16", &err);
+      Check(err, "clCreateKernel");
+      for (cl_uint a = 0; a < 16; ++a) {
+        Check(clSetKernelArgSVMPointer(svm16, a, ptrs[a]), "clSetKernelArgSVMPointer");
+        Check(clSetKernelArgSVMPointer(svm16one, a, whole + a * 4096), "clSetKernelArgSVMPointer");
+        cl_mem w = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR,
+                                  elems * sizeof(float), ptrs[a], &err);
+        Check(err, "clCreateBuffer(USE_HOST_PTR over SVM)");
+        Check(clSetKernelArg(wrapped16, a, sizeof(cl_mem), &w), "arg");
+      }
+      for (cl_uint a = 0; a < 3; ++a)
+        Check(clSetKernelArgSVMPointer(svm_add, a, ptrs[a]), "clSetKernelArgSVMPointer");
+      Check(clSetKernelArgSVMPointer(svm1, 0, ptrs[0]), "clSetKernelArgSVMPointer");
+      steady("empty, 1 SVM pointer", in_order, {Launch{svm1, 64, 64}});
+      steady("16 SVM pointers", in_order, {Launch{svm16, 64, 64}});
+      steady("16 SVM pointers into one allocation", in_order, {Launch{svm16one, 64, 64}});
+      steady("16 buffers over SVM allocations", in_order, {Launch{wrapped16, 64, 64}});
+      steady("add 128x768, buffers (again)", in_order, {Launch{add, elems, 256}});
+      steady("add 128x768, SVM pointers", in_order, {Launch{svm_add, elems, 256}});
+    } else {
+      std::printf("probe %-34s\n", "no coarse-grained SVM");
+    }
   }
   {
     std::vector<cl_mem> crowd(2000);
