@@ -172,20 +172,28 @@ typedef struct texel_model_s* texel_model_t;
 
 typedef struct texel_compile_options_t {
   size_t struct_size;
-  const char* backends;  /* NULL: "native"; else a comma list in order of preference,
-                            e.g. "clblast,native" */
-  const char* partition; /* NULL: "estimate"; "measure" or "first" */
-  const char* storage;   /* NULL: "buffer"; "texture" or "auto" */
-  int texture_fp16;      /* images with f16 channels */
-  const char* precision; /* NULL: "fp32"; "fp16" (f16 storage, fp32 accumulation), "tf32" or
-                            "tf32x3" (fp32 storage; products on the matrix engine where the
-                            device has one, else fp32: docs/precision.md) */
+  const char* backends;     /* NULL: "native"; else a comma list in order of preference,
+                               e.g. "clblast,native" */
+  const char* partition;    /* NULL: "estimate"; "measure" or "first" */
+  const char* storage;      /* NULL: "buffer"; "texture" or "auto" */
+  int texture_fp16;         /* images with f16 channels */
+  const char* precision;    /* NULL: "fp32"; "fp16" (f16 storage, fp32 accumulation), "tf32" or
+                               "tf32x3" (fp32 storage; products on the matrix engine where the
+                               device has one, else fp32: docs/precision.md) */
   const char* input_shapes; /* NULL, or "NAME=DIMS" items separated by ';' fixing the shapes of
                                inputs ("input=1x3x224x224;mask=1x128"), as --input-shape */
   const char* settings;     /* NULL, or "NAME=VALUE" lines ('\n'-separated), any option that
                                texel_compile_option_get_info lists (the CLI's flags without the
                                "--": "precision=fp16\ndisable_pass=attention"), applied after
                                the fields above; repeatable options take one line per value */
+  /* Called during the compile, on the compiling thread, with each thing the caller should hear
+   * of the options and the device (an allowed backend that cannot run; texture storage or a
+   * matrix engine the device lacks, so that tf32 runs in fp32) and of the tuning database (a
+   * damaged or foreign line, read around and never trusted). message lives for the call. NULL:
+   * not told (the CLI prints them as notes). Callers built against a texel.h older than these
+   * two fields (a smaller struct_size) are not told. */
+  void (*notice)(const char* message, void* user_data);
+  void* notice_user_data;
 } texel_compile_options_t;
 
 TEXEL_API void texel_compile_options_init(texel_compile_options_t* options);

@@ -5,6 +5,7 @@
 
 #include <texel/texel.h>
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -134,6 +135,8 @@ struct ModelOptions {
   bool texture_fp16 = false;
   std::string input_shapes;  // "NAME=DIMS;NAME=DIMS" (texel_compile_options_t::input_shapes)
   std::string settings;      // "NAME=VALUE" lines (texel_compile_options_t::settings)
+  // What the caller should hear (texel_compile_options_t::notice); empty: not told.
+  std::function<void(const std::string&)> on_notice;
 };
 
 class Model {
@@ -191,6 +194,13 @@ class Model {
     o.precision = m.precision.empty() ? nullptr : m.precision.c_str();
     o.input_shapes = m.input_shapes.empty() ? nullptr : m.input_shapes.c_str();
     o.settings = m.settings.empty() ? nullptr : m.settings.c_str();
+    if (m.on_notice) {
+      // m outlives the compile that calls this.
+      o.notice = [](const char* message, void* user_data) {
+        (*static_cast<const std::function<void(const std::string&)>*>(user_data))(message);
+      };
+      o.notice_user_data = const_cast<std::function<void(const std::string&)>*>(&m.on_notice);
+    }
     return o;
   }
   std::vector<texel_tensor_info_t> List(texel_status_t (*count)(texel_model_t, size_t*),

@@ -241,8 +241,20 @@ PYBIND11_MODULE(_texel, m) {
   m.def(
       "compile",
       [](const texel::Context& ctx, const py::object& source,
-         const std::vector<std::pair<std::string, std::string>>& options) {
+         const std::vector<std::pair<std::string, std::string>>& options,
+         const py::object& on_notice) {
         texel::ModelOptions o;
+        if (!on_notice.is_none())
+          // Called on this thread, the GIL released by Compile: taken back for the call. What
+          // the callable raises cannot cross the C API; Python reports it as unraisable.
+          o.on_notice = [on_notice](const std::string& message) {
+            py::gil_scoped_acquire locked;
+            try {
+              on_notice(message);
+            } catch (py::error_already_set& e) {
+              e.discard_as_unraisable("texel compile notice callback");
+            }
+          };
         for (const auto& [name, value] : options) {
           if (name.find_first_of("=\n") != std::string::npos ||
               value.find('\n') != std::string::npos)
@@ -252,7 +264,7 @@ PYBIND11_MODULE(_texel, m) {
         }
         return Compile(ctx, source, o);
       },
-      py::arg("context"), py::arg("source"), py::arg("options"));
+      py::arg("context"), py::arg("source"), py::arg("options"), py::arg("on_notice") = py::none());
   m.def("compile_options", [] {
     py::list out;
 #ifndef TEXEL_PYTHON_RUNTIME_ONLY

@@ -1,5 +1,7 @@
 """texel.compile, texel.devices, models' inputs and outputs, and results against numpy."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -56,6 +58,23 @@ def test_options_reach_the_compiler(mlp, rng):
     x = rng.standard_normal((5, 64)).astype(np.float32)
     y, _ = texel.InferenceSession(model).run(None, {"x": x})
     np.testing.assert_allclose(y, mlp.reference(x)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_notices_warn_or_reach_on_notice(mlp):
+    # tf32 on a device without a matrix engine (PoCL) runs in fp32, and says so once.
+    with pytest.warns(texel.NoticeWarning, match="no matrix engine") as caught:
+        texel.compile(mlp.path, DEVICE, precision="tf32")
+    assert len(caught) == 1
+    assert caught[0].filename == __file__  # attributed to the caller of texel.compile
+    heard = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        texel.compile(mlp.path, DEVICE, precision="tf32", on_notice=heard.append)
+        sess = texel.InferenceSession(mlp.path, device=DEVICE, precision="tf32",
+                                      on_notice=heard.append)
+        texel.compile(mlp.path, DEVICE)  # nothing to tell
+    assert len(heard) == 2 and all("no matrix engine" in m for m in heard)
+    assert sess.get_inputs()[0].name == "x"
 
 
 @pytest.mark.parametrize("options, message", [

@@ -11,7 +11,8 @@
 
 from . import _errors, _texel
 from ._errors import (BuildError, DeviceError, Error, InternalError, InvalidArgumentError,
-                      InvalidModelError, IoError, NotFoundError, UnsupportedError)
+                      InvalidModelError, IoError, NoticeWarning, NotFoundError,
+                      UnsupportedError)
 from ._model import (Device, Model, TensorInfo, compile, compile_options, devices, is_artifact,
                      load)
 from ._session import InferenceSession, NodeArg
@@ -24,7 +25,8 @@ has_compiler = _texel.has_compiler
 
 __all__ = [
     "BuildError", "Device", "DeviceError", "Error", "InferenceSession", "InternalError",
-    "InvalidArgumentError", "InvalidModelError", "IoError", "Model", "NodeArg", "NotFoundError",
+    "InvalidArgumentError", "InvalidModelError", "IoError", "Model", "NodeArg", "NoticeWarning",
+    "NotFoundError",
     "TensorInfo", "UnsupportedError", "compile", "compile_options", "devices", "has_compiler",
     "is_artifact", "load",
 ]

@@ -1,6 +1,12 @@
 """texel's errors as Python exceptions: one class per status of the C API (texel.h)."""
 
 
+class NoticeWarning(UserWarning):
+    """What a compile tells its caller of the options and the device (a backend that cannot run;
+    texture storage or a matrix engine the device lacks) and of the tuning database (a damaged
+    line, read around). Issued by :func:`texel.compile` unless ``on_notice`` takes them."""
+
+
 class Error(Exception):
     """Base of every texel error; ``status`` is the C API's status name."""
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from dataclasses import dataclass
-from typing import Mapping, Optional, Sequence, Union
+from typing import Callable, Mapping, Optional, Sequence, Union
 
 from . import _texel
-from ._errors import InvalidArgumentError, UnsupportedError
+from ._errors import InvalidArgumentError, NoticeWarning, UnsupportedError
 
 ARTIFACT_MAGIC = b"TEXELART"
 
@@ -115,21 +116,31 @@ def _settings(input_shapes: Optional[Mapping[str, Sequence[int]]],
     return pairs
 
 
+def _warn(message: str) -> None:
+    # Frames up: this function, compile(), its caller.
+    warnings.warn(message, NoticeWarning, stacklevel=3)
+
+
 def compile(source: Source, device: Optional[str] = None, *,
-            input_shapes: Optional[Mapping[str, Sequence[int]]] = None, **options) -> Model:
+            input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+            on_notice: Optional[Callable[[str], None]] = None, **options) -> Model:
     """Compiles an ONNX model or an MLIR linalg fragment (a path, or the bytes of one) for a
     device ("gpu", "cpu", "P:D", a name substring; None: env TEXEL_DEVICE, else the first GPU,
     else the first CPU). input_shapes {name: dims} fixes inputs' shapes (free dimensions are 1
     otherwise); the other keyword arguments are texel's compile options, the CLI's flags with
     '_' for '-' (compile_options() lists them): precision="fp16", storage="texture",
     backends=["clblast", "native"], partition="first", texture_precision="fp16",
-    disable_pass=["attention"], deny=[...], freeze=["name=file.npy"]."""
+    disable_pass=["attention"], deny=[...], freeze=["name=file.npy"]. What the compile tells of
+    the options and the device (tf32 on a device without a matrix engine runs in fp32; a damaged
+    tuning database line) goes to on_notice(message), or by default to a
+    :class:`texel.NoticeWarning`."""
     ctx = _context(device)
     if not _texel.has_compiler:
         raise UnsupportedError(
             "this texel package was built over libtexel_runtime.so, without the compiler: load "
             "a .texel artifact (texel.load) made by a full texel")
-    impl = _texel.compile(ctx, _source(source), _settings(input_shapes, options))
+    impl = _texel.compile(ctx, _source(source), _settings(input_shapes, options),
+                          on_notice if on_notice is not None else _warn)
     return Model(impl, ctx.device)
 
 

@@ -1,9 +1,11 @@
 // Compiling models: texel_compile_options_init, texel_model_compile_* (libtexel.so only; the
 // runtime library loads artifacts instead).
+#include <cstddef>
 #include <sstream>
 
 #include "api/compile_options.h"
 #include "api/compiler.h"
+#include "api/tuning_source.h"
 #include "capi/handles.h"
 
 namespace texel::capi {
@@ -14,8 +16,19 @@ CompileOptions ToOptions(const texel_compile_options_t* o) {
   CompileOptions opts;
   opts.keep_graph = false;  // a model is its executable
   if (!o) return opts;
-  if (o->struct_size < sizeof(*o))
+  // The struct as texel_compile_options_init set it up, here or in a texel.h before the notice
+  // fields (whose callers are not told).
+  constexpr size_t kBeforeNotice = offsetof(texel_compile_options_t, notice);
+  if (o->struct_size < kBeforeNotice)
     Fail(ErrorCode::kInvalidArgument, "options were not set up by texel_compile_options_init");
+  if (o->struct_size >= sizeof(*o) && o->notice) {
+    auto notice = o->notice;
+    void* user_data = o->notice_user_data;
+    opts.on_notice = [notice, user_data](const std::string& m) { notice(m.c_str(), user_data); };
+    opts.on_tuning = [notice, user_data](const TuningReport& r) {
+      for (const std::string& m : r.notices) notice(m.c_str(), user_data);
+    };
+  }
   const std::pair<const char*, const char*> fields[] = {{"backends", o->backends},
                                                         {"partition", o->partition},
                                                         {"storage", o->storage},

@@ -3,7 +3,9 @@
 // alone, sessions on several threads; each result equal to the plain texel run.
 #include <dlfcn.h>
 
+#include <cstddef>
 #include <cstdlib>
+#include <string>
 #include <thread>
 
 #include "host_framework.h"
@@ -66,6 +68,49 @@ TEST_F(CApiTest, Fp16PrecisionOption) {
   double err = RelL2(c, Reference(a, b));
   EXPECT_LT(err, 5e-3);
   EXPECT_GT(err, 1e-6) << "f16 storage should round something";
+}
+
+// What the caller should hear, through texel_compile_options_t::notice: tf32 on a device without
+// a matrix engine says so, once; and through texel.hpp's on_notice. A caller built against the
+// struct before the notice fields (its smaller struct_size) compiles as before, untold; a
+// struct_size smaller still is refused.
+TEST_F(CApiTest, NoticesReachTheCaller) {
+  texel::Context ctx("0:0");
+  std::vector<std::string> heard;
+  texel_compile_options_t o;
+  texel_compile_options_init(&o);
+  o.precision = "tf32";
+  o.notice = [](const char* message, void* user_data) {
+    static_cast<std::vector<std::string>*>(user_data)->push_back(message);
+  };
+  o.notice_user_data = &heard;
+  texel_model_t m = nullptr;
+  const std::string path = DataPath("matmul_add.mlir");
+  ASSERT_EQ(texel_model_compile_file(ctx.get(), path.c_str(), &o, &m), TEXEL_OK);
+  texel_model_release(m);
+  ASSERT_EQ(heard.size(), 1u);
+  EXPECT_NE(heard[0].find("no matrix engine"), std::string::npos) << heard[0];
+  // Without tf32 there is nothing to say.
+  heard.clear();
+  o.precision = nullptr;
+  ASSERT_EQ(texel_model_compile_file(ctx.get(), path.c_str(), &o, &m), TEXEL_OK);
+  texel_model_release(m);
+  EXPECT_TRUE(heard.empty());
+  // An older caller's struct: compiled, not told.
+  o.precision = "tf32";
+  o.struct_size = offsetof(texel_compile_options_t, notice);
+  ASSERT_EQ(texel_model_compile_file(ctx.get(), path.c_str(), &o, &m), TEXEL_OK);
+  texel_model_release(m);
+  EXPECT_TRUE(heard.empty());
+  o.struct_size = offsetof(texel_compile_options_t, settings);
+  EXPECT_EQ(texel_model_compile_file(ctx.get(), path.c_str(), &o, &m),
+            TEXEL_ERROR_INVALID_ARGUMENT);
+  texel::ModelOptions mo;
+  mo.precision = "tf32";
+  mo.on_notice = [&](const std::string& message) { heard.push_back(message); };
+  texel::Model::FromFile(ctx, path, mo);
+  ASSERT_EQ(heard.size(), 1u);
+  EXPECT_NE(heard[0].find("no matrix engine"), std::string::npos) << heard[0];
 }
 
 TEST_F(CApiTest, ClBuffersAtOffsets) {
