@@ -278,23 +278,30 @@ std::vector<double> TimeInTurn(const std::vector<ModelRun*>& models, double seco
   return medians;
 }
 
-}  // namespace
+// One tune, in phases that TuneModel runs in order: the model's distinct tunable kernels, the
+// heuristic's model for the check at the end, every kernel's heuristic point timed, each
+// kernel's search within its share of the budget, and the chosen points checked in the model.
+class Tuner {
+ public:
+  Tuner(const std::shared_ptr<cl::Context>& ctx, const TuneOptions& options,
+        const std::function<void(const TuneProgress&)>& progress,
+        const std::function<void(const std::string&)>& log, TuneResult& result)
+      : ctx_(ctx),
+        dev_(ctx->info()),
+        options_(options),
+        progress_(progress),
+        log_(log),
+        result_(result),
+        cache_(cl::ProgramCache::Default()) {}  // this tune's builds, no global state
 
-TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Context>& ctx,
-                     const TuneOptions& options,
-                     const std::function<void(const TuneProgress&)>& progress,
-                     const std::function<void(const std::string&)>& log) {
-  auto t0 = Clock::now();
-  const cl::DeviceInfo& dev = ctx->info();
-  TuneResult result;
-  result.db = options.db.empty() ? runtime::TuningDb::DefaultPath(dev) : options.db;
-  if (result.db.empty())
-    Fail(ErrorCode::kInvalidArgument,
-         "no tuning database: caching is off (TEXEL_CACHE_DIR) and no --db FILE was given");
-  CompileOptions copts = options.compile;
-  copts.tuning = false;
-  std::unique_ptr<ir::Graph> graph = ImportAndOptimizeFor(model_path, ctx, copts);
-  codegen::Target target = backends::NativeBackend::TargetOf(dev);
+  void Collect(const ir::Graph& graph);
+  void PrepareModelCheck(const ir::Graph& graph);
+  void TimeHeuristics();
+  void Search();
+  void CheckInModel(const ir::Graph& graph);
+  void Finish();
+
+ private:
   struct Work {
     const ir::Node* node;
     codegen::Tunable tunable;
@@ -303,12 +310,52 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
     TunePoint best;             // the point chosen (the heuristic's until beaten)
     bool product_only = false;  // Trial::product_only
   };
-  std::vector<Work> work;
-  std::map<std::string, size_t> seen;  // family/signature -> its index in work
+  static constexpr size_t kPerBuild = 8;  // kernels per build
+
+  double Left() const { return options_.budget_seconds - reserve_ - Since(t0_); }
+  void Say(const std::string& line) const {
+    if (log_) log_(line);
+  }
+  void Report(size_t i) const {
+    if (progress_)
+      progress_({static_cast<int>(i), static_cast<int>(work_.size()), &work_[i].k,
+                 std::max(0.0, Left())});
+  }
+  std::vector<std::optional<Measured>> Run(const std::vector<Trial>& trials, uint64_t seed,
+                                           std::vector<std::string>* why) {
+    return RunEach(ctx_, cache_, trials, options_.runs, seed, step_us_, why);
+  }
+  // Work i's search until `end`; returns the best point's time relative to the heuristic's.
+  double SearchKernel(size_t i, Clock::time_point end, std::mt19937_64& rng, TunePoint* best);
+  // The best point timed again beside the heuristic's, interleaved: its ratio there.
+  double Confirm(Work& w, const TunePoint& best);
+  // Gives the chosen kernels that `which` names the heuristic's point, in the result and in the
+  // database.
+  void Revert(const std::function<bool(const Work&)>& which);
+
+  const Clock::time_point t0_ = Clock::now();
+  const std::shared_ptr<cl::Context>& ctx_;
+  const cl::DeviceInfo& dev_;
+  const TuneOptions& options_;
+  const std::function<void(const TuneProgress&)>& progress_;
+  const std::function<void(const std::string&)>& log_;
+  TuneResult& result_;
+  cl::ProgramCache cache_;
+  std::vector<Work> work_;
+  double step_us_ = 0;
+  double reserve_ = 0;     // seconds kept for the model check at the end
+  double last_build_ = 0;  // seconds the last build of candidates took
+  ChosenPoints heuristic_points_;
+  std::optional<ModelRun> heuristic_model_;
+};
+
+void Tuner::Collect(const ir::Graph& graph) {
+  codegen::Target target = backends::NativeBackend::TargetOf(dev_);
+  std::map<std::string, size_t> seen;  // family/signature -> its index in work_
   std::set<int> norm_groups;  // fusion groups in which a LayerNorm reads a product's slices
-  for (const auto& node : graph->nodes())
+  for (const auto& node : graph.nodes())
     if (node->op == ir::OpKind::kLayerNorm && node->group >= 0) norm_groups.insert(node->group);
-  for (const auto& node : graph->nodes()) {
+  for (const auto& node : graph.nodes()) {
     if (backends::BackendOf(*node) != backends::kNative) continue;
     std::optional<codegen::Tunable> t;
     try {
@@ -320,9 +367,9 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
     // One point serves every node of the signature: timed by the product alone only if every
     // such product's slices are summed by a LayerNorm.
     bool product_only = node->op == ir::OpKind::kMatMul && norm_groups.count(node->group) > 0;
-    auto [it, first] = seen.emplace(t->family + "/" + t->signature, work.size());
+    auto [it, first] = seen.emplace(t->family + "/" + t->signature, work_.size());
     if (!first) {
-      work[it->second].product_only &= product_only;
+      work_[it->second].product_only &= product_only;
       continue;
     }
     Work w{node.get(), *t, {}, {}, t->candidates[0]};
@@ -331,240 +378,267 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
     w.k.signature = t->signature;
     w.k.heuristic = w.k.best = codegen::PointString(t->candidates[0]);
     w.k.candidates = static_cast<int>(t->candidates.size());
-    work.push_back(std::move(w));
+    work_.push_back(std::move(w));
   }
-  auto say = [&](const std::string& line) {
-    if (log) log(line);
-  };
-  double reserve = 0;  // seconds kept for the model check at the end
-  auto left = [&] { return options.budget_seconds - reserve - Since(t0); };
-  cl::ProgramCache cache = cl::ProgramCache::Default();  // this tune's builds, no global state
-  const double step_us = StepCostUs(ctx);
-  say(fmt::format("each kernel counted with {:.1f} us of launch beside its own time", step_us));
-  // On GPUs the chosen points are checked in the whole model at the end, against the
-  // heuristic's: that model is built now, and the check's share of the budget set aside, where
-  // it fits a third of the budget. CPU drivers such as PoCL compile each kernel at its first
-  // launch, so there a model build costs tens of seconds; and with kernels run one after
-  // another on the same cores (a 2-4 us step) the times measured alone hold in the model.
-  ChosenPoints heuristic_points;
-  std::optional<ModelRun> heuristic_model;
-  using Check = TuneOptions::ModelCheck;
-  if (!work.empty() && (options.model_check == Check::kOn || (options.model_check == Check::kAuto &&
-                                                              dev.kind == cl::DeviceKind::kGpu))) {
-    try {
-      heuristic_model = PrepareModel(ctx, cache, *graph, heuristic_points, options.seed);
-      // The chosen points' build can take longer than the heuristic's (Swin-T on an H100: the
-      // check took 10.5 s where the heuristic's model had been ready in under 8.5 s).
-      reserve = 2 * heuristic_model->build_s + 1.5;
-      if (options.model_check == Check::kAuto && reserve > options.budget_seconds / 3) {
-        say(
-            fmt::format("the model check would take about {:.0f} s of the {:.0f} s budget: not "
-                        "run (points are judged by their kernels alone)",
-                        reserve + heuristic_model->build_s, options.budget_seconds));
-        heuristic_model.reset();
-        reserve = 0;
-      }
-    } catch (const Error& e) {
-      say(
-          fmt::format("the model does not run on random inputs, so the points are not checked in "
-                      "it: {}",
-                      e.what()));
-      heuristic_model.reset();
-    }
-  }
+  step_us_ = StepCostUs(ctx_);
+  Say(fmt::format("each kernel counted with {:.1f} us of launch beside its own time", step_us_));
+}
 
-  auto report = [&](size_t i) {
-    if (progress)
-      progress(
-          {static_cast<int>(i), static_cast<int>(work.size()), &work[i].k, std::max(0.0, left())});
-  };
-  // Every kernel's heuristic point first, a few kernels per build: the times that share out the
-  // rest of the budget.
-  constexpr size_t kPerBuild = 8;
-  for (size_t i = 0; i < work.size() && left() > 0; i += kPerBuild) {
+// On GPUs the chosen points are checked in the whole model at the end, against the heuristic's:
+// that model is built now, and the check's share of the budget set aside, where it fits a third
+// of the budget. CPU drivers such as PoCL compile each kernel at its first launch, so there a
+// model build costs tens of seconds; and with kernels run one after another on the same cores (a
+// 2-4 us step) the times measured alone hold in the model.
+void Tuner::PrepareModelCheck(const ir::Graph& graph) {
+  using Check = TuneOptions::ModelCheck;
+  if (work_.empty() ||
+      !(options_.model_check == Check::kOn ||
+        (options_.model_check == Check::kAuto && dev_.kind == cl::DeviceKind::kGpu)))
+    return;
+  try {
+    heuristic_model_ = PrepareModel(ctx_, cache_, graph, heuristic_points_, options_.seed);
+    // The chosen points' build can take longer than the heuristic's (Swin-T on an H100: the
+    // check took 10.5 s where the heuristic's model had been ready in under 8.5 s).
+    reserve_ = 2 * heuristic_model_->build_s + 1.5;
+    if (options_.model_check == Check::kAuto && reserve_ > options_.budget_seconds / 3) {
+      Say(fmt::format(
+          "the model check would take about {:.0f} s of the {:.0f} s budget: not run (points are "
+          "judged by their kernels alone)",
+          reserve_ + heuristic_model_->build_s, options_.budget_seconds));
+      heuristic_model_.reset();
+      reserve_ = 0;
+    }
+  } catch (const Error& e) {
+    Say(fmt::format(
+        "the model does not run on random inputs, so the points are not checked in it: {}",
+        e.what()));
+    heuristic_model_.reset();
+  }
+}
+
+// Every kernel's heuristic point first, a few kernels per build: the times that share out the
+// rest of the budget.
+void Tuner::TimeHeuristics() {
+  for (size_t i = 0; i < work_.size() && Left() > 0; i += kPerBuild) {
     std::vector<Trial> trials;
-    for (size_t j = i; j < std::min(work.size(), i + kPerBuild); ++j)
-      trials.push_back(
-          {work[j].node, &work[j].tunable, work[j].tunable.candidates[0], work[j].product_only});
+    for (size_t j = i; j < std::min(work_.size(), i + kPerBuild); ++j)
+      trials.push_back({work_[j].node, &work_[j].tunable, work_[j].tunable.candidates[0],
+                        work_[j].product_only});
     std::vector<std::string> why;
-    auto measured = RunEach(ctx, cache, trials, options.runs, options.seed, step_us, &why);
+    auto measured = Run(trials, options_.seed, &why);
     for (size_t j = 0; j < trials.size(); ++j) {
-      Work& w = work[i + j];
+      Work& w = work_[i + j];
       w.k.tried = 1;
       if (!measured[j]) {
-        say(fmt::format("{} {}: the heuristic's kernel failed, not tuned: {}", w.k.family,
+        Say(fmt::format("{} {}: the heuristic's kernel failed, not tuned: {}", w.k.family,
                         w.k.signature, why[j]));
         continue;
       }
       w.ok = true;
       w.k.heuristic_us = w.k.tuned_us = measured[j]->us;
-      report(i + j);
+      Report(i + j);
     }
   }
-  // A kernel keeps a point that beats the heuristic's by 5%, or by 2% where the model check
-  // will judge the points together (small gains add up over a model's kernels; a kernel's noise
-  // is the check's to catch).
-  const double keep_below = heuristic_model ? 0.98 : 0.95;
-  // The slowest kernels first, each with a share of what is left in proportion to its time.
+}
+
+// The slowest kernels first, each with a share of what is left in proportion to its time.
+void Tuner::Search() {
+  // A kernel keeps a point that beats the heuristic's by 5%, or by 2% where the model check will
+  // judge the points together (small gains add up over a model's kernels; a kernel's noise is
+  // the check's to catch).
+  const double keep_below = heuristic_model_ ? 0.98 : 0.95;
   std::vector<size_t> order;
   double total_us = 0;
-  for (size_t i = 0; i < work.size(); ++i)
-    if (work[i].ok) order.push_back(i), total_us += work[i].k.heuristic_us;
+  for (size_t i = 0; i < work_.size(); ++i)
+    if (work_[i].ok) order.push_back(i), total_us += work_[i].k.heuristic_us;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return work[a].k.heuristic_us > work[b].k.heuristic_us;
+    return work_[a].k.heuristic_us > work_[b].k.heuristic_us;
   });
-  std::mt19937_64 rng(options.seed);
+  std::mt19937_64 rng(options_.seed);
   double share_left = total_us;
-  double last_build = 0;  // seconds the last build of candidates took
   for (size_t i : order) {
-    Work& w = work[i];
-    const codegen::Tunable& t = w.tunable;
-    double slice = left() * w.k.heuristic_us / std::max(share_left, 1e-9);
+    Work& w = work_[i];
+    double slice = Left() * w.k.heuristic_us / std::max(share_left, 1e-9);
     share_left -= w.k.heuristic_us;
     auto end = Clock::now() +
                std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(slice));
-    auto half = Clock::now() + (end - Clock::now()) / 2;
-    // Every candidate when few, else random ones for half the slice and then the best one's
-    // neighbours.
-    std::vector<size_t> rest(t.candidates.size() - 1);
-    for (size_t c = 0; c < rest.size(); ++c) rest[c] = c + 1;
-    bool small = rest.size() <= 24;
-    if (!small) std::shuffle(rest.begin(), rest.end(), rng);
-    std::vector<bool> tried(t.candidates.size(), false);
-    tried[0] = true;
-    TunePoint best = t.candidates[0];
-    auto next = [&]() -> std::optional<size_t> {
-      if (!small && Clock::now() >= half)
-        for (size_t c = 1; c < t.candidates.size(); ++c)
-          if (!tried[c] && Neighbours(t.candidates[c], best)) return c;
-      for (size_t c : rest)
-        if (!tried[c]) return c;
-      return std::nullopt;
-    };
-    // Each build runs the heuristic's kernel beside its candidates, which are judged by their
-    // time relative to it in the same runs: a busy machine slows both alike.
-    double best_ratio = 1;
-    // A build is not started that the last one's duration says would overrun the budget (with
-    // one more for the confirmation below).
-    while (Clock::now() < end && left() > 2 * last_build) {
-      auto build_start = Clock::now();
-      std::vector<Trial> trials = {{w.node, &t, t.candidates[0], w.product_only}};
-      for (size_t n = 1; n < kPerBuild; ++n) {
-        std::optional<size_t> c = next();
-        if (!c) break;
-        tried[*c] = true;
-        trials.push_back({w.node, &t, t.candidates[*c], w.product_only});
-      }
-      if (trials.size() == 1) break;
-      std::vector<std::string> why;
-      auto measured = RunEach(ctx, cache, trials, options.runs, options.seed, step_us, &why);
-      if (!measured[0]) break;  // the heuristic's kernel ran before: the device is failing
-      for (size_t j = 1; j < trials.size(); ++j) {
-        ++w.k.tried;
-        std::string p = codegen::PointString(trials[j].point);
-        if (measured[j]) why[j] = Differs(measured[0]->out, measured[j]->out);
-        if (!why[j].empty()) {
-          ++w.k.discarded;
-          say(fmt::format("{} {} {}: discarded: {}", t.family, t.signature, p, why[j]));
-          continue;
-        }
-        double ratio = measured[j]->us / std::max(measured[0]->us, 1e-9);
-        if (options.log_candidates)
-          say(fmt::format("{} {} {}: {:.1f} us (heuristic {:.1f} us)", t.family, t.signature, p,
-                          measured[j]->us, measured[0]->us));
-        if (ratio < best_ratio) {
-          best_ratio = ratio;
-          best = trials[j].point;
-          w.k.best = p;
-          w.k.heuristic_us = measured[0]->us;
-          w.k.tuned_us = measured[j]->us;
-        }
-      }
-      last_build = Since(build_start);
-      report(i);
-    }
+    TunePoint best = w.tunable.candidates[0];
+    double best_ratio = SearchKernel(i, end, rng, &best);
     // The fastest of many noisy measurements is flattered by the noise (ResNet-18's points so
     // chosen on a busy 2-core machine ran 1.3x slower in the model than the heuristic's): the
     // winner is timed again beside the heuristic's kernel, interleaved, in a build of its own,
     // and kept only if it is still faster there.
-    if (best_ratio <= keep_below && left() > last_build) {
-      std::vector<Trial> again;
-      for (int r = 0; r < 2; ++r) {
-        again.push_back({w.node, &t, t.candidates[0], w.product_only});
-        again.push_back({w.node, &t, best, w.product_only});
-      }
-      std::vector<std::string> why;
-      auto measured = RunEach(ctx, cache, again, options.runs, options.seed + 1, step_us, &why);
-      double h = 0, b = 0;
-      for (size_t j = 0; j < again.size(); ++j)
-        if (measured[j]) (j % 2 ? b : h) += measured[j]->us;
-      if (h > 0 && b > 0) {
-        best_ratio = b / h;
-        w.k.heuristic_us = h / 2;
-        w.k.tuned_us = b / 2;
-      } else {
-        best_ratio = 1;
-      }
-    }
+    if (best_ratio <= keep_below && Left() > last_build_) best_ratio = Confirm(w, best);
     if (best_ratio > keep_below) {  // within noise and context: keep the heuristic's
-      best = t.candidates[0];
+      best = w.tunable.candidates[0];
       w.k.best = w.k.heuristic;
       w.k.tuned_us = w.k.heuristic_us;
     }
     w.best = best;
     // As it goes: an interrupted tune keeps it.
-    runtime::TuningDb::Store(result.db, {EntryOf(dev, t, best, w.k)});
+    runtime::TuningDb::Store(result_.db, {EntryOf(dev_, w.tunable, best, w.k)});
   }
-  // The chosen points in the model, run in turn with the heuristic's: kept if faster by more
-  // than noise (0.5%), else their entries get the heuristic's point, so that no compile takes
-  // them, nor a neighbour's nearest shape.
-  ChosenPoints chosen;
-  for (Work& w : work)
-    if (w.ok && w.k.best != w.k.heuristic) chosen.Set(w.tunable, w.best);
-  // Gives the chosen kernels that `which` names the heuristic's point, in the result and in the
-  // database.
-  auto revert = [&](const std::function<bool(const Work&)>& which) {
-    std::vector<runtime::TuningEntry> entries;
-    for (Work& w : work) {
-      if (!w.ok || w.k.best == w.k.heuristic || !which(w)) continue;
-      w.best = w.tunable.candidates[0];
-      w.k.best = w.k.heuristic;
-      w.k.tuned_us = w.k.heuristic_us;
-      entries.push_back(EntryOf(dev, w.tunable, w.best, w.k));
-    }
-    if (!entries.empty()) runtime::TuningDb::Store(result.db, entries);
+}
+
+double Tuner::SearchKernel(size_t i, Clock::time_point end, std::mt19937_64& rng, TunePoint* best) {
+  Work& w = work_[i];
+  const codegen::Tunable& t = w.tunable;
+  auto half = Clock::now() + (end - Clock::now()) / 2;
+  // Every candidate when few, else random ones for half the slice and then the best one's
+  // neighbours.
+  std::vector<size_t> rest(t.candidates.size() - 1);
+  for (size_t c = 0; c < rest.size(); ++c) rest[c] = c + 1;
+  bool small = rest.size() <= 24;
+  if (!small) std::shuffle(rest.begin(), rest.end(), rng);
+  std::vector<bool> tried(t.candidates.size(), false);
+  tried[0] = true;
+  auto next = [&]() -> std::optional<size_t> {
+    if (!small && Clock::now() >= half)
+      for (size_t c = 1; c < t.candidates.size(); ++c)
+        if (!tried[c] && Neighbours(t.candidates[c], *best)) return c;
+    for (size_t c : rest)
+      if (!tried[c]) return c;
+    return std::nullopt;
   };
-  if (heuristic_model && chosen.empty())
-    say("the model check has nothing to compare: every kernel keeps the heuristic's point");
-  if (heuristic_model && !chosen.empty()) {
-    try {
-      auto c0 = Clock::now();
-      ModelRun tuned = PrepareModel(ctx, cache, *graph, chosen, options.seed);
-      std::vector<double> ms = TimeInTurn({&*heuristic_model, &tuned}, 1.0);
-      bool keep = ms[1] < ms[0] * 0.995;
-      say(
-          fmt::format("the model with the heuristic's points: {:.3f} ms, with the chosen ones: "
-                      "{:.3f} ms; {} (built in {:.1f} s, checked in {:.1f} s)",
-                      ms[0], ms[1], keep ? "kept" : "the heuristic's kept",
-                      heuristic_model->build_s, Since(c0)));
-      result.model_heuristic_ms = ms[0];
-      result.model_tuned_ms = keep ? ms[1] : ms[0];
-      result.model_kept = keep ? "the chosen points" : "the heuristic's points";
-      if (!keep) revert([](const Work&) { return true; });
-    } catch (const Error& e) {
-      // The points kept for the check's sake (2% faster alone) go back to the heuristic's.
-      say(fmt::format("the model check failed, so only points 5% faster alone are kept: {}",
-                      e.what()));
-      revert([](const Work& w) { return w.k.tuned_us > 0.95 * w.k.heuristic_us; });
+  // Each build runs the heuristic's kernel beside its candidates, which are judged by their time
+  // relative to it in the same runs: a busy machine slows both alike.
+  double best_ratio = 1;
+  // A build is not started that the last one's duration says would overrun the budget (with one
+  // more for the confirmation).
+  while (Clock::now() < end && Left() > 2 * last_build_) {
+    auto build_start = Clock::now();
+    std::vector<Trial> trials = {{w.node, &t, t.candidates[0], w.product_only}};
+    for (size_t n = 1; n < kPerBuild; ++n) {
+      std::optional<size_t> c = next();
+      if (!c) break;
+      tried[*c] = true;
+      trials.push_back({w.node, &t, t.candidates[*c], w.product_only});
     }
+    if (trials.size() == 1) break;
+    std::vector<std::string> why;
+    auto measured = Run(trials, options_.seed, &why);
+    if (!measured[0]) break;  // the heuristic's kernel ran before: the device is failing
+    for (size_t j = 1; j < trials.size(); ++j) {
+      ++w.k.tried;
+      std::string p = codegen::PointString(trials[j].point);
+      if (measured[j]) why[j] = Differs(measured[0]->out, measured[j]->out);
+      if (!why[j].empty()) {
+        ++w.k.discarded;
+        Say(fmt::format("{} {} {}: discarded: {}", t.family, t.signature, p, why[j]));
+        continue;
+      }
+      double ratio = measured[j]->us / std::max(measured[0]->us, 1e-9);
+      if (options_.log_candidates)
+        Say(fmt::format("{} {} {}: {:.1f} us (heuristic {:.1f} us)", t.family, t.signature, p,
+                        measured[j]->us, measured[0]->us));
+      if (ratio < best_ratio) {
+        best_ratio = ratio;
+        *best = trials[j].point;
+        w.k.best = p;
+        w.k.heuristic_us = measured[0]->us;
+        w.k.tuned_us = measured[j]->us;
+      }
+    }
+    last_build_ = Since(build_start);
+    Report(i);
   }
-  for (Work& w : work) {
+  return best_ratio;
+}
+
+double Tuner::Confirm(Work& w, const TunePoint& best) {
+  std::vector<Trial> again;
+  for (int r = 0; r < 2; ++r) {
+    again.push_back({w.node, &w.tunable, w.tunable.candidates[0], w.product_only});
+    again.push_back({w.node, &w.tunable, best, w.product_only});
+  }
+  std::vector<std::string> why;
+  auto measured = Run(again, options_.seed + 1, &why);
+  double h = 0, b = 0;
+  for (size_t j = 0; j < again.size(); ++j)
+    if (measured[j]) (j % 2 ? b : h) += measured[j]->us;
+  if (h <= 0 || b <= 0) return 1;
+  w.k.heuristic_us = h / 2;
+  w.k.tuned_us = b / 2;
+  return b / h;
+}
+
+void Tuner::Revert(const std::function<bool(const Work&)>& which) {
+  std::vector<runtime::TuningEntry> entries;
+  for (Work& w : work_) {
+    if (!w.ok || w.k.best == w.k.heuristic || !which(w)) continue;
+    w.best = w.tunable.candidates[0];
+    w.k.best = w.k.heuristic;
+    w.k.tuned_us = w.k.heuristic_us;
+    entries.push_back(EntryOf(dev_, w.tunable, w.best, w.k));
+  }
+  if (!entries.empty()) runtime::TuningDb::Store(result_.db, entries);
+}
+
+// The chosen points in the model, run in turn with the heuristic's: kept if faster by more than
+// noise (0.5%), else their entries get the heuristic's point, so that no compile takes them,
+// nor a neighbour's nearest shape.
+void Tuner::CheckInModel(const ir::Graph& graph) {
+  if (!heuristic_model_) return;
+  ChosenPoints chosen;
+  for (Work& w : work_)
+    if (w.ok && w.k.best != w.k.heuristic) chosen.Set(w.tunable, w.best);
+  if (chosen.empty()) {
+    Say("the model check has nothing to compare: every kernel keeps the heuristic's point");
+    return;
+  }
+  try {
+    auto c0 = Clock::now();
+    ModelRun tuned = PrepareModel(ctx_, cache_, graph, chosen, options_.seed);
+    std::vector<double> ms = TimeInTurn({&*heuristic_model_, &tuned}, 1.0);
+    bool keep = ms[1] < ms[0] * 0.995;
+    Say(fmt::format(
+        "the model with the heuristic's points: {:.3f} ms, with the chosen ones: {:.3f} ms; {} "
+        "(built in {:.1f} s, checked in {:.1f} s)",
+        ms[0], ms[1], keep ? "kept" : "the heuristic's kept", heuristic_model_->build_s,
+        Since(c0)));
+    result_.model_heuristic_ms = ms[0];
+    result_.model_tuned_ms = keep ? ms[1] : ms[0];
+    result_.model_kept = keep ? "the chosen points" : "the heuristic's points";
+    if (!keep) Revert([](const Work&) { return true; });
+  } catch (const Error& e) {
+    // The points kept for the check's sake (2% faster alone) go back to the heuristic's.
+    Say(fmt::format("the model check failed, so only points 5% faster alone are kept: {}",
+                    e.what()));
+    Revert([](const Work& w) { return w.k.tuned_us > 0.95 * w.k.heuristic_us; });
+  }
+}
+
+void Tuner::Finish() {
+  for (Work& w : work_) {
     if (w.ok)
-      result.kernels.push_back(w.k);
+      result_.kernels.push_back(w.k);
     else
-      ++result.skipped;
+      ++result_.skipped;
   }
-  result.seconds = Since(t0);
+  result_.seconds = Since(t0_);
+}
+
+}  // namespace
+
+TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Context>& ctx,
+                     const TuneOptions& options,
+                     const std::function<void(const TuneProgress&)>& progress,
+                     const std::function<void(const std::string&)>& log) {
+  TuneResult result;
+  result.db = options.db.empty() ? runtime::TuningDb::DefaultPath(ctx->info()) : options.db;
+  if (result.db.empty())
+    Fail(ErrorCode::kInvalidArgument,
+         "no tuning database: caching is off (TEXEL_CACHE_DIR) and no --db FILE was given");
+  Tuner tuner(ctx, options, progress, log, result);
+  CompileOptions copts = options.compile;
+  copts.tuning = false;
+  std::unique_ptr<ir::Graph> graph = ImportAndOptimizeFor(model_path, ctx, copts);
+  tuner.Collect(*graph);
+  tuner.PrepareModelCheck(*graph);
+  tuner.TimeHeuristics();
+  tuner.Search();
+  tuner.CheckInModel(*graph);
+  tuner.Finish();
   return result;
 }
 
