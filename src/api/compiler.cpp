@@ -86,10 +86,12 @@ void RunPassesFor(ir::Graph& graph, const cl::DeviceInfo& dev, std::shared_ptr<c
   if (!ctx && options.partition == passes::PartitionPolicy::kMeasure)
     Fail(ErrorCode::kInvalidArgument,
          "--partition measure times kernels on the device; compiling for device facts cannot");
-  // Measuring nodes (--partition measure): one timer for this compile, whose memory of equal
-  // nodes no other compile shares.
-  std::optional<NodeTimer> timer;
-  if (options.partition == passes::PartitionPolicy::kMeasure) timer.emplace(ctx);
+  // Measuring nodes (--partition measure): the caller's timer, or one for this compile, whose
+  // memory of equal nodes no other compile shares.
+  std::optional<NodeTimer> own_timer;
+  NodeTimer* timer = options.timer;
+  if (options.partition == passes::PartitionPolicy::kMeasure && !timer)
+    timer = &own_timer.emplace(ctx);
   passes::PassContext pc;
   pc.device = &dev;
   pc.backends = options.backends;
@@ -99,14 +101,14 @@ void RunPassesFor(ir::Graph& graph, const cl::DeviceInfo& dev, std::shared_ptr<c
   pc.storage = options.storage;
   if (options.partition == passes::PartitionPolicy::kMeasure &&
       options.storage == passes::StoragePolicy::kAuto)
-    pc.measure_storage = [&timer](const ir::Node& n, ir::Storage s) {
+    pc.measure_storage = [timer](const ir::Node& n, ir::Storage s) {
       return timer->Seconds(n, *backends::FindBackend(backends::kNative), s);
     };
   pc.half_texels = options.half_texels;
   pc.precision = options.precision;
   pc.disabled = options.disabled_passes;
   if (options.partition == passes::PartitionPolicy::kMeasure)
-    pc.measure = [&timer](const ir::Node& n, const backends::Backend& b) {
+    pc.measure = [timer](const ir::Node& n, const backends::Backend& b) {
       return timer->Seconds(n, b);
     };
   passes::RunPipeline(graph, pc, options.after_pass);

@@ -17,6 +17,7 @@
 namespace texel {
 
 struct TuningReport;  // api/tuning_source.h
+class NodeTimer;      // api/measure.h
 
 struct CompileOptions {
   onnx_frontend::ImportOptions import;
@@ -39,6 +40,10 @@ struct CompileOptions {
   // (libclblast not loaded), texture storage falling back to buffers. Null: not told (the CLI
   // prints them as notes).
   std::function<void(const std::string&)> on_notice;
+  // With kMeasure: the timer to measure nodes with (not owned), so that a caller that shows the
+  // measurements reads the ones the partition used (texel partition --measure); null: one of
+  // the compile's own. A timer serves one thread at a time.
+  NodeTimer* timer = nullptr;
   // Called after each pass (for --print-ir-after / --stats).
   std::function<void(const passes::Pass&, const passes::Stats&, const ir::Graph&)> after_pass;
   // False: CompiledModel::graph is null, and the graph goes before the constants are uploaded,

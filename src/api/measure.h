@@ -27,6 +27,8 @@ class NodeTimer {
   // its result in images, a Conv's filters in a weight image (--storage auto with --measure).
   double Seconds(const ir::Node& node, const backends::Backend& backend,
                  ir::Storage storage = ir::Storage::kBuffer);
+  // How many distinct nodes (with their backend and storage) it has timed.
+  size_t timed() const { return memo_.size(); }
 
  private:
   std::shared_ptr<cl::Context> ctx_;

@@ -62,19 +62,48 @@ TEST(NodeTimerTest, EqualNodesTimedOncePerTimer) {
   EXPECT_GT(NodeTimer(SharedContext()).Seconds(*a->nodes()[0], native), 0);
 }
 
+// A compile given a timer (CompileOptions::timer, as texel partition --measure gives its own)
+// measures with it: the product's time is in its memory afterwards, and asking again times
+// nothing new.
+TEST(NodeTimerTest, CompileMeasuresWithTheCallersTimer) {
+  CacheDir off("off");
+  HostTensor w = RandomF32({13, 3}, 2120);
+  NodeTimer timer(SharedContext());
+  CompileOptions measured;
+  measured.partition = passes::PartitionPolicy::kMeasure;
+  measured.backends = {"clblast", "native"};  // two to choose from: the product is measured
+  measured.timer = &timer;
+  CompileGraph(SmallProduct(w), SharedContext(), measured);
+  size_t timed = timer.timed();
+  EXPECT_GE(timed, 1u);
+  auto again = SmallProduct(w);
+  EXPECT_GT(timer.Seconds(*again->nodes()[0], *backends::FindBackend(backends::kNative)), 0);
+  EXPECT_EQ(timer.timed(), timed);
+}
+
 TEST(NodeTimerTest, CompilesMeasuringOnTwoThreads) {
   CacheDir off("off");  // both threads time their nodes (and build their programs) at once
   HostTensor w = RandomF32({11, 5}, 2110), x = RandomF32({6, 11}, 2111);
-  CompileOptions measured;
-  measured.partition = passes::PartitionPolicy::kMeasure;
   std::vector<HostTensor> got[2];
   std::thread threads[2];
+  int64_t measured_nodes[2] = {0, 0};  // the partition's count: it did time the product
   for (int t = 0; t < 2; ++t)
     threads[t] = std::thread([&, t] {
+      CompileOptions measured;
+      measured.partition = passes::PartitionPolicy::kMeasure;
+      measured.backends = {"clblast", "native"};  // two to choose from: the product is measured
+      measured.after_pass = [&, t](const passes::Pass& p, const passes::Stats& s,
+                                   const ir::Graph&) {
+        if (std::string(p.name) != "partition") return;
+        for (const auto& [key, value] : s)
+          if (key == "nodes-measured") measured_nodes[t] = value;
+      };
       CompiledModel m = CompileGraph(SmallProduct(w), SharedContext(), measured);
       got[t] = runtime::Session(*m.executable).Run({{"x", x}});
     });
   for (std::thread& t : threads) t.join();
+  EXPECT_EQ(measured_nodes[0], 1);
+  EXPECT_EQ(measured_nodes[1], 1);
   CompiledModel estimated = CompileGraph(SmallProduct(w), SharedContext(), CompileOptions{});
   std::vector<HostTensor> want = runtime::Session(*estimated.executable).Run({{"x", x}});
   for (int t = 0; t < 2; ++t) ExpectClose(got[t][0], want[0], "thread " + std::to_string(t));

@@ -1,7 +1,8 @@
 // texel partition: how the partition pass split a model between backends. One row per node
 // that computes (views and fused elementwise nodes are shown with their anchor): the op, the
 // backend chosen, and for every allowed backend whether it supports the node and its estimated
-// time, or with --measure the measured one (from the measurement cache the compile filled).
+// time, or with --measure the measured one (the partition's own measurements: one timer serves
+// both).
 // --dot FILE writes the graph in Graphviz DOT, each node filled with its backend's colour.
 #include <cstdio>
 #include <fstream>
@@ -47,6 +48,9 @@ int RunPartition(const PartitionArgs& a) {
   if (opts.backends.empty()) opts.backends = {"native"};  // a column for the default
   cl::DeviceInfo dev = cl::SelectDevice(a.device);
   auto ctx = std::make_shared<cl::Context>(dev);
+  // One timer for the compile's partition and this table: each node measured once.
+  NodeTimer timer(ctx);
+  opts.timer = &timer;
   CompiledModel m = Compile(a.model, ctx, opts);
   std::printf("device   %s\n", dev.Label().c_str());
   std::printf("%-4s %-40s %-20s %-8s", "#", "node", "op", "backend");
@@ -57,7 +61,6 @@ int RunPartition(const PartitionArgs& a) {
                              .c_str());
   std::printf("\n");
   std::map<std::string, int> count;
-  NodeTimer timer(ctx);  // with the disk cache on, the compile's measurements are read back
   int row = 0;
   for (const auto& node : m.graph->nodes()) {
     const ir::Node& n = *node;
