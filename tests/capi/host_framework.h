@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <string>
@@ -118,6 +119,7 @@ class HostFramework {
     cl_int err = CL_SUCCESS;
     cl_mem m = clCreateBuffer(context, flags, bytes, nullptr, &err);
     EXPECT_EQ(err, CL_SUCCESS);
+    std::lock_guard<std::mutex> lock(buffers_mu);  // threads of one test make buffers too
     buffers.push_back(m);
     return m;
   }
@@ -161,6 +163,7 @@ class HostFramework {
   cl_program program = nullptr;
   cl_kernel scale = nullptr, fill = nullptr;
   std::vector<cl_mem> buffers;
+  std::mutex buffers_mu;
 };
 
 // The plain texel run: texel's own context, host memory in and out, on the device the host

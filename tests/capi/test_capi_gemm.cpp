@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <thread>
+#include <vector>
 
 #include "host_framework.h"
 
@@ -121,6 +123,25 @@ TEST(CApiGemm, LayoutsTransposesAndStorage) {
         << (cs.layout == TEXEL_COL_MAJOR ? "col" : "row") << " ta " << cs.ta << " tb " << cs.tb
         << " f16 " << (cs.dtype == TEXEL_DTYPE_F16);
   }
+}
+
+// texel_gemm from several threads on one context and queue at once, each a shape class of its
+// own (so that the context's kernel cache builds and looks up kernels from every thread):
+// every result right. Run under ThreadSanitizer by scripts/tsan.sh.
+TEST(CApiGemm, ThreadsShareOneContext) {
+  HostFramework host;
+  texel::Context ctx = texel::Context::Adopt(host.context, host.device, host.queue);
+  const Case cases[] = {{TEXEL_ROW_MAJOR, 0, 1, TEXEL_DTYPE_F32},
+                        {TEXEL_COL_MAJOR, 1, 1, TEXEL_DTYPE_F32},
+                        {TEXEL_ROW_MAJOR, 1, 0, TEXEL_DTYPE_F16},
+                        {TEXEL_COL_MAJOR, 0, 0, TEXEL_DTYPE_F16}};
+  double worst[4] = {1, 1, 1, 1};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] { worst[t] = RunCase(host, ctx, cases[t]); });
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < 4; ++t)
+    EXPECT_LT(worst[t], cases[t].dtype == TEXEL_DTYPE_F16 ? 1e-3 : 1e-6) << "thread " << t;
 }
 
 // The product waits for the host's write of A (an event of the host's kernel), and the host's
