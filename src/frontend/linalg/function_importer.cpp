@@ -19,7 +19,7 @@ bool IsStatic(const ast::Type& t) {
 class FunctionImporter {
  public:
   FunctionImporter(const ast::Function& f, const std::string& source,
-                   const onnx_frontend::ImportOptions& opts)
+                   const frontend::ImportOptions& opts)
       : f_(f), opts_(opts), g_(std::make_unique<ir::Graph>()), l_(*g_, source) {}
 
   std::unique_ptr<ir::Graph> Run() {
@@ -252,7 +252,7 @@ class FunctionImporter {
   }
 
   const ast::Function& f_;
-  const onnx_frontend::ImportOptions& opts_;
+  const frontend::ImportOptions& opts_;
   std::unique_ptr<ir::Graph> g_;
   Lowering l_;
   std::map<std::string, int> arg_index_;
@@ -291,7 +291,7 @@ void LowerConstant(Lowering& l, const ast::Operation& op) {
 }
 
 std::unique_ptr<ir::Graph> ImportFunction(const ast::Function& f, const std::string& source,
-                                          const onnx_frontend::ImportOptions& opts) {
+                                          const frontend::ImportOptions& opts) {
   return FunctionImporter(f, source, opts).Run();
 }
 

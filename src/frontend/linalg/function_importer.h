@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
+#include "frontend/import_options.h"
 #include "frontend/linalg/ast.h"
-#include "frontend/onnx/importer.h"
 #include "ir/graph.h"
 
 namespace texel::linalg_frontend {
@@ -17,6 +17,6 @@ namespace texel::linalg_frontend {
 // opts.input_shapes may only restate an argument's static shape; opts.frozen_inputs bind read
 // arguments to constants. Throws Error positioned at "<source>:<line>:<col>".
 std::unique_ptr<ir::Graph> ImportFunction(const ast::Function& f, const std::string& source,
-                                          const onnx_frontend::ImportOptions& opts);
+                                          const frontend::ImportOptions& opts);
 
 }  // namespace texel::linalg_frontend

@@ -13,7 +13,7 @@
 namespace texel::linalg_frontend {
 
 std::unique_ptr<ir::Graph> ImportLinalgText(const std::string& text, const std::string& source_name,
-                                            const onnx_frontend::ImportOptions& opts) {
+                                            const frontend::ImportOptions& opts) {
   ast::Module m = ParseModule(text, source_name);
   if (m.functions.empty())
     FailAt(ErrorCode::kInvalidModel, source_name, {1, 1},
@@ -26,7 +26,7 @@ std::unique_ptr<ir::Graph> ImportLinalgText(const std::string& text, const std::
 }
 
 std::unique_ptr<ir::Graph> ImportLinalgFile(const std::string& path,
-                                            const onnx_frontend::ImportOptions& opts) {
+                                            const frontend::ImportOptions& opts) {
   std::string text;
   try {
     if (!std::filesystem::exists(path)) Fail(ErrorCode::kNotFound, "file not found");

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "frontend/onnx/importer.h"
+#include "frontend/import_options.h"
 #include "ir/graph.h"
 
 namespace texel::linalg_frontend {
@@ -19,10 +19,10 @@ namespace texel::linalg_frontend {
 // opts (ImportOptions is shared with the ONNX frontend): input_shapes may only restate an
 // argument's static shape; frozen_inputs turn read arguments into constants.
 std::unique_ptr<ir::Graph> ImportLinalgText(const std::string& text, const std::string& source_name,
-                                            const onnx_frontend::ImportOptions& opts = {});
+                                            const frontend::ImportOptions& opts = {});
 // The file's path is the source name; a missing file is kNotFound naming it.
 std::unique_ptr<ir::Graph> ImportLinalgFile(const std::string& path,
-                                            const onnx_frontend::ImportOptions& opts = {});
+                                            const frontend::ImportOptions& opts = {});
 
 // Whether bytes (the start of a file is enough) read as MLIR text: after whitespace and `//`
 // comments, `module`, `func.func` or a `#`/`!` alias definition. No valid ONNX protobuf starts

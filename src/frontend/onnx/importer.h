@@ -4,20 +4,15 @@
 // Thread safety: functions are reentrant.
 #pragma once
 
-#include <map>
 #include <memory>
 #include <string>
 
+#include "frontend/import_options.h"
 #include "ir/graph.h"
 
 namespace texel::onnx_frontend {
 
-struct ImportOptions {
-  std::map<std::string, Shape> input_shapes;  // override / fix dims of graph inputs
-  // Graph inputs bound to values at compile time (they become constants). The harness and
-  // users (--freeze) use this for inputs that decide shapes, such as a Reshape target.
-  std::map<std::string, HostTensor> frozen_inputs;
-};
+using ImportOptions = frontend::ImportOptions;
 
 // Throws Error naming the file (kNotFound, kInvalidModel), the node and op (kUnsupported,
 // kInvalidModel).
