@@ -174,6 +174,202 @@ std::vector<TensorType> InferTypes(OpKind op, const std::vector<TensorType>& in_
 }
 
 namespace {
+
+// Transpose: the input's dims in perm's order.
+TensorType InferTranspose(const std::vector<TensorType>& in, const Attrs& a) {
+  const auto& perm = a.Ints("perm");
+  Expect(perm.size() == in[0].shape.size(), "perm length differs from rank");
+  Shape s;
+  std::vector<bool> seen(perm.size(), false);
+  for (int64_t p : perm) {
+    Expect(p >= 0 && p < static_cast<int64_t>(perm.size()) && !seen[p], "bad perm");
+    seen[p] = true;
+    s.push_back(in[0].shape[p]);
+  }
+  return {in[0].dtype, s};
+}
+
+// Slice: sizes per dim, each start and last index within the input.
+TensorType InferSlice(const std::vector<TensorType>& in, const Attrs& a) {
+  const auto& starts = a.Ints("starts");
+  const auto& steps = a.Ints("steps");
+  const auto& sizes = a.Ints("sizes");
+  const Shape& x = in[0].shape;
+  Expect(starts.size() == x.size() && steps.size() == x.size() && sizes.size() == x.size(),
+         "slice attributes do not match the rank");
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (sizes[i] == 0) continue;
+    int64_t last = starts[i] + (sizes[i] - 1) * steps[i];
+    Expect(steps[i] != 0 && starts[i] >= 0 && starts[i] < x[i] && last >= 0 && last < x[i],
+           "slice is out of bounds");
+  }
+  return {in[0].dtype, sizes};
+}
+
+// Concat along axis; an operand may be read through a view of its value (passes/views.cpp).
+TensorType InferConcat(const std::vector<TensorType>& in, const Attrs& a) {
+  Expect(!in.empty(), "Concat needs inputs");
+  // An operand may be read through a view of its value (passes/views.cpp).
+  std::vector<Shape> shapes;
+  for (size_t k = 0; k < in.size(); ++k) {
+    IndexMap m = IndexMap::Load(a, fmt::format("in{}", k), in[k].shape);
+    Expect(m.InBounds(NumElements(in[k].shape)),
+           fmt::format("Concat's view of input {} is not within it", k));
+    shapes.push_back(m.shape);
+  }
+  int64_t axis = a.Int("axis");
+  Shape s = shapes[0];
+  Expect(axis >= 0 && axis < static_cast<int64_t>(s.size()), "bad concat axis");
+  s[axis] = 0;
+  for (size_t k = 0; k < in.size(); ++k) {
+    Expect(in[k].dtype == in[0].dtype && shapes[k].size() == s.size(), "Concat inputs differ");
+    for (size_t d = 0; d < s.size(); ++d)
+      if (static_cast<int64_t>(d) != axis)
+        Expect(shapes[k][d] == s[d], fmt::format("Concat inputs differ in dim {}", d));
+    s[axis] += shapes[k][axis];
+  }
+  return {in[0].dtype, s};
+}
+
+// Gather: the indices' dims in place of the data's axis.
+TensorType InferGather(const std::vector<TensorType>& in, const Attrs& a) {
+  int64_t axis = a.Int("axis");
+  const Shape& x = in[0].shape;
+  Expect(axis >= 0 && axis < static_cast<int64_t>(x.size()), "bad gather axis");
+  Expect(in[1].dtype == DType::kInt64 || in[1].dtype == DType::kInt32,
+         "Gather indices must be int32 or int64");
+  Shape s(x.begin(), x.begin() + axis);
+  s.insert(s.end(), in[1].shape.begin(), in[1].shape.end());
+  s.insert(s.end(), x.begin() + axis + 1, x.end());
+  return {in[0].dtype, s};
+}
+
+// RoiAlign: [R, C, output_height, output_width].
+TensorType InferRoiAlign(const std::vector<TensorType>& in, const Attrs& a) {
+  const Shape& x = in[0].shape;
+  const Shape& rois = in[1].shape;
+  Expect(x.size() == 4 && rois.size() == 2 && rois[1] == 4 && in[2].shape == Shape{rois[0]},
+         fmt::format("RoiAlign expects x [N,C,H,W], rois [R,4], batch_indices [R], got "
+                     "{}, {}, {}",
+                     ShapeStr(x), ShapeStr(rois), ShapeStr(in[2].shape)));
+  Expect(in[1].dtype == in[0].dtype, "RoiAlign rois must have the type of x");
+  Expect(in[2].dtype == DType::kInt64, "RoiAlign batch_indices must be int64");
+  return {in[0].dtype, {rois[0], x[1], a.Int("output_height"), a.Int("output_width")}};
+}
+
+// Pad: each dim grown by its pads at both ends.
+TensorType InferPad(const std::vector<TensorType>& in, const Attrs& a) {
+  const auto& pads = a.Ints("pads");
+  const Shape& x = in[0].shape;
+  Expect(pads.size() == 2 * x.size(), "pads length must be twice the rank");
+  Shape s = x;
+  for (size_t i = 0; i < x.size(); ++i) {
+    s[i] += pads[i] + pads[i + x.size()];
+    Expect(s[i] >= 0, "negative padded size");
+  }
+  return {in[0].dtype, s};
+}
+
+// Movement ops: views, copies and gathers.
+std::vector<TensorType> InferMovement(OpKind op, const std::vector<TensorType>& in,
+                                      const Attrs& a) {
+  switch (op) {
+    case OpKind::kConvertStorage: return {in[0]};
+    case OpKind::kReshape: {
+      Shape s = a.Ints("shape");
+      Expect(NumElements(s) == NumElements(in[0].shape),
+             fmt::format("cannot reshape {} to {}", ShapeStr(in[0].shape), ShapeStr(s)));
+      return {{in[0].dtype, s}};
+    }
+    case OpKind::kExpand: {
+      Shape s = a.Ints("shape");
+      Expect(BroadcastShapes(in[0].shape, s) == s,
+             fmt::format("cannot expand {} to {}", ShapeStr(in[0].shape), ShapeStr(s)));
+      return {{in[0].dtype, s}};
+    }
+    case OpKind::kTranspose: return {InferTranspose(in, a)};
+    case OpKind::kSlice: return {InferSlice(in, a)};
+    case OpKind::kConcat: return {InferConcat(in, a)};
+    case OpKind::kGather: return {InferGather(in, a)};
+    case OpKind::kGatherElements: {
+      int64_t axis = a.Int("axis");
+      Expect(axis >= 0 && axis < static_cast<int64_t>(in[0].shape.size()), "bad axis");
+      Expect(in[1].shape.size() == in[0].shape.size(), "indices rank differs from data rank");
+      Expect(in[1].dtype == DType::kInt64 || in[1].dtype == DType::kInt32,
+             "indices must be int32 or int64");
+      return {{in[0].dtype, in[1].shape}};
+    }
+    case OpKind::kResize: {
+      const auto& sizes = a.Ints("sizes");
+      Expect(sizes.size() == in[0].shape.size() && a.Floats("scales").size() == sizes.size(),
+             "Resize sizes/scales do not match the rank");
+      return {{in[0].dtype, sizes}};
+    }
+    case OpKind::kGridSample: {
+      const Shape& x = in[0].shape;
+      const Shape& g = in[1].shape;
+      Expect(x.size() == 4 && g.size() == 4 && g[3] == 2 && g[0] == x[0],
+             fmt::format("GridSample expects x [N,C,H,W] and grid [N,Ho,Wo,2], got {} and {}",
+                         ShapeStr(x), ShapeStr(g)));
+      Expect(in[1].dtype == in[0].dtype, "GridSample grid must have the type of x");
+      return {{in[0].dtype, {x[0], x[1], g[1], g[2]}}};
+    }
+    case OpKind::kRoiAlign: return {InferRoiAlign(in, a)};
+    case OpKind::kGatherND: {
+      int64_t b = a.Int("batch_dims");
+      const Shape& is = in[1].shape;
+      Expect(!is.empty() && in[1].dtype == DType::kInt64, "GatherND indices must be i64");
+      Shape s(is.begin(), is.end() - 1);
+      s.insert(s.end(), in[0].shape.begin() + b + is.back(), in[0].shape.end());
+      return {{in[0].dtype, s}};
+    }
+    case OpKind::kTopKIndices: {
+      Shape s = in[0].shape;
+      s[a.Int("axis")] = a.Int("k");
+      return {{DType::kInt64, s}};
+    }
+    case OpKind::kCumSum: {
+      int64_t axis = a.Int("axis");
+      Expect(axis >= 0 && axis < static_cast<int64_t>(in[0].shape.size()), "bad axis");
+      return {in[0]};
+    }
+    case OpKind::kScatterElements: return {InferScatterElements(in, a)};
+    case OpKind::kScatterND: return {InferScatterND(in, a)};
+    case OpKind::kPad: return {InferPad(in, a)};
+    default: break;
+  }
+  Fail(ErrorCode::kInternal, "no type inference for {}", OpName(op));
+}
+
+// Conv and ConvTranspose, with the fuse pass's convert_input and the channels-last pass's
+// layout.
+TensorType InferConv(OpKind op, const OpInfo& info, const std::vector<TensorType>& in,
+                     const Attrs& a) {
+  Expect(in.size() == 2 || in.size() == 3, "Conv takes 2 or 3 inputs");
+  if (op == OpKind::kConv && a.Int("convert_input", 0)) {
+    // x stored f32, converted to the filters' type as it is read (passes/fuse.cpp).
+    Expect(in[0].dtype == DType::kFloat32, "Conv with convert_input reads an f32 image");
+    for (const auto& t : in)
+      Expect(&t == &in[0] || t.dtype == in[1].dtype, "Conv inputs must share a type");
+    TensorType t = InferWindow(info, in, a);
+    t.dtype = in[1].dtype;
+    return t;
+  }
+  for (const auto& t : in) Expect(t.dtype == in[0].dtype, "Conv inputs must share a type");
+  if (op == OpKind::kConvTranspose) return InferConvTranspose(in, a);
+  if (op == OpKind::kConv && a.Int("channels_last", 0)) {
+    // x [N, H, W, C], w [M, KH, KW, C/group] -> y [N, OH, OW, M] (passes/channels_last.cpp).
+    Expect(in[0].shape.size() == 4 && in[1].shape.size() == 4,
+           "a channels-last Conv is 2-D: x [N, H, W, C], w [M, KH, KW, C]");
+    std::vector<TensorType> nchw = in;
+    for (int i = 0; i < 2; ++i) nchw[i].shape = Permuted(in[i].shape, {0, 3, 1, 2});
+    TensorType t = InferWindow(info, nchw, a);
+    t.shape = Permuted(t.shape, {0, 2, 3, 1});
+    return t;
+  }
+  return InferWindow(info, in, a);
+}
+
 std::vector<TensorType> InferUnchecked(OpKind op, const std::vector<TensorType>& in_values,
                                        const Attrs& a) {
   const OpInfo& info = GetOpInfo(op);
@@ -209,175 +405,8 @@ std::vector<TensorType> InferUnchecked(OpKind op, const std::vector<TensorType>&
       return {
           {in[1].dtype, BroadcastShapes(in[0].shape, BroadcastShapes(in[1].shape, in[2].shape))}};
     }
-    case OpClass::kMovement:
-      switch (op) {
-        case OpKind::kConvertStorage: return {in[0]};
-        case OpKind::kReshape: {
-          Shape s = a.Ints("shape");
-          Expect(NumElements(s) == NumElements(in[0].shape),
-                 fmt::format("cannot reshape {} to {}", ShapeStr(in[0].shape), ShapeStr(s)));
-          return {{in[0].dtype, s}};
-        }
-        case OpKind::kExpand: {
-          Shape s = a.Ints("shape");
-          Expect(BroadcastShapes(in[0].shape, s) == s,
-                 fmt::format("cannot expand {} to {}", ShapeStr(in[0].shape), ShapeStr(s)));
-          return {{in[0].dtype, s}};
-        }
-        case OpKind::kTranspose: {
-          const auto& perm = a.Ints("perm");
-          Expect(perm.size() == in[0].shape.size(), "perm length differs from rank");
-          Shape s;
-          std::vector<bool> seen(perm.size(), false);
-          for (int64_t p : perm) {
-            Expect(p >= 0 && p < static_cast<int64_t>(perm.size()) && !seen[p], "bad perm");
-            seen[p] = true;
-            s.push_back(in[0].shape[p]);
-          }
-          return {{in[0].dtype, s}};
-        }
-        case OpKind::kSlice: {
-          const auto& starts = a.Ints("starts");
-          const auto& steps = a.Ints("steps");
-          const auto& sizes = a.Ints("sizes");
-          const Shape& x = in[0].shape;
-          Expect(starts.size() == x.size() && steps.size() == x.size() && sizes.size() == x.size(),
-                 "slice attributes do not match the rank");
-          for (size_t i = 0; i < x.size(); ++i) {
-            if (sizes[i] == 0) continue;
-            int64_t last = starts[i] + (sizes[i] - 1) * steps[i];
-            Expect(steps[i] != 0 && starts[i] >= 0 && starts[i] < x[i] && last >= 0 && last < x[i],
-                   "slice is out of bounds");
-          }
-          return {{in[0].dtype, sizes}};
-        }
-        case OpKind::kConcat: {
-          Expect(!in.empty(), "Concat needs inputs");
-          // An operand may be read through a view of its value (passes/views.cpp).
-          std::vector<Shape> shapes;
-          for (size_t k = 0; k < in.size(); ++k) {
-            IndexMap m = IndexMap::Load(a, fmt::format("in{}", k), in[k].shape);
-            Expect(m.InBounds(NumElements(in[k].shape)),
-                   fmt::format("Concat's view of input {} is not within it", k));
-            shapes.push_back(m.shape);
-          }
-          int64_t axis = a.Int("axis");
-          Shape s = shapes[0];
-          Expect(axis >= 0 && axis < static_cast<int64_t>(s.size()), "bad concat axis");
-          s[axis] = 0;
-          for (size_t k = 0; k < in.size(); ++k) {
-            Expect(in[k].dtype == in[0].dtype && shapes[k].size() == s.size(),
-                   "Concat inputs differ");
-            for (size_t d = 0; d < s.size(); ++d)
-              if (static_cast<int64_t>(d) != axis)
-                Expect(shapes[k][d] == s[d], fmt::format("Concat inputs differ in dim {}", d));
-            s[axis] += shapes[k][axis];
-          }
-          return {{in[0].dtype, s}};
-        }
-        case OpKind::kGather: {
-          int64_t axis = a.Int("axis");
-          const Shape& x = in[0].shape;
-          Expect(axis >= 0 && axis < static_cast<int64_t>(x.size()), "bad gather axis");
-          Expect(in[1].dtype == DType::kInt64 || in[1].dtype == DType::kInt32,
-                 "Gather indices must be int32 or int64");
-          Shape s(x.begin(), x.begin() + axis);
-          s.insert(s.end(), in[1].shape.begin(), in[1].shape.end());
-          s.insert(s.end(), x.begin() + axis + 1, x.end());
-          return {{in[0].dtype, s}};
-        }
-        case OpKind::kGatherElements: {
-          int64_t axis = a.Int("axis");
-          Expect(axis >= 0 && axis < static_cast<int64_t>(in[0].shape.size()), "bad axis");
-          Expect(in[1].shape.size() == in[0].shape.size(), "indices rank differs from data rank");
-          Expect(in[1].dtype == DType::kInt64 || in[1].dtype == DType::kInt32,
-                 "indices must be int32 or int64");
-          return {{in[0].dtype, in[1].shape}};
-        }
-        case OpKind::kResize: {
-          const auto& sizes = a.Ints("sizes");
-          Expect(sizes.size() == in[0].shape.size() && a.Floats("scales").size() == sizes.size(),
-                 "Resize sizes/scales do not match the rank");
-          return {{in[0].dtype, sizes}};
-        }
-        case OpKind::kGridSample: {
-          const Shape& x = in[0].shape;
-          const Shape& g = in[1].shape;
-          Expect(x.size() == 4 && g.size() == 4 && g[3] == 2 && g[0] == x[0],
-                 fmt::format("GridSample expects x [N,C,H,W] and grid [N,Ho,Wo,2], got {} and {}",
-                             ShapeStr(x), ShapeStr(g)));
-          Expect(in[1].dtype == in[0].dtype, "GridSample grid must have the type of x");
-          return {{in[0].dtype, {x[0], x[1], g[1], g[2]}}};
-        }
-        case OpKind::kRoiAlign: {
-          const Shape& x = in[0].shape;
-          const Shape& rois = in[1].shape;
-          Expect(x.size() == 4 && rois.size() == 2 && rois[1] == 4 && in[2].shape == Shape{rois[0]},
-                 fmt::format("RoiAlign expects x [N,C,H,W], rois [R,4], batch_indices [R], got "
-                             "{}, {}, {}",
-                             ShapeStr(x), ShapeStr(rois), ShapeStr(in[2].shape)));
-          Expect(in[1].dtype == in[0].dtype, "RoiAlign rois must have the type of x");
-          Expect(in[2].dtype == DType::kInt64, "RoiAlign batch_indices must be int64");
-          return {{in[0].dtype, {rois[0], x[1], a.Int("output_height"), a.Int("output_width")}}};
-        }
-        case OpKind::kGatherND: {
-          int64_t b = a.Int("batch_dims");
-          const Shape& is = in[1].shape;
-          Expect(!is.empty() && in[1].dtype == DType::kInt64, "GatherND indices must be i64");
-          Shape s(is.begin(), is.end() - 1);
-          s.insert(s.end(), in[0].shape.begin() + b + is.back(), in[0].shape.end());
-          return {{in[0].dtype, s}};
-        }
-        case OpKind::kTopKIndices: {
-          Shape s = in[0].shape;
-          s[a.Int("axis")] = a.Int("k");
-          return {{DType::kInt64, s}};
-        }
-        case OpKind::kCumSum: {
-          int64_t axis = a.Int("axis");
-          Expect(axis >= 0 && axis < static_cast<int64_t>(in[0].shape.size()), "bad axis");
-          return {in[0]};
-        }
-        case OpKind::kScatterElements: return {InferScatterElements(in, a)};
-        case OpKind::kScatterND: return {InferScatterND(in, a)};
-        case OpKind::kPad: {
-          const auto& pads = a.Ints("pads");
-          const Shape& x = in[0].shape;
-          Expect(pads.size() == 2 * x.size(), "pads length must be twice the rank");
-          Shape s = x;
-          for (size_t i = 0; i < x.size(); ++i) {
-            s[i] += pads[i] + pads[i + x.size()];
-            Expect(s[i] >= 0, "negative padded size");
-          }
-          return {{in[0].dtype, s}};
-        }
-        default: break;
-      }
-      break;
-    case OpClass::kConv:
-      Expect(in.size() == 2 || in.size() == 3, "Conv takes 2 or 3 inputs");
-      if (op == OpKind::kConv && a.Int("convert_input", 0)) {
-        // x stored f32, converted to the filters' type as it is read (passes/fuse.cpp).
-        Expect(in[0].dtype == DType::kFloat32, "Conv with convert_input reads an f32 image");
-        for (const auto& t : in)
-          Expect(&t == &in[0] || t.dtype == in[1].dtype, "Conv inputs must share a type");
-        TensorType t = InferWindow(info, in, a);
-        t.dtype = in[1].dtype;
-        return {t};
-      }
-      for (const auto& t : in) Expect(t.dtype == in[0].dtype, "Conv inputs must share a type");
-      if (op == OpKind::kConvTranspose) return {InferConvTranspose(in, a)};
-      if (op == OpKind::kConv && a.Int("channels_last", 0)) {
-        // x [N, H, W, C], w [M, KH, KW, C/group] -> y [N, OH, OW, M] (passes/channels_last.cpp).
-        Expect(in[0].shape.size() == 4 && in[1].shape.size() == 4,
-               "a channels-last Conv is 2-D: x [N, H, W, C], w [M, KH, KW, C]");
-        std::vector<TensorType> nchw = in;
-        for (int i = 0; i < 2; ++i) nchw[i].shape = Permuted(in[i].shape, {0, 3, 1, 2});
-        TensorType t = InferWindow(info, nchw, a);
-        t.shape = Permuted(t.shape, {0, 2, 3, 1});
-        return {t};
-      }
-      return {InferWindow(info, in, a)};
+    case OpClass::kMovement: return InferMovement(op, in, a);
+    case OpClass::kConv: return {InferConv(op, info, in, a)};
     case OpClass::kPool: {
       TensorType t = InferWindow(info, in, a);
       if (op == OpKind::kMaxPoolIndices) t.dtype = DType::kInt64;
