@@ -199,6 +199,77 @@ std::vector<KernelSpec> GenerateAttention(const ir::Node& n, const std::string& 
   return GenerateAttentionWith(n, kernel_name, target, nullptr);
 }
 
+// Refuses parameters the kernels cannot take (kUnsupported, naming why) and settles the ones
+// that follow from others: the tiled kernel's vector width and key tile, copies only where the
+// rows allow them (f16_rows: K's and V's rows in 16-byte chunks of f16; f32_rows: of f32).
+void CheckAttentionParams(AttentionParams* p, int64_t dh, int64_t dv, DType t, bool f16_rows,
+                          bool f32_rows, const Target& target) {
+  size_t elem = t == DType::kFloat64 ? 8 : 4;
+  if (p->mma) {
+    if (p->tiled || p->warp_sync || p->async_copy)
+      Fail(ErrorCode::kUnsupported,
+           "matrix-engine attention is its own kernel: not tiled, warp_sync or async_copy");
+    if (static_cast<size_t>(p->bq / 16 * 32) > target.max_work_group_size)
+      Fail(ErrorCode::kUnsupported, "matrix-engine attention: {} warps exceed the work-group size",
+           p->bq / 16);
+    if (!(target.mma_sync || target.mma_emulated) || t != DType::kFloat16)
+      Fail(ErrorCode::kUnsupported, "matrix-engine attention needs mma.sync and f16 storage");
+    if (!(dh % 16 == 0 && dv % 16 == 0 && p->bk % 16 == 0 && p->bk > 0 &&
+          (p->bq == 16 || p->bq == 32 || p->bq == 64)))
+      Fail(ErrorCode::kUnsupported,
+           "matrix-engine attention takes head dims and key tiles in sixteens, 16-64 rows");
+    if (!f16_rows)
+      Fail(ErrorCode::kUnsupported, "matrix-engine attention needs K and V rows 16-byte aligned");
+    if (MmaLocalBytes(*p, dh, dv, !target.mma_sync) > target.local_mem_bytes)
+      Fail(ErrorCode::kUnsupported, "matrix-engine attention needs {} bytes of local memory",
+           MmaLocalBytes(*p, dh, dv, !target.mma_sync));
+  }
+  if (p->tiled && !(dh % 4 == 0 && dv % 32 == 0 && elem == 4))
+    Fail(ErrorCode::kUnsupported, "the tiled attention kernel needs d % 4 == 0, dv % 32 == 0, f32");
+  if (p->tiled && !((p->bq == 32 || p->bq == 64) && (p->rm == 4 || p->rm == 8)))
+    Fail(ErrorCode::kUnsupported, "the tiled attention kernel takes 32 or 64 rows, 4 or 8 each");
+  if (p->tiled) p->vw = 4, p->bk = 32;
+  if (p->async_copy && !(p->tiled && f32_rows && t == DType::kFloat32))
+    p->async_copy = false;  // the views' rows cannot be copied as 16-byte pieces
+  if (p->tiled && TiledLocalBytes(*p, dh, dv) > target.local_mem_bytes)
+    Fail(ErrorCode::kUnsupported, "the tiled attention kernel needs {} bytes of local memory",
+         TiledLocalBytes(*p, dh, dv));
+  if (p->warp_sync && !(target.ptx && target.warp_size == 32))
+    Fail(ErrorCode::kUnsupported, "warp-synchronised attention needs 32-lane NVIDIA warps");
+  if (p->vw == 4 && (dh % 4 != 0 || dv % 4 != 0)) p->vw = 1;
+}
+
+// BATCH_OFFSETS (each operand's offset of the work-group's batch entry) and BIAS(i, j) (the sum
+// of the node's bias inputs, read at their broadcast strides, appended to spec.args); returns
+// the biases' parameters.
+std::string DefineBatchAndBias(KernelSource& src, KernelSpec& spec, const ir::Node& n,
+                               const ir::AttentionLayout& layout) {
+  const ir::IndexMap &q = layout.q, &k = layout.k, &v = layout.v, &o = layout.o;
+  size_t r = q.shape.size();
+  std::string offsets = BatchCoords(layout.batch);
+  offsets += BatchOffset("qo", q.shape, q.strides, q.offset, r - 2);
+  offsets += BatchOffset("ko", k.shape, k.strides, k.offset, r - 2);
+  offsets += BatchOffset("vo", v.shape, v.strides, v.offset, r - 2);
+  offsets += BatchOffset("oo", o.shape, o.strides, o.offset, r - 2);
+  Shape scores = layout.Scores();
+  std::string bias = "0", bias_params;
+  for (size_t b = 3; b < n.inputs.size(); ++b) {
+    const ir::Value* bv = n.inputs[b];
+    std::vector<int64_t> bs = ir::BroadcastStrides(bv->type.shape, scores);
+    Shape full(scores.size() - bv->type.shape.size(), 1);
+    full.insert(full.end(), bv->type.shape.begin(), bv->type.shape.end());
+    std::string var = fmt::format("bo{}", b - 3);
+    offsets += fmt::format(" long {};", var) + BatchOffset(var, full, bs, 0, r - 2);
+    bias += fmt::format(" + LOAD(b{}, {} + (long)(i) * {} + (j) * {})", b - 3, var, bs[r - 2],
+                        bs[r - 1]);
+    bias_params += fmt::format(", __global const T_STORE* b{}", b - 3);
+    spec.args.push_back(bv->id);
+  }
+  src.Define("BATCH_OFFSETS", offsets);
+  src.Define("BIAS(i, j)", "(" + bias + ")");
+  return bias_params;
+}
+
 std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::string& kernel_name,
                                               const Target& target, const AttentionParams* params) {
   DType t = RequireOneFloatType(n);
@@ -224,38 +295,7 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
     plain.mma_sync = plain.mma_emulated = false;
     p = ChooseAttentionParams(sq, sk, nb, dh, dv, t, causal, plain);
   }
-  if (p.mma) {
-    if (p.tiled || p.warp_sync || p.async_copy)
-      Fail(ErrorCode::kUnsupported,
-           "matrix-engine attention is its own kernel: not tiled, warp_sync or async_copy");
-    if (static_cast<size_t>(p.bq / 16 * 32) > target.max_work_group_size)
-      Fail(ErrorCode::kUnsupported, "matrix-engine attention: {} warps exceed the work-group size",
-           p.bq / 16);
-    if (!(target.mma_sync || target.mma_emulated) || t != DType::kFloat16)
-      Fail(ErrorCode::kUnsupported, "matrix-engine attention needs mma.sync and f16 storage");
-    if (!(dh % 16 == 0 && dv % 16 == 0 && p.bk % 16 == 0 && p.bk > 0 &&
-          (p.bq == 16 || p.bq == 32 || p.bq == 64)))
-      Fail(ErrorCode::kUnsupported,
-           "matrix-engine attention takes head dims and key tiles in sixteens, 16-64 rows");
-    if (!f16_rows)
-      Fail(ErrorCode::kUnsupported, "matrix-engine attention needs K and V rows 16-byte aligned");
-    if (MmaLocalBytes(p, dh, dv, !target.mma_sync) > target.local_mem_bytes)
-      Fail(ErrorCode::kUnsupported, "matrix-engine attention needs {} bytes of local memory",
-           MmaLocalBytes(p, dh, dv, !target.mma_sync));
-  }
-  if (p.tiled && !(dh % 4 == 0 && dv % 32 == 0 && elem == 4))
-    Fail(ErrorCode::kUnsupported, "the tiled attention kernel needs d % 4 == 0, dv % 32 == 0, f32");
-  if (p.tiled && !((p.bq == 32 || p.bq == 64) && (p.rm == 4 || p.rm == 8)))
-    Fail(ErrorCode::kUnsupported, "the tiled attention kernel takes 32 or 64 rows, 4 or 8 each");
-  if (p.tiled) p.vw = 4, p.bk = 32;
-  if (p.async_copy && !(p.tiled && RowsAligned(k, 4) && RowsAligned(v, 4) && t == DType::kFloat32))
-    p.async_copy = false;  // the views' rows cannot be copied as 16-byte pieces
-  if (p.tiled && TiledLocalBytes(p, dh, dv) > target.local_mem_bytes)
-    Fail(ErrorCode::kUnsupported, "the tiled attention kernel needs {} bytes of local memory",
-         TiledLocalBytes(p, dh, dv));
-  if (p.warp_sync && !(target.ptx && target.warp_size == 32))
-    Fail(ErrorCode::kUnsupported, "warp-synchronised attention needs 32-lane NVIDIA warps");
-  if (p.vw == 4 && (dh % 4 != 0 || dv % 4 != 0)) p.vw = 1;
+  CheckAttentionParams(&p, dh, dv, t, f16_rows, RowsAligned(k, 4) && RowsAligned(v, 4), target);
 
   KernelSource src(kernel_name, p.mma     ? "attention_mma"
                                 : p.tiled ? "attention_tiled"
@@ -301,30 +341,10 @@ std::vector<KernelSpec> GenerateAttentionWith(const ir::Node& n, const std::stri
   src.Define("PART_STORE(rec, c, x)",
              p.vw == 1 ? "(rec)[c] = (x)" : fmt::format("vstore{}((x), (c), (rec))", lanes));
   src.Define("PART_AT(rec, c)", p.vw == 1 ? "(rec)[c]" : fmt::format("vload{}((c), (rec))", lanes));
-  std::string offsets = BatchCoords(batch);
-  offsets += BatchOffset("qo", q.shape, q.strides, q.offset, r - 2);
-  offsets += BatchOffset("ko", k.shape, k.strides, k.offset, r - 2);
-  offsets += BatchOffset("vo", v.shape, v.strides, v.offset, r - 2);
-  offsets += BatchOffset("oo", o.shape, o.strides, o.offset, r - 2);
-  Shape scores = layout.Scores();
-  std::string bias = "0", bias_params;
   KernelSpec spec;
   spec.name = kernel_name;
   spec.args = {n.inputs[0]->id, n.inputs[1]->id, n.inputs[2]->id, n.outputs[0]->id};
-  for (size_t b = 3; b < n.inputs.size(); ++b) {
-    const ir::Value* bv = n.inputs[b];
-    std::vector<int64_t> bs = ir::BroadcastStrides(bv->type.shape, scores);
-    Shape full(scores.size() - bv->type.shape.size(), 1);
-    full.insert(full.end(), bv->type.shape.begin(), bv->type.shape.end());
-    std::string var = fmt::format("bo{}", b - 3);
-    offsets += fmt::format(" long {};", var) + BatchOffset(var, full, bs, 0, r - 2);
-    bias += fmt::format(" + LOAD(b{}, {} + (long)(i) * {} + (j) * {})", b - 3, var, bs[r - 2],
-                        bs[r - 1]);
-    bias_params += fmt::format(", __global const T_STORE* b{}", b - 3);
-    spec.args.push_back(bv->id);
-  }
-  src.Define("BATCH_OFFSETS", offsets);
-  src.Define("BIAS(i, j)", "(" + bias + ")");
+  std::string bias_params = DefineBatchAndBias(src, spec, n, layout);
   // The kernels' parameters (one list for the three templates): q, k, v; the split records where
   // a merge kernel follows, else the output; the biases; with the in-kernel merge its records and
   // arrival counters.
