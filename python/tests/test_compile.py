@@ -60,20 +60,21 @@ def test_options_reach_the_compiler(mlp, rng):
     np.testing.assert_allclose(y, mlp.reference(x)[0], rtol=1e-5, atol=1e-5)
 
 
-def test_notices_warn_or_reach_on_notice(mlp):
-    # tf32 on a device without a matrix engine (PoCL) runs in fp32, and says so once.
-    with pytest.warns(texel.NoticeWarning, match="no matrix engine") as caught:
-        texel.compile(mlp.path, DEVICE, precision="tf32")
+def test_notices_warn_or_reach_on_notice(mlp, tmp_path):
+    # A tuning database with a damaged line: read around, and the compile says so (every device).
+    db = tmp_path / "damaged.jsonl"
+    db.write_text('{"v":1,"family":\n')
+    with pytest.warns(texel.NoticeWarning, match="damaged.jsonl:1") as caught:
+        texel.compile(mlp.path, DEVICE, db=str(db))
     assert len(caught) == 1
     assert caught[0].filename == __file__  # attributed to the caller of texel.compile
     heard = []
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        texel.compile(mlp.path, DEVICE, precision="tf32", on_notice=heard.append)
-        sess = texel.InferenceSession(mlp.path, device=DEVICE, precision="tf32",
-                                      on_notice=heard.append)
-        texel.compile(mlp.path, DEVICE)  # nothing to tell
-    assert len(heard) == 2 and all("no matrix engine" in m for m in heard)
+        texel.compile(mlp.path, DEVICE, db=str(db), on_notice=heard.append)
+        sess = texel.InferenceSession(mlp.path, device=DEVICE, db=str(db), on_notice=heard.append)
+        texel.compile(mlp.path, DEVICE, tuning="off")  # nothing to tell
+    assert len(heard) == 2 and all("damaged.jsonl:1" in m for m in heard)
     assert sess.get_inputs()[0].name == "x"
 
 

@@ -4,7 +4,9 @@
 #include <dlfcn.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -70,16 +72,19 @@ TEST_F(CApiTest, Fp16PrecisionOption) {
   EXPECT_GT(err, 1e-6) << "f16 storage should round something";
 }
 
-// What the caller should hear, through texel_compile_options_t::notice: tf32 on a device without
-// a matrix engine says so, once; and through texel.hpp's on_notice. A caller built against the
-// struct before the notice fields (its smaller struct_size) compiles as before, untold; a
-// struct_size smaller still is refused.
+// What the caller should hear, through texel_compile_options_t::notice: a tuning database with a
+// damaged line says so (read around, never trusted), on every device; and through texel.hpp's
+// on_notice. A caller built against the struct before the notice fields (its smaller
+// struct_size) compiles as before, untold; a struct_size smaller still is refused.
 TEST_F(CApiTest, NoticesReachTheCaller) {
   texel::Context ctx("0:0");
+  const std::string db = ::testing::TempDir() + "texel_capi_damaged_db.jsonl";
+  std::ofstream(db) << "{\"v\":1,\"family\":\n";  // a truncated line
+  const std::string settings = "db=" + db;
   std::vector<std::string> heard;
   texel_compile_options_t o;
   texel_compile_options_init(&o);
-  o.precision = "tf32";
+  o.settings = settings.c_str();
   o.notice = [](const char* message, void* user_data) {
     static_cast<std::vector<std::string>*>(user_data)->push_back(message);
   };
@@ -89,15 +94,15 @@ TEST_F(CApiTest, NoticesReachTheCaller) {
   ASSERT_EQ(texel_model_compile_file(ctx.get(), path.c_str(), &o, &m), TEXEL_OK);
   texel_model_release(m);
   ASSERT_EQ(heard.size(), 1u);
-  EXPECT_NE(heard[0].find("no matrix engine"), std::string::npos) << heard[0];
-  // Without tf32 there is nothing to say.
+  EXPECT_NE(heard[0].find("texel_capi_damaged_db.jsonl:1"), std::string::npos) << heard[0];
+  // With no database there is nothing to say.
   heard.clear();
-  o.precision = nullptr;
+  o.settings = "tuning=off";
   ASSERT_EQ(texel_model_compile_file(ctx.get(), path.c_str(), &o, &m), TEXEL_OK);
   texel_model_release(m);
   EXPECT_TRUE(heard.empty());
   // An older caller's struct: compiled, not told.
-  o.precision = "tf32";
+  o.settings = settings.c_str();
   o.struct_size = offsetof(texel_compile_options_t, notice);
   ASSERT_EQ(texel_model_compile_file(ctx.get(), path.c_str(), &o, &m), TEXEL_OK);
   texel_model_release(m);
@@ -106,11 +111,12 @@ TEST_F(CApiTest, NoticesReachTheCaller) {
   EXPECT_EQ(texel_model_compile_file(ctx.get(), path.c_str(), &o, &m),
             TEXEL_ERROR_INVALID_ARGUMENT);
   texel::ModelOptions mo;
-  mo.precision = "tf32";
+  mo.settings = settings;
   mo.on_notice = [&](const std::string& message) { heard.push_back(message); };
   texel::Model::FromFile(ctx, path, mo);
   ASSERT_EQ(heard.size(), 1u);
-  EXPECT_NE(heard[0].find("no matrix engine"), std::string::npos) << heard[0];
+  EXPECT_NE(heard[0].find("texel_capi_damaged_db.jsonl:1"), std::string::npos) << heard[0];
+  std::remove(db.c_str());
 }
 
 TEST_F(CApiTest, ClBuffersAtOffsets) {
