@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cctype>
 #include <optional>
+#include <utility>
 
 #include "frontend/onnx/node_importer.h"
 #include "frontend/onnx/registry.h"
@@ -153,6 +154,54 @@ class Unroller {
   DType t_;
 };
 
+// One direction's recurrent weights, as the cell step reads them.
+struct DirectionWeights {
+  ir::Value* rt = nullptr;     // R^T [hid, gates * hid]
+  ir::Value* rt_zr = nullptr;  // GRU without linear_before_reset: R_zr^T [hid, 2 * hid]
+  ir::Value* rt_h = nullptr;   // and R_h^T [hid, hid]
+  ir::Value* rbd = nullptr;    // GRU with linear_before_reset: Rbh [hid]
+  ir::Value *pi = nullptr, *po = nullptr, *pf = nullptr;  // LSTM peepholes [hid]
+};
+
+// One step of the cell: the new H (and C for LSTM) from the step's input projection xt
+// [batch, gates * hid] (X·W^T + the biases), H and C; act: the direction's activations.
+template <Cell kCell>
+std::pair<ir::Value*, ir::Value*> CellStep(Unroller& u, const DirectionWeights& w, ir::Value* xt,
+                                           ir::Value* h, ir::Value* c, const Activation* act,
+                                           int64_t hid, std::optional<double> clip,
+                                           bool input_forget, bool lbr) {
+  auto gate = [&](ir::Value* v, int64_t i) { return u.SliceAxis(v, 1, i * hid, hid); };
+  auto activate = [&](size_t i, ir::Value* v) { return u.Activate(act[i], u.Clip(v, clip)); };
+  if (kCell == Cell::kRnn) return {activate(0, u.Add(xt, u.MatMul(h, w.rt))), nullptr};
+  if (kCell == Cell::kLstm) {
+    ir::Value* g = u.Add(xt, u.MatMul(h, w.rt));
+    ir::Value *gi = gate(g, 0), *go = gate(g, 1), *gf = gate(g, 2), *gc = gate(g, 3);
+    if (w.pi) {
+      gi = u.Add(gi, u.Mul(w.pi, c));
+      gf = u.Add(gf, u.Mul(w.pf, c));
+    }
+    ir::Value* it = activate(0, gi);
+    ir::Value* ft = input_forget ? u.Sub(u.Scalar(1), it) : activate(0, gf);
+    ir::Value* ct = activate(1, gc);
+    ir::Value* c_new = u.Add(u.Mul(ft, c), u.Mul(it, ct));
+    if (w.po) go = u.Add(go, u.Mul(w.po, c_new));
+    return {u.Mul(activate(0, go), u.Activate(act[2], c_new)), c_new};
+  }
+  ir::Value *zr = u.SliceAxis(xt, 1, 0, 2 * hid), *xh = gate(xt, 2), *hh = nullptr;
+  if (lbr) {
+    ir::Value* rec = u.MatMul(h, w.rt);
+    ir::Value* rec_h = w.rbd ? u.Add(gate(rec, 2), w.rbd) : gate(rec, 2);
+    zr = u.Add(zr, u.SliceAxis(rec, 1, 0, 2 * hid));
+    hh = u.Add(xh, u.Mul(activate(0, gate(zr, 1)), rec_h));
+  } else {
+    zr = u.Add(zr, u.MatMul(h, w.rt_zr));
+    hh = u.Add(xh, u.MatMul(u.Mul(activate(0, gate(zr, 1)), h), w.rt_h));
+  }
+  ir::Value* zt = activate(0, gate(zr, 0));
+  hh = activate(1, hh);
+  return {u.Add(hh, u.Mul(zt, u.Sub(h, hh))), nullptr};
+}
+
 template <Cell kCell>
 void Recurrent(NodeImporter& n) {
   constexpr int64_t kGates = kCell == Cell::kRnn ? 1 : kCell == Cell::kLstm ? 4 : 3;
@@ -257,21 +306,19 @@ void Recurrent(NodeImporter& n) {
   for (int64_t d = 0; d < dirs; ++d) {
     bool reverse = direction == "reverse" || d == 1;
     const Activation* act = &acts[static_cast<size_t>(d) * acts_per_dir];
+    DirectionWeights dw;
     ir::Value* rd = n.Reshape(u.SliceAxis(r, 0, d, 1), {gh, hid});
-    ir::Value* rt = u.Transpose2D(rd);  // [hid, gh]
-    ir::Value* rt_zr = nullptr;         // GRU: R_zr^T [hid, 2*hid] and R_h^T [hid, hid]
-    ir::Value* rt_h = nullptr;
+    dw.rt = u.Transpose2D(rd);
     if (kCell == Cell::kGru && !lbr) {
-      rt_zr = u.Transpose2D(u.SliceAxis(rd, 0, 0, 2 * hid));
-      rt_h = u.Transpose2D(u.SliceAxis(rd, 0, 2 * hid, hid));
+      dw.rt_zr = u.Transpose2D(u.SliceAxis(rd, 0, 0, 2 * hid));
+      dw.rt_h = u.Transpose2D(u.SliceAxis(rd, 0, 2 * hid, hid));
     }
-    ir::Value* rbd = rec_bias ? n.Reshape(u.SliceAxis(rec_bias, 0, d, 1), {hid}) : nullptr;
-    ir::Value *pi = nullptr, *po = nullptr, *pf = nullptr;
+    if (rec_bias) dw.rbd = n.Reshape(u.SliceAxis(rec_bias, 0, d, 1), {hid});
     if (p) {
       ir::Value* pd = n.Reshape(u.SliceAxis(p, 0, d, 1), {3 * hid});
-      pi = u.SliceAxis(pd, 0, 0, hid);
-      po = u.SliceAxis(pd, 0, hid, hid);
-      pf = u.SliceAxis(pd, 0, 2 * hid, hid);
+      dw.pi = u.SliceAxis(pd, 0, 0, hid);
+      dw.po = u.SliceAxis(pd, 0, hid, hid);
+      dw.pf = u.SliceAxis(pd, 0, 2 * hid, hid);
     }
     ir::Value* h = dir_state(h_init, d);
     ir::Value* c = kCell == Cell::kLstm ? dir_state(c_init, d) : nullptr;
@@ -280,39 +327,7 @@ void Recurrent(NodeImporter& n) {
       int64_t step = reverse ? seq - 1 - k : k;
       ir::Value* xt = layout ? u.Slice(xw, {step, d * gh}, {seq, 1}, {batch, gh})
                              : u.Slice(xw, {step * batch, d * gh}, {1, 1}, {batch, gh});
-      auto gate = [&](ir::Value* v, int64_t i) { return u.SliceAxis(v, 1, i * hid, hid); };
-      auto activate = [&](size_t i, ir::Value* v) { return u.Activate(act[i], u.Clip(v, clip)); };
-      ir::Value *h_new = nullptr, *c_new = nullptr;
-      if (kCell == Cell::kRnn) {
-        h_new = activate(0, u.Add(xt, u.MatMul(h, rt)));
-      } else if (kCell == Cell::kLstm) {
-        ir::Value* g = u.Add(xt, u.MatMul(h, rt));
-        ir::Value *gi = gate(g, 0), *go = gate(g, 1), *gf = gate(g, 2), *gc = gate(g, 3);
-        if (p) {
-          gi = u.Add(gi, u.Mul(pi, c));
-          gf = u.Add(gf, u.Mul(pf, c));
-        }
-        ir::Value* it = activate(0, gi);
-        ir::Value* ft = input_forget ? u.Sub(u.Scalar(1), it) : activate(0, gf);
-        ir::Value* ct = activate(1, gc);
-        c_new = u.Add(u.Mul(ft, c), u.Mul(it, ct));
-        if (p) go = u.Add(go, u.Mul(po, c_new));
-        h_new = u.Mul(activate(0, go), u.Activate(act[2], c_new));
-      } else {
-        ir::Value *zr = u.SliceAxis(xt, 1, 0, 2 * hid), *xh = gate(xt, 2), *hh = nullptr;
-        if (lbr) {
-          ir::Value* rec = u.MatMul(h, rt);
-          ir::Value* rec_h = rbd ? u.Add(gate(rec, 2), rbd) : gate(rec, 2);
-          zr = u.Add(zr, u.SliceAxis(rec, 1, 0, 2 * hid));
-          hh = u.Add(xh, u.Mul(activate(0, gate(zr, 1)), rec_h));
-        } else {
-          zr = u.Add(zr, u.MatMul(h, rt_zr));
-          hh = u.Add(xh, u.MatMul(u.Mul(activate(0, gate(zr, 1)), h), rt_h));
-        }
-        ir::Value* zt = activate(0, gate(zr, 0));
-        hh = activate(1, hh);
-        h_new = u.Add(hh, u.Mul(zt, u.Sub(h, hh)));
-      }
+      auto [h_new, c_new] = CellStep<kCell>(u, dw, xt, h, c, act, hid, clip, input_forget, lbr);
       if (seq_lens) {  // steps past the sequence end keep the state and output 0
         h = u.Op(OpKind::kWhere, {live[step], h_new, h});
         if (c) c = u.Op(OpKind::kWhere, {live[step], c_new, c});
