@@ -52,6 +52,135 @@ std::string FlatConcatBody(const ir::Node& n) {
   return s;
 }
 
+// A Gather: the data's element at the index, along axis.
+std::string GatherBody(const ir::Node& n) {
+  const ir::Value* x = n.inputs[0];
+  const Shape& os = n.outputs[0]->type.shape;
+  std::vector<int64_t> xst = Strides(n.inputs[0]->type.shape);
+  int64_t axis = n.attrs.Int("axis"), dim = x->type.shape[axis];
+  size_t r = n.inputs[1]->type.shape.size();
+  std::vector<int64_t> ist = Strides(n.inputs[1]->type.shape);
+  std::vector<int64_t> idx_st(os.size(), 0), x_st(os.size(), 0);
+  for (size_t k = 0; k < r; ++k) idx_st[axis + k] = ist[k];
+  for (int64_t d = 0; d < axis; ++d) x_st[d] = xst[d];
+  for (size_t d = axis + 1; d < x->type.shape.size(); ++d) x_st[d + r - 1] = xst[d];
+  // Negative indices count from the end; out-of-range ones are clamped (never read out of
+  // bounds; the importer rejects constant out-of-range indices).
+  return fmt::format(
+      "long g = (long)in1[{}]; if (g < 0) g += {}; g = clamp(g, 0L, {}L); "
+      "v = LOAD_X(in0, {} + g * {});",
+      OffsetExpr(idx_st), dim, dim - 1, OffsetExpr(x_st), xst[axis]);
+}
+
+// A GatherND: output coords [batch..., index rows..., trailing data dims...].
+std::string GatherNdBody(const ir::Node& n) {
+  const ir::Value* x = n.inputs[0];
+  const Shape& os = n.outputs[0]->type.shape;
+  std::vector<int64_t> xst = Strides(n.inputs[0]->type.shape);
+  int64_t b = n.attrs.Int("batch_dims");
+  const Shape& is = n.inputs[1]->type.shape;
+  int64_t r = is.back(), rows_rank = static_cast<int64_t>(is.size()) - 1;
+  std::vector<int64_t> ist = Strides(is);
+  std::vector<int64_t> idx_st(os.size(), 0), x_st(os.size(), 0);
+  for (int64_t d = 0; d < rows_rank; ++d) idx_st[d] = ist[d];
+  for (int64_t d = 0; d < b; ++d) x_st[d] = xst[d];
+  for (size_t d = b + r; d < x->type.shape.size(); ++d) x_st[rows_rank + d - b - r] = xst[d];
+  std::string s =
+      fmt::format("long s = {}; const long row = {};", OffsetExpr(x_st), OffsetExpr(idx_st));
+  for (int64_t j = 0; j < r; ++j) {
+    int64_t dim = x->type.shape[b + j];
+    s += fmt::format(
+        " {{ long g = (long)in1[row + {}]; if (g < 0) g += {}; "
+        "s += clamp(g, 0L, {}L) * {}; }}",
+        j, dim, dim - 1, xst[b + j]);
+  }
+  return s + " v = in0[s];";
+}
+
+// TopK's indices: the element of rank c_axis, rank(e) = #{better elements} + #{equal ones
+// before e}.
+std::string TopKIndicesBody(const ir::Node& n) {
+  const ir::Value* x = n.inputs[0];
+  const Shape& os = n.outputs[0]->type.shape;
+  std::vector<int64_t> xst = Strides(n.inputs[0]->type.shape);
+  int64_t axis = n.attrs.Int("axis"), len = x->type.shape[axis];
+  std::vector<int64_t> st(os.size(), 0);
+  for (size_t d = 0; d < os.size(); ++d) st[d] = static_cast<int>(d) == axis ? 0 : xst[d];
+  std::string better = n.attrs.Int("largest") ? ">" : "<";
+  return fmt::format(
+      "const long base = {}; v = 0; "
+      "for (long e = 0; e < {}; ++e) {{ const {} xe = in0[base + e * {}]; long rank = 0; "
+      "for (long f = 0; f < {}; ++f) {{ const {} xf = in0[base + f * {}]; "
+      "rank += (xf {} xe) || (xf == xe && f < e); }} if (rank == c{}) {{ v = e; break; }} }}",
+      OffsetExpr(st), len, CL(x->type.dtype), xst[axis], len, CL(x->type.dtype), xst[axis], better,
+      axis);
+}
+
+// CumSum along axis, exclusive and reversed as the attributes say.
+std::string CumSumBody(const ir::Node& n) {
+  const ir::Value* x = n.inputs[0];
+  std::vector<int64_t> xst = Strides(n.inputs[0]->type.shape);
+  int64_t axis = n.attrs.Int("axis"), dim = x->type.shape[axis];
+  bool excl = n.attrs.Int("exclusive") != 0, rev = n.attrs.Int("reverse") != 0;
+  std::vector<int64_t> st = xst;
+  st[axis] = 0;
+  std::string lo = rev ? fmt::format("c{}{}", axis, excl ? " + 1" : "") : "0";
+  std::string hi = rev ? std::to_string(dim) : fmt::format("c{}{}", axis, excl ? "" : " + 1");
+  return fmt::format("v = 0; for (long k = {}; k < {}; ++k) v += in0[{} + k * {}];", lo, hi,
+                     OffsetExpr(st), xst[axis]);
+}
+
+// Pad: constant, edge or reflect.
+std::string PadBody(const ir::Node& n) {
+  const ir::Value* x = n.inputs[0];
+  const Shape& os = n.outputs[0]->type.shape;
+  std::vector<int64_t> xst = Strides(n.inputs[0]->type.shape);
+  const auto& pads = n.attrs.Ints("pads");
+  std::string mode = n.attrs.Str("mode");
+  size_t rank = os.size();
+  std::string s = "long s = 0; int inside = 1;";
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t len = x->type.shape[d];
+    s += fmt::format(" {{ long p = c{} - {};", d, pads[d]);
+    if (mode == "constant")
+      s += fmt::format(" if (p < 0 || p >= {}) inside = 0;", len);
+    else if (mode == "edge")
+      s += fmt::format(" p = clamp(p, 0L, {}L);", len - 1);
+    else  // reflect (pads < len, checked by the importer)
+      s += fmt::format(" if (p < 0) p = -p; if (p >= {}) p = 2 * {} - p;", len, len - 1);
+    s += fmt::format(" s += p * {}; }}", xst[d]);
+  }
+  double pad = n.attrs.Float("value");
+  std::string value = x->type.dtype == DType::kFloat16
+                          ? std::to_string(FloatToHalf(static_cast<float>(pad)))
+                      : IsFloat(x->type.dtype) ? FloatLiteral(pad)
+                                               : std::to_string(static_cast<int64_t>(pad));
+  return s + fmt::format(" v = inside ? in0[s] : ({}){};", ValueType(x->type.dtype, true), value);
+}
+
+// Concat: each input (or the view of it that the views pass stored) where the axis coordinate
+// falls in its range.
+std::string ConcatBody(const ir::Node& n) {
+  int64_t axis = n.attrs.Int("axis"), start = 0;
+  if (std::string flat = FlatConcatBody(n); !flat.empty()) return flat;
+  std::string s;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    // The input, or the view of it that the views pass stored.
+    ir::IndexMap m = ir::IndexMap::Load(n.attrs, fmt::format("in{}", k), n.inputs[k]->type.shape);
+    const std::vector<int64_t>& kst = m.strides;
+    int64_t end = start + m.shape[axis];
+    bool last = k + 1 == n.inputs.size();
+    // Coordinates along the axis are shifted by the input's start.
+    std::string off = OffsetExpr(kst);
+    if (start * kst[axis] != m.offset)
+      off = fmt::format("({} + {})", off, m.offset - start * kst[axis]);
+    s += last ? fmt::format("{{ v = in{}[{}]; }}", k, off)
+              : fmt::format("if (c{} < {}) {{ v = in{}[{}]; }} else ", axis, end, k, off);
+    start = end;
+  }
+  return s;
+}
+
 // Data movement: computes the source offset `s` of output element i in input 0.
 std::string MovementBody(const ir::Node& n) {
   const ir::Value* x = n.inputs[0];
@@ -78,21 +207,7 @@ std::string MovementBody(const ir::Node& n) {
       }
       return fmt::format("v = in0[{} + {}];", base, OffsetExpr(st));
     }
-    case OpKind::kGather: {
-      int64_t axis = n.attrs.Int("axis"), dim = x->type.shape[axis];
-      size_t r = n.inputs[1]->type.shape.size();
-      std::vector<int64_t> ist = Strides(n.inputs[1]->type.shape);
-      std::vector<int64_t> idx_st(os.size(), 0), x_st(os.size(), 0);
-      for (size_t k = 0; k < r; ++k) idx_st[axis + k] = ist[k];
-      for (int64_t d = 0; d < axis; ++d) x_st[d] = xst[d];
-      for (size_t d = axis + 1; d < x->type.shape.size(); ++d) x_st[d + r - 1] = xst[d];
-      // Negative indices count from the end; out-of-range ones are clamped (never read out of
-      // bounds; the importer rejects constant out-of-range indices).
-      return fmt::format(
-          "long g = (long)in1[{}]; if (g < 0) g += {}; g = clamp(g, 0L, {}L); "
-          "v = LOAD_X(in0, {} + g * {});",
-          OffsetExpr(idx_st), dim, dim - 1, OffsetExpr(x_st), xst[axis]);
-    }
+    case OpKind::kGather: return GatherBody(n);
     case OpKind::kGatherElements: {
       int64_t axis = n.attrs.Int("axis"), dim = x->type.shape[axis];
       std::vector<int64_t> st = xst;
@@ -107,96 +222,11 @@ std::string MovementBody(const ir::Node& n) {
     case OpKind::kRoiAlign: return RoiAlignBody(n);
     case OpKind::kScatterElements:
     case OpKind::kScatterND: return ScatterBody(n);
-    case OpKind::kGatherND: {
-      // Output coords: [batch..., index rows..., trailing data dims...].
-      int64_t b = n.attrs.Int("batch_dims");
-      const Shape& is = n.inputs[1]->type.shape;
-      int64_t r = is.back(), rows_rank = static_cast<int64_t>(is.size()) - 1;
-      std::vector<int64_t> ist = Strides(is);
-      std::vector<int64_t> idx_st(os.size(), 0), x_st(os.size(), 0);
-      for (int64_t d = 0; d < rows_rank; ++d) idx_st[d] = ist[d];
-      for (int64_t d = 0; d < b; ++d) x_st[d] = xst[d];
-      for (size_t d = b + r; d < x->type.shape.size(); ++d) x_st[rows_rank + d - b - r] = xst[d];
-      std::string s =
-          fmt::format("long s = {}; const long row = {};", OffsetExpr(x_st), OffsetExpr(idx_st));
-      for (int64_t j = 0; j < r; ++j) {
-        int64_t dim = x->type.shape[b + j];
-        s += fmt::format(
-            " {{ long g = (long)in1[row + {}]; if (g < 0) g += {}; "
-            "s += clamp(g, 0L, {}L) * {}; }}",
-            j, dim, dim - 1, xst[b + j]);
-      }
-      return s + " v = in0[s];";
-    }
-    case OpKind::kTopKIndices: {
-      // The element of rank c_axis: rank(e) = #{better elements} + #{equal ones before e}.
-      int64_t axis = n.attrs.Int("axis"), len = x->type.shape[axis];
-      std::vector<int64_t> st(os.size(), 0);
-      for (size_t d = 0; d < os.size(); ++d) st[d] = static_cast<int>(d) == axis ? 0 : xst[d];
-      std::string better = n.attrs.Int("largest") ? ">" : "<";
-      return fmt::format(
-          "const long base = {}; v = 0; "
-          "for (long e = 0; e < {}; ++e) {{ const {} xe = in0[base + e * {}]; long rank = 0; "
-          "for (long f = 0; f < {}; ++f) {{ const {} xf = in0[base + f * {}]; "
-          "rank += (xf {} xe) || (xf == xe && f < e); }} if (rank == c{}) {{ v = e; break; }} }}",
-          OffsetExpr(st), len, CL(x->type.dtype), xst[axis], len, CL(x->type.dtype), xst[axis],
-          better, axis);
-    }
-    case OpKind::kCumSum: {
-      int64_t axis = n.attrs.Int("axis"), dim = x->type.shape[axis];
-      bool excl = n.attrs.Int("exclusive") != 0, rev = n.attrs.Int("reverse") != 0;
-      std::vector<int64_t> st = xst;
-      st[axis] = 0;
-      std::string lo = rev ? fmt::format("c{}{}", axis, excl ? " + 1" : "") : "0";
-      std::string hi = rev ? std::to_string(dim) : fmt::format("c{}{}", axis, excl ? "" : " + 1");
-      return fmt::format("v = 0; for (long k = {}; k < {}; ++k) v += in0[{} + k * {}];", lo, hi,
-                         OffsetExpr(st), xst[axis]);
-    }
-    case OpKind::kPad: {
-      const auto& pads = n.attrs.Ints("pads");
-      std::string mode = n.attrs.Str("mode");
-      size_t rank = os.size();
-      std::string s = "long s = 0; int inside = 1;";
-      for (size_t d = 0; d < rank; ++d) {
-        int64_t len = x->type.shape[d];
-        s += fmt::format(" {{ long p = c{} - {};", d, pads[d]);
-        if (mode == "constant")
-          s += fmt::format(" if (p < 0 || p >= {}) inside = 0;", len);
-        else if (mode == "edge")
-          s += fmt::format(" p = clamp(p, 0L, {}L);", len - 1);
-        else  // reflect (pads < len, checked by the importer)
-          s += fmt::format(" if (p < 0) p = -p; if (p >= {}) p = 2 * {} - p;", len, len - 1);
-        s += fmt::format(" s += p * {}; }}", xst[d]);
-      }
-      double pad = n.attrs.Float("value");
-      std::string value = x->type.dtype == DType::kFloat16
-                              ? std::to_string(FloatToHalf(static_cast<float>(pad)))
-                          : IsFloat(x->type.dtype) ? FloatLiteral(pad)
-                                                   : std::to_string(static_cast<int64_t>(pad));
-      return s +
-             fmt::format(" v = inside ? in0[s] : ({}){};", ValueType(x->type.dtype, true), value);
-    }
-    case OpKind::kConcat: {
-      int64_t axis = n.attrs.Int("axis"), start = 0;
-      if (std::string flat = FlatConcatBody(n); !flat.empty()) return flat;
-      std::string s;
-      for (size_t k = 0; k < n.inputs.size(); ++k) {
-        // The input, or the view of it that the views pass stored.
-        ir::IndexMap m =
-            ir::IndexMap::Load(n.attrs, fmt::format("in{}", k), n.inputs[k]->type.shape);
-        const std::vector<int64_t>& kst = m.strides;
-        int64_t end = start + m.shape[axis];
-        bool last = k + 1 == n.inputs.size();
-        // Coordinates along the axis are shifted by the input's start.
-        std::string off = OffsetExpr(kst);
-        if (start * kst[axis] != m.offset)
-          off = fmt::format("({} + {})", off, m.offset - start * kst[axis]);
-        s += last ? fmt::format("{{ v = in{}[{}]; }}", k, off)
-                  : fmt::format("if (c{} < {}) {{ v = in{}[{}]; }} else ", axis, end, k, off);
-        start = end;
-      }
-      return s;
-    }
+    case OpKind::kGatherND: return GatherNdBody(n);
+    case OpKind::kTopKIndices: return TopKIndicesBody(n);
+    case OpKind::kCumSum: return CumSumBody(n);
+    case OpKind::kPad: return PadBody(n);
+    case OpKind::kConcat: return ConcatBody(n);
     default: break;
   }
   Fail(ErrorCode::kInternal, "no movement kernel for {}", OpName(n.op));
