@@ -106,6 +106,8 @@ TEXEL_API texel_status_t texel_context_retain(texel_context_t context);
 TEXEL_API texel_status_t texel_context_release(texel_context_t context);
 TEXEL_API texel_status_t texel_context_get_device_info(texel_context_t context,
                                                        texel_device_info_t* out_info);
+/* The context's queue (the adopted one, or texel's own), not retained: it lives as long as the
+ * context; call clRetainCommandQueue to keep it longer. */
 TEXEL_API texel_status_t texel_context_get_queue(texel_context_t context,
                                                  cl_command_queue* out_queue);
 

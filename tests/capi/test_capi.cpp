@@ -29,7 +29,11 @@ class CApiTest : public ::testing::Test {
 TEST_F(CApiTest, AdoptedQueueAndBuffersEqualThePlainRun) {
   HostFramework host;
   texel::Context ctx = texel::Context::Adopt(host.context, host.device, host.queue);
+  cl_uint refs = 0, refs_after = 0;
+  clGetCommandQueueInfo(host.queue, CL_QUEUE_REFERENCE_COUNT, sizeof refs, &refs, nullptr);
   EXPECT_EQ(ctx.queue(), host.queue);
+  clGetCommandQueueInfo(host.queue, CL_QUEUE_REFERENCE_COUNT, sizeof refs, &refs_after, nullptr);
+  EXPECT_EQ(refs_after, refs) << "texel_context_get_queue does not retain the queue";
   texel::Model model = texel::Model::FromFile(ctx, DataPath("matmul_add.mlir"));
   ASSERT_EQ(model.inputs().size(), 2u);
   EXPECT_STREQ(model.inputs()[0].name, "arg0");
