@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <map>
 #include <unordered_map>
 
 #include "backends/backend.h"
@@ -81,10 +80,10 @@ class PlanBuilder {
         in_place_(runtime::SubBuffersUsable(device)) {
     if (device.fp64) plan_.source = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
     for (const auto& v : g.values()) value_of_[v->id] = v.get();
-    for (const auto& node : g.nodes()) {
-      if (node->group >= 0) groups_[node->group].push_back(node.get());
+    for (const auto& node : g.nodes())
       for (const ir::Value* v : node->inputs) ++uses_[v];
-    }
+    for (const std::vector<ir::Node*>& group : ir::FusionGroups(g))
+      last_of_group_[group.back()] = {group.begin(), group.end()};
   }
 
   runtime::Plan Build() {
@@ -96,10 +95,7 @@ class PlanBuilder {
         continue;
       // A fusion group (passes/fuse.cpp) is one kernel, lowered at the group's last node; the
       // values passed inside a group stay in registers and get no buffer.
-      if (n.group < 0)
-        Lower({&n});
-      else if (groups_[n.group].back() == &n)
-        Lower(groups_[n.group]);
+      if (auto it = last_of_group_.find(&n); it != last_of_group_.end()) Lower(it->second);
     }
     for (const ir::Value* v : g_.outputs())
       plan_.outputs.push_back({v->name, v->type.dtype, v->type.shape, Buffer(v),
@@ -141,7 +137,8 @@ class PlanBuilder {
   runtime::Plan plan_;
   std::vector<int> buffer_of_;  // value id -> buffer index
   std::unordered_map<int, const ir::Value*> value_of_;
-  std::map<int, std::vector<const ir::Node*>> groups_;
+  // A group's last node (a lone node is its own) -> the group's nodes.
+  std::unordered_map<const ir::Node*, std::vector<const ir::Node*>> last_of_group_;
   std::unordered_map<const ir::Value*, int> uses_;  // reads by nodes
   // Kernels that differ only in their name are emitted once and shared by their steps: repeated
   // blocks (ResNet stages, transformer layers) then cost one device compile, not one per node.

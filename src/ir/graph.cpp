@@ -1,6 +1,7 @@
 #include "ir/graph.h"
 
 #include <algorithm>
+#include <map>
 
 #include "core/enum_names.h"
 #include "core/error.h"
@@ -42,6 +43,21 @@ const std::string& Attrs::Str(const std::string& key) const {
 std::string Graph::UniqueName(const std::string& base) {
   int& n = name_counts_[base];
   return n++ == 0 ? base : fmt::format("{}_{}", base, n - 1);
+}
+
+std::vector<std::vector<Node*>> FusionGroups(const Graph& g) {
+  std::vector<std::vector<Node*>> groups;
+  std::map<int, size_t> index_of_group;
+  for (const auto& node : g.nodes()) {
+    if (node->group < 0) {
+      groups.push_back({node.get()});
+      continue;
+    }
+    auto [it, fresh] = index_of_group.try_emplace(node->group, groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(node.get());
+  }
+  return groups;
 }
 
 std::vector<const Value*> ExternalInputs(const std::vector<const Node*>& nodes) {

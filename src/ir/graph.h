@@ -88,6 +88,12 @@ struct Node {
 // (a chain, or a DAG of elementwise nodes after an anchor) reads from memory.
 std::vector<const Value*> ExternalInputs(const std::vector<const Node*>& nodes);
 
+class Graph;
+// The graph's fusion groups (Node::group) in the order of their first nodes, each its nodes in
+// graph order; a node outside any group is a group of its own. The one way passes and lowering
+// rebuild groups from the ids.
+std::vector<std::vector<Node*>> FusionGroups(const Graph& g);
+
 class Graph {
  public:
   Graph() = default;

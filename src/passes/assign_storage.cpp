@@ -119,18 +119,7 @@ Stats AssignStorage(ir::Graph& g, const PassContext& ctx) {
   bool measured = ctx.storage == StoragePolicy::kAuto && ctx.measure_storage;
   if (ctx.storage == StoragePolicy::kAuto && !measured && !PrefersTextures(d))
     return {{"texture-groups", 0}};
-  // Groups in order (a node outside any group is its own).
-  std::vector<std::vector<ir::Node*>> groups;
-  std::map<int, size_t> index_of_group;
-  for (const auto& node : g.nodes()) {
-    if (node->group < 0) {
-      groups.push_back({node.get()});
-    } else {
-      auto [it, fresh] = index_of_group.try_emplace(node->group, groups.size());
-      if (fresh) groups.emplace_back();
-      groups[it->second].push_back(node.get());
-    }
-  }
+  std::vector<std::vector<ir::Node*>> groups = ir::FusionGroups(g);
   // Which groups write images, and what each reads as an image.
   std::map<const ir::Node*, const ir::Value*> image_input;  // anchor -> its image input
   std::map<const ir::Node*, const ir::Node*> anchor_of;
