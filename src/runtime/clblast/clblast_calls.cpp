@@ -2,6 +2,7 @@
 // registered as library calls, so that the runtime runs such plans without the compiler.
 #include <fmt/format.h>
 
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -43,6 +44,15 @@ std::string_view StatusMeaning(CLBlastStatusCode s) {
   }
 }
 
+// CLBlast's calls, one at a time in the process: two threads whose first calls build CLBlast's
+// tuning databases at once free each other's entries (AddressSanitizer: a heap use after free
+// in clblast::Database's constructor, NodeTimerTest.CompilesMeasuringOnTwoThreads), and texel
+// lets sessions run on several threads. Process-wide, as CLBlast's own caches are.
+std::mutex& CallLock() {
+  static std::mutex mu;
+  return mu;
+}
+
 void CheckStatus(CLBlastStatusCode status, const char* routine) {
   if (status != CLBlastSuccess)
     Fail(ErrorCode::kDevice, "CLBlast {} failed with status {} ({})", routine,
@@ -57,6 +67,7 @@ void EnqueueSgemm(cl_command_queue queue, const std::vector<cl_mem>& buf,
   auto u = [&](size_t i) { return static_cast<size_t>(args[i]); };
   size_t batch = u(0), m = u(1), n = u(2), k = u(3);
   auto trans = [](int64_t t) { return t ? CLBlastTransposeYes : CLBlastTransposeNo; };
+  std::lock_guard<std::mutex> lock(CallLock());
   CheckStatus(
       api->sgemm_strided_batched(CLBlastLayoutRowMajor, trans(args[6]), trans(args[7]), m, n, k,
                                  1.0f, buf[0], 0, args[6] ? m : k, u(4), buf[1], 0, args[7] ? k : n,
@@ -70,6 +81,7 @@ void EnqueueSconvgemm(cl_command_queue queue, const std::vector<cl_mem>& buf,
   const ClblastApi* api = RequireClblast();
   TEXEL_CHECK(buf.size() == 3 && args.size() == 13, "clblast.sconvgemm: bad step");
   auto u = [&](size_t i) { return static_cast<size_t>(args[i]); };
+  std::lock_guard<std::mutex> lock(CallLock());
   CheckStatus(api->sconvgemm(CLBlastKernelModeCrossCorrelation, u(0), u(1), u(2), u(3), u(4), u(5),
                              u(6), u(7), u(8), u(9), u(10), u(11), u(12), buf[0], 0, buf[1], 0,
                              buf[2], 0, &queue, event),
