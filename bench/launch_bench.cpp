@@ -112,16 +112,19 @@ int main(int argc, char** argv) {
   cl_program prog = clCreateProgramWithSource(ctx, 1, &kSource, nullptr, &err);
   Check(err, "clCreateProgramWithSource");
   Check(clBuildProgram(prog, 1, &device, "", nullptr, nullptr), "clBuildProgram");
+  auto kernel = [&](const char* kernel_name) {
+    cl_kernel k = clCreateKernel(prog, kernel_name, &err);
+    Check(err, "clCreateKernel");
+    return k;
+  };
   const size_t elems = 128 * 768;
   cl_mem buf[3];
   for (cl_mem& b : buf) {
     b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, elems * sizeof(float), nullptr, &err);
     Check(err, "clCreateBuffer");
   }
-  cl_kernel empty = clCreateKernel(prog, "empty", &err);
-  Check(err, "clCreateKernel");
-  cl_kernel add = clCreateKernel(prog, "add", &err);
-  Check(err, "clCreateKernel");
+  cl_kernel empty = kernel("empty");
+  cl_kernel add = kernel("add");
   Check(clSetKernelArg(empty, 0, sizeof(cl_mem), &buf[0]), "clSetKernelArg");
   for (cl_uint a = 0; a < 3; ++a) Check(clSetKernelArg(add, a, sizeof(cl_mem), &buf[a]), "arg");
   auto queue = [&](cl_command_queue_properties props) {
@@ -265,12 +268,9 @@ int main(int argc, char** argv) {
     std::printf("probe %-34s first %7.2f  next 15 %7.2f\n", "idle device, empty", first / 50,
                 rest / 50);
   }
-  cl_kernel noargs = clCreateKernel(prog, "noargs", &err);
-  Check(err, "clCreateKernel");
-  cl_kernel args16 = clCreateKernel(prog, "args16", &err);
-  Check(err, "clCreateKernel");
-  cl_kernel local40k = clCreateKernel(prog, "local40k", &err);
-  Check(err, "clCreateKernel");
+  cl_kernel noargs = kernel("noargs");
+  cl_kernel args16 = kernel("args16");
+  cl_kernel local40k = kernel("local40k");
   std::vector<cl_mem> many(16);
   for (cl_mem& b : many) {
     b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4096, nullptr, &err);
@@ -279,8 +279,7 @@ int main(int argc, char** argv) {
   for (cl_uint a = 0; a < 16; ++a)
     Check(clSetKernelArg(args16, a, sizeof(cl_mem), &many[a]), "arg");
   Check(clSetKernelArg(local40k, 0, sizeof(cl_mem), &buf[0]), "arg");
-  cl_kernel empty2 = clCreateKernel(prog, "empty", &err);
-  Check(err, "clCreateKernel");
+  cl_kernel empty2 = kernel("empty");
   Check(clSetKernelArg(empty2, 0, sizeof(cl_mem), &buf[1]), "arg");
   steady("empty (1 buffer argument)", in_order, {Launch{empty, 64, 64}});
   steady("no arguments", in_order, {Launch{noargs, 64, 64}});
@@ -288,13 +287,11 @@ int main(int argc, char** argv) {
   {
     // The same 16 parameters all naming one buffer; one buffer and 15 integers: whether the
     // cost is per buffer parameter or per distinct buffer, and what scalars cost.
-    cl_kernel same16 = clCreateKernel(prog, "args16", &err);
-    Check(err, "clCreateKernel");
+    cl_kernel same16 = kernel("args16");
     for (cl_uint a = 0; a < 16; ++a)
       Check(clSetKernelArg(same16, a, sizeof(cl_mem), &many[0]), "arg");
     steady("16 buffer arguments, one buffer", in_order, {Launch{same16, 64, 64}});
-    cl_kernel scalars = clCreateKernel(prog, "scalars15", &err);
-    Check(err, "clCreateKernel");
+    cl_kernel scalars = kernel("scalars15");
     Check(clSetKernelArg(scalars, 0, sizeof(cl_mem), &many[0]), "arg");
     for (cl_uint a = 1; a < 16; ++a) {
       cl_long v = 4 * a;
@@ -314,8 +311,7 @@ int main(int argc, char** argv) {
          {Launch{empty, 64, 64}, Launch{empty2, 1024, 1024}});
   {
     // Sub-buffers as the add's arguments.
-    cl_kernel sub_add = clCreateKernel(prog, "add", &err);
-    Check(err, "clCreateKernel");
+    cl_kernel sub_add = kernel("add");
     cl_mem whole = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4 * elems * sizeof(float), nullptr, &err);
     Check(err, "clCreateBuffer");
     for (cl_uint a = 0; a < 3; ++a) {
@@ -361,16 +357,11 @@ int main(int argc, char** argv) {
       }
       char* whole = static_cast<char*>(clSVMAlloc(ctx, CL_MEM_READ_WRITE, 16 * 4096, 0));
       if (!whole) Check(CL_OUT_OF_RESOURCES, "clSVMAlloc");
-      cl_kernel svm16 = clCreateKernel(prog, "args16", &err);
-      Check(err, "clCreateKernel");
-      cl_kernel svm16one = clCreateKernel(prog, "args16", &err);
-      Check(err, "clCreateKernel");
-      cl_kernel svm_add = clCreateKernel(prog, "add", &err);
-      Check(err, "clCreateKernel");
-      cl_kernel svm1 = clCreateKernel(prog, "empty", &err);
-      Check(err, "clCreateKernel");
-      cl_kernel wrapped16 = clCreateKernel(prog, "args16", &err);
-      Check(err, "clCreateKernel");
+      cl_kernel svm16 = kernel("args16");
+      cl_kernel svm16one = kernel("args16");
+      cl_kernel svm_add = kernel("add");
+      cl_kernel svm1 = kernel("empty");
+      cl_kernel wrapped16 = kernel("args16");
       for (cl_uint a = 0; a < 16; ++a) {
         Check(clSetKernelArgSVMPointer(svm16, a, ptrs[a]), "clSetKernelArgSVMPointer");
         Check(clSetKernelArgSVMPointer(svm16one, a, whole + a * 4096), "clSetKernelArgSVMPointer");

@@ -156,7 +156,11 @@ runtime::Plan PlanFor(ir::Graph& graph, const cl::DeviceInfo& dev, std::shared_p
     if (!db.empty()) tuning.emplace(db, dev);
   }
   runtime::Plan plan = backends::LowerToPlan(graph, dev, tuning ? &*tuning : nullptr);
-  if (options.on_tuning) options.on_tuning(tuning ? tuning->Report() : TuningReport{});
+  TuningReport report = tuning ? tuning->Report() : TuningReport{};
+  // A damaged or foreign tuning database is read around, never trusted: the caller hears so.
+  if (options.on_notice)
+    for (const std::string& n : report.notices) options.on_notice(n);
+  if (options.on_tuning) options.on_tuning(report);
   plan.memory = runtime::PlanMemory(plan, runtime::ArenaAlignment(dev));
   CheckDeviceLimits(plan, dev);
   plan.info = {

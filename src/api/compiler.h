@@ -33,12 +33,13 @@ struct CompileOptions {
   // cache directory when empty; tuning false: the heuristics' (--no-tuning).
   bool tuning = true;
   std::string tuning_db;
-  // Called once the kernels are generated: which way each tunable kernel was decided, and the
-  // database's notices (damaged or foreign lines, impossible parameters).
+  // Called once the kernels are generated: which way each tunable kernel was decided (its
+  // notices have gone to on_notice).
   std::function<void(const TuningReport&)> on_tuning;
   // Called with what the user should hear of the options: an allowed backend that cannot run
-  // (libclblast not loaded), texture storage falling back to buffers. Null: not told (the CLI
-  // prints them as notes).
+  // (libclblast not loaded), texture storage falling back to buffers, a matrix engine the device
+  // lacks; and of the tuning database: its damaged or foreign lines and impossible parameters.
+  // Null: not told (the CLI prints them as notes).
   std::function<void(const std::string&)> on_notice;
   // With kMeasure: the timer to measure nodes with (not owned), so that a caller that shows the
   // measurements reads the ones the partition used (texel partition --measure); null: one of

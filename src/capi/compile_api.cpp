@@ -5,7 +5,6 @@
 
 #include "api/compile_options.h"
 #include "api/compiler.h"
-#include "api/tuning_source.h"
 #include "capi/handles.h"
 
 namespace texel::capi {
@@ -25,9 +24,6 @@ CompileOptions ToOptions(const texel_compile_options_t* o) {
     auto notice = o->notice;
     void* user_data = o->notice_user_data;
     opts.on_notice = [notice, user_data](const std::string& m) { notice(m.c_str(), user_data); };
-    opts.on_tuning = [notice, user_data](const TuningReport& r) {
-      for (const std::string& m : r.notices) notice(m.c_str(), user_data);
-    };
   }
   const std::pair<const char*, const char*> fields[] = {{"backends", o->backends},
                                                         {"partition", o->partition},

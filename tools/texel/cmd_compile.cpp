@@ -83,8 +83,7 @@ int RunCompile(const CompileArgs& a) {
     }
     if (a.print_after == p.name) std::fputs(ir::PrintGraph(g).c_str(), stdout);
   };
-  opts.on_tuning = [&, notes = opts.on_tuning](const TuningReport& r) {
-    if (notes) notes(r);
+  opts.on_tuning = [&](const TuningReport& r) {
     if (!a.stats) return;
     std::printf("%-21s %s\n", "tuning",
                 r.db_path.empty() ? "off: every kernel's parameters from the heuristics"

@@ -9,7 +9,6 @@
 #include <string_view>
 
 #include "api/compile_options.h"
-#include "api/tuning_source.h"
 #include "core/error.h"
 #include "core/npy.h"
 #include "core/random_tensor.h"
@@ -55,10 +54,8 @@ CompileOptions ToCompileOptions(const CompilerFlags& f) {
   // What the user should hear of the options (an allowed backend that cannot run, texture
   // storage or a matrix engine the device lacks) and of a damaged or foreign tuning database,
   // which is read around, never trusted.
-  auto note = [](const std::string& n) { std::fprintf(stderr, "texel: note: %s\n", n.c_str()); };
-  opts.on_notice = note;
-  opts.on_tuning = [note](const TuningReport& r) {
-    for (const std::string& n : r.notices) note(n);
+  opts.on_notice = [](const std::string& n) {
+    std::fprintf(stderr, "texel: note: %s\n", n.c_str());
   };
   return opts;
 }
