@@ -10,9 +10,10 @@
 //                         [--layout nn|nt] [--wgmma BMxBNxSTAGES[:rROWBYTES] ...] [--profile N]
 //   --modes    also times texel_gemm's engine (api/gemm.h) in these compute modes on f32 storage
 //              (fp16h: fp16 on f16 storage), with the heuristic's tiles and each --warp's
-//              (BMxBNxBK:WMxWN[:sSTAGES][:raw][:kgGROUPS], raw: tf32 operands not rounded,
-//              kg: warp groups along K) and each --wgmma's (the warpgroup kernel's tile, stages
-//              and bytes of K per stored row, 64 or 128); --layout nt passes B transposed.
+//              (BMxBNxBK:WMxWN[:sSTAGES][:raw][:kgGROUPS][:kSPLIT], raw: tf32 operands not
+//              rounded, kg: warp groups along K, k: K split SPLIT ways) and each --wgmma's (the
+//              warpgroup kernel's tile, stages and bytes of K per stored row, 64 or 128); --layout
+//              nt passes B transposed.
 //   --profile N  the engine's rows also give the median device time of N launches from their
 //              profiling events (small products, whose back-to-back launches the host bounds;
 //              the driver's profiling adds its own few microseconds to each).
@@ -167,10 +168,12 @@ codegen::WarpGemmParams ParseWarp(const std::string& s) {
   int n =
       std::sscanf(s.c_str(), "%dx%dx%d:%dx%d:s%d", &p.bm, &p.bn, &p.bk, &p.wm, &p.wn, &p.stages);
   if (n != 5 && n != 6)
-    Fail(ErrorCode::kInvalidArgument, "--warp '{}': want BMxBNxBK:WMxWN[:sSTAGES][:raw][:kgGROUPS]",
-         s);
+    Fail(ErrorCode::kInvalidArgument,
+         "--warp '{}': want BMxBNxBK:WMxWN[:sSTAGES][:raw][:kgGROUPS][:kSPLIT]", s);
   p.raw_tf32 = s.find(":raw") != std::string::npos;
   if (size_t at = s.find(":kg"); at != std::string::npos) p.kgroups = std::atoi(s.c_str() + at + 3);
+  for (size_t at = s.find(":k"); at != std::string::npos; at = s.find(":k", at + 1))
+    if (s.compare(at, 3, ":kg") != 0) p.split_k = std::atoi(s.c_str() + at + 2);
   return p;
 }
 
@@ -224,23 +227,22 @@ void RunEngine(const std::shared_ptr<cl::Context>& ctx, Problem& p, const GemmRu
     for (const auto& w : runs.warp) tilings.push_back({&w, nullptr});
     for (const auto& w : runs.wgmma) tilings.push_back({nullptr, &w});
     for (auto [params, forced] : tilings) {
-      codegen::WarpGemmParams chosen = params ? *params : codegen::ChooseWarpGemmParams(g, target);
-      std::optional<codegen::WgmmaTiling> tiling;  // texel_gemm's own choice, or --wgmma's
-      if (forced)
-        tiling = *forced;
-      else if (!params && codegen::WgmmaApplies(g, target))
-        tiling = codegen::ChooseWgmmaTiling(g, target);
-      std::string label =
-          tiling ? fmt::format("gemm {}{} {}{}", name, runs.nt ? " nt" : "",
-                               codegen::WgmmaGemmClass(g, *tiling, target), forced ? "" : " *")
-                 : fmt::format("gemm {}{} {}{}{}", name, runs.nt ? " nt" : "", chosen.ToString(),
-                               codegen::AsyncCopies(g, chosen, target) ? " async" : "",
-                               params ? "" : " *");
+      codegen::WarpGemmParams chosen = params ? *params : codegen::WarpGemmParams{};
+      std::string label;
+      try {
+        label = fmt::format("gemm {}{} {}{}", name, runs.nt ? " nt" : "",
+                            kernels.KernelClass(g, target, params, forced),
+                            params || forced ? "" : " *");
+      } catch (const Error& e) {
+        label = fmt::format("gemm {}{} {}", name, runs.nt ? " nt" : "",
+                            params ? params->ToString() : forced->ToString());
+      }
       double secs = 0;
       try {
         api::CheckGemm(g, ops, target);
-        if (auto why = tiling ? codegen::CheckWgmmaTiling(*tiling, g, target)
-                              : codegen::CheckWarpGemmParams(chosen, g, target))
+        if (auto why = forced   ? codegen::CheckWgmmaTiling(*forced, g, target)
+                       : params ? codegen::CheckWarpGemmParams(chosen, g, target)
+                                : std::nullopt)
           Fail(ErrorCode::kInvalidArgument, "{}", *why);
         std::vector<uint8_t> nan(static_cast<size_t>(p.m * p.n) * DTypeSize(g.elem), 0xff);
         (half ? hc : p.dc).Write(*ctx, nan.data(), nan.size());

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "codegen/opencl/gemm/dpas_gemm.h"
 #include "codegen/opencl/gemm/wgmma_gemm.h"
 #include "core/error.h"
@@ -92,45 +94,108 @@ struct GemmKernels::Built {
   cl::Kernel kernel;
 };
 
+// A queue's scratch: released buffers live on until the queue's commands that use them are done
+// (clReleaseMemObject's contract), so growing or dropping it never waits.
+struct GemmKernels::Scratch {
+  cl_command_queue queue = nullptr;  // retained
+  cl::Buffer parts, counters;
+  ~Scratch() {
+    if (queue) clReleaseCommandQueue(queue);
+  }
+};
+
 GemmKernels::GemmKernels(std::shared_ptr<const cl::Context> ctx) : ctx_(std::move(ctx)) {}
 GemmKernels::~GemmKernels() = default;
+
+GemmKernels::Scratch& GemmKernels::ScratchFor(cl_command_queue queue, size_t parts,
+                                              size_t counters) {
+  auto it = std::find_if(scratch_.begin(), scratch_.end(),
+                         [&](const auto& s) { return s->queue == queue; });
+  if (it == scratch_.end()) {
+    if (scratch_.size() == kScratchQueues) scratch_.erase(scratch_.begin());
+    auto s = std::make_unique<Scratch>();
+    cl::CheckCL(clRetainCommandQueue(queue), "clRetainCommandQueue");
+    s->queue = queue;
+    scratch_.push_back(std::move(s));
+  } else {
+    std::rotate(it, it + 1, scratch_.end());  // most recently used last
+  }
+  Scratch& s = *scratch_.back();
+  if (s.parts.bytes() < parts) s.parts = cl::Buffer(*ctx_, parts);
+  if (s.counters.bytes() < counters) {
+    // Zeroed before any kernel counts in (a blocking fill on the context's queue); each tile's
+    // last work-group resets its counter for the next product.
+    cl::Buffer fresh(*ctx_, counters);
+    fresh.Zero(*ctx_);
+    s.counters = std::move(fresh);
+  }
+  return s;
+}
 
 size_t GemmKernels::built() const {
   std::lock_guard<std::mutex> lock(mu_);
   return kernels_.size();
 }
 
-GemmKernels::Built& GemmKernels::KernelFor(const codegen::GemmProblem& g,
-                                           const codegen::Target& target,
-                                           const codegen::WarpGemmParams* params,
-                                           const codegen::WgmmaTiling* forced,
-                                           std::vector<size_t>* global,
-                                           std::vector<size_t>* local) {
+GemmKernels::Choice GemmKernels::Choose(const codegen::GemmProblem& g,
+                                        const codegen::Target& target,
+                                        const codegen::WarpGemmParams* params,
+                                        const codegen::WgmmaTiling* forced, bool split_ok) const {
   // NVIDIA's tensor cores (or any device in fp32: the warp-tiled kernel; on Hopper the warpgroup
   // kernel where the problem suits it and the driver builds it, unless warp tiles are asked
   // for), else Intel's matrix engine for fp16.
-  bool dpas = !target.mma_sync && !params && !forced && codegen::DpasApplies(g, target);
-  bool wgmma = forced || (!params && wgmma_failure_.empty() && codegen::WgmmaApplies(g, target));
-  codegen::WgmmaTiling w = forced ? *forced : codegen::ChooseWgmmaTiling(g, target);
-  codegen::WarpGemmParams p = params ? *params : codegen::ChooseWarpGemmParams(g, target);
+  Choice c;
+  c.dpas = !target.mma_sync && !params && !forced && codegen::DpasApplies(g, target);
+  c.tiling = forced ? *forced : codegen::ChooseWgmmaTiling(g, target);
+  c.warp = params ? *params : codegen::ChooseWarpGemmParams(g, target);
+  if (!params && !split_ok) c.warp.split_k = 1;
+  if (auto why = codegen::CheckGemmSplit(g, c.warp, target))
+    Fail(ErrorCode::kInvalidArgument, "{}", *why);
+  // The warpgroup kernel where the problem suits it, unless its tiles would leave more than half
+  // the compute units idle and the warp-tiled kernel splits K instead (docs/precision.md).
+  const codegen::WgmmaTiling& w = c.tiling;
+  int64_t wgmma_tiles = codegen::CeilDiv(g.m, w.bm) * codegen::CeilDiv(g.n, w.bn) * g.batch;
+  c.wgmma = forced ||
+            (!params && wgmma_failure_.empty() && codegen::WgmmaApplies(g, target) &&
+             !(c.warp.split_k > 1 && wgmma_tiles * 2 < static_cast<int64_t>(target.compute_units)));
+  Launch& launch = c.launch;
+  launch.split_tiles = c.dpas || c.wgmma ? 0 : codegen::GemmSplitTiles(g, c.warp);
+  c.key = c.dpas    ? codegen::DpasGemmClass(g, target)
+          : c.wgmma ? codegen::WgmmaGemmClass(g, w, target)
+                    : codegen::WarpGemmClass(g, target, c.warp);
+  if (c.dpas)
+    codegen::DpasGemmGeometry(g, target, &launch.global, &launch.local);
+  else if (c.wgmma)
+    codegen::WgmmaGemmGeometry(g, w, &launch.global, &launch.local);
+  else
+    codegen::WarpGemmGeometry(g, c.warp, &launch.global, &launch.local);
+  return c;
+}
+
+std::string GemmKernels::KernelClass(const codegen::GemmProblem& g, const codegen::Target& target,
+                                     const codegen::WarpGemmParams* params,
+                                     const codegen::WgmmaTiling* wgmma) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return Choose(g, target, params, wgmma, true).key;
+}
+
+GemmKernels::Built& GemmKernels::KernelFor(const codegen::GemmProblem& g,
+                                           const codegen::Target& target,
+                                           const codegen::WarpGemmParams* params,
+                                           const codegen::WgmmaTiling* forced, bool split_ok,
+                                           Launch* launch) {
+  Choice c = Choose(g, target, params, forced, split_ok);
+  *launch = c.launch;
   // The kernel is generated only when its class has none yet: rendering the source per call
   // cost more host time than a small product takes on the device.
-  std::string key = dpas    ? codegen::DpasGemmClass(g, target)
-                    : wgmma ? codegen::WgmmaGemmClass(g, w, target)
-                            : codegen::WarpGemmClass(g, target, p);
-  if (dpas)
-    codegen::DpasGemmGeometry(g, target, global, local);
-  else if (wgmma)
-    codegen::WgmmaGemmGeometry(g, w, global, local);
-  else
-    codegen::WarpGemmGeometry(g, p, global, local);
-  auto it = kernels_.find(key);
+  auto it = kernels_.find(c.key);
   if (it != kernels_.end()) return *it->second;
-  codegen::KernelSpec spec = dpas    ? codegen::GenerateDpasGemm(g, "texel_gemm", target)
-                             : wgmma ? codegen::GenerateWgmmaGemm(g, "texel_gemm", target, w)
-                                     : codegen::GenerateWarpGemm(g, "texel_gemm", target, p);
+  codegen::KernelSpec spec = c.dpas ? codegen::GenerateDpasGemm(g, "texel_gemm", target)
+                             : c.wgmma
+                                 ? codegen::GenerateWgmmaGemm(g, "texel_gemm", target, c.tiling)
+                                 : codegen::GenerateWarpGemm(g, "texel_gemm", target, c.warp);
   auto built = std::make_unique<Built>();
-  built->key = key;
+  built->key = c.key;
   cl::ProgramCache cache = cl::ProgramCache::Default();
   try {  // a failed build leaves no entry
     built->program =
@@ -138,12 +203,12 @@ GemmKernels::Built& GemmKernels::KernelFor(const codegen::GemmProblem& g,
   } catch (const Error& e) {
     // A driver that does not build the warpgroup kernel (its sm_90a PTX) leaves the warp-tiled
     // kernel to this context's products; running out of resources is reported as it is.
-    if (!wgmma || forced || e.code() == ErrorCode::kDevice) throw;
+    if (!c.wgmma || forced || e.code() == ErrorCode::kDevice) throw;
     wgmma_failure_ = e.what();
-    return KernelFor(g, target, params, nullptr, global, local);
+    return KernelFor(g, target, params, nullptr, split_ok, launch);
   }
   built->kernel = cl::Kernel(built->program->get(), spec.name);
-  return *kernels_.emplace(key, std::move(built)).first->second;
+  return *kernels_.emplace(c.key, std::move(built)).first->second;
 }
 
 std::string GemmKernels::wgmma_failure() const {
@@ -165,9 +230,17 @@ void GemmKernels::Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops
                 "clEnqueueMarkerWithWaitList");
     return;
   }
-  std::vector<size_t> global, local;
+  // Split K's scratch is kept per queue, which orders the products that share it: not on an
+  // out-of-order queue.
+  cl_command_queue_properties props = 0;
+  cl::CheckCL(clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof(props), &props, nullptr),
+              "clGetCommandQueueInfo(CL_QUEUE_PROPERTIES)");
+  bool split_ok = (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) == 0;
+  Launch launch;
   std::lock_guard<std::mutex> lock(mu_);
-  Built& built = KernelFor(g, target, params, wgmma, &global, &local);
+  Built& built = KernelFor(g, target, params, wgmma, split_ok, &launch);
+  if (launch.split_tiles > 0 && !split_ok)
+    Fail(ErrorCode::kInvalidArgument, "split K on an out-of-order queue");
   cl::Kernel& k = built.kernel;
   unsigned i = 0;
   auto arg = [&](const auto& v) { k.SetArg(i++, sizeof(v), &v); };
@@ -186,9 +259,17 @@ void GemmKernels::Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops
   operand(ops.b, g.b_offset, g.ldb, g.stride_b);
   arg(ops.beta);
   operand(ops.c, g.c_offset, g.ldc, g.stride_c);
+  if (launch.split_tiles > 0) {
+    size_t splits = launch.global[2] / static_cast<size_t>(g.batch);
+    Scratch& s = ScratchFor(queue, splits * g.batch * g.m * g.n * sizeof(float),
+                            static_cast<size_t>(launch.split_tiles) * sizeof(cl_int));
+    arg(s.parts.mem());
+    arg(s.counters.mem());
+  }
   cl_int err = cl::Guarded(cl::FaultPoint::kEnqueue, [&] {
-    return clEnqueueNDRangeKernel(queue, k.get(), static_cast<cl_uint>(global.size()), nullptr,
-                                  global.data(), local.data(), nw, wl, event);
+    return clEnqueueNDRangeKernel(queue, k.get(), static_cast<cl_uint>(launch.global.size()),
+                                  nullptr, launch.global.data(), launch.local.data(), nw, wl,
+                                  event);
   });
   // The message is formatted only on failure: this runs for every product.
   if (err != CL_SUCCESS)

@@ -41,30 +41,61 @@ class GemmKernels {
   ~GemmKernels();
   // Enqueues g on queue (the context's own when null) after `wait`; *event, when given, is set
   // to an event that completes with it (the caller releases it). A problem with no output
-  // (m, n or batch 0) enqueues a marker. params: explicit warp-tiled kernel tiles, or wgmma: an
-  // explicit warpgroup tiling (benchmarks, tests), else the heuristic's choice. target: the
-  // device facts to generate for (tests pass one without mma_sync to run the matrix-engine
-  // modes' emulation). Call CheckGemm first.
+  // (m, n or batch 0) enqueues a marker. A problem whose tiles leave compute units idle splits K
+  // (on an in-order queue, where the device's work-groups can hand results over): its slices go
+  // to scratch kept per queue (the queue retained until the scratch is dropped: kScratchQueues
+  // queues at most, the least recently used dropped first). params: explicit warp-tiled kernel
+  // tiles, or wgmma: an explicit warpgroup tiling (benchmarks, tests), else the heuristic's choice.
+  // target: the device facts to generate for (tests pass one without mma_sync to run the
+  // matrix-engine modes' emulation). Call CheckGemm first.
   void Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops, cl_command_queue queue,
                const std::vector<cl_event>& wait, cl_event* event, const codegen::Target& target,
                const codegen::WarpGemmParams* params = nullptr,
                const codegen::WgmmaTiling* wgmma = nullptr);
+  // The class of the kernel Enqueue would run g with on an in-order queue ("warp 128x64x16 /
+  // 64x32 s3 split 8 ...", "wgmma 128x128 s3 ..."), for benchmarks' labels.
+  std::string KernelClass(const codegen::GemmProblem& g, const codegen::Target& target,
+                          const codegen::WarpGemmParams* params = nullptr,
+                          const codegen::WgmmaTiling* wgmma = nullptr) const;
   size_t built() const;  // kernels built so far
+  static constexpr size_t kScratchQueues = 8;
   // Why the driver did not build the warpgroup kernel (codegen/opencl/gemm/wgmma_gemm.h), whose
   // problems then take the warp-tiled kernel; empty while it builds (or was never needed).
   std::string wgmma_failure() const;
 
  private:
   struct Built;
-  // The kernel for g (built at its class's first use; holds mu_) and its launch geometry.
+  struct Launch {
+    std::vector<size_t> global, local;
+    int64_t split_tiles = 0;  // split K: the tiles whose slices the kernel adds up (else 0)
+  };
+  // Which kernel runs g, its class and launch (holds mu_); K is split only with split_ok (or as
+  // params say).
+  struct Choice {
+    bool dpas = false, wgmma = false;
+    codegen::WarpGemmParams warp;
+    codegen::WgmmaTiling tiling;
+    std::string key;
+    Launch launch;
+  };
+  Choice Choose(const codegen::GemmProblem& g, const codegen::Target& target,
+                const codegen::WarpGemmParams* params, const codegen::WgmmaTiling* wgmma,
+                bool split_ok) const;
+  // The kernel for g (built at its class's first use; holds mu_) and its launch.
   Built& KernelFor(const codegen::GemmProblem& g, const codegen::Target& target,
                    const codegen::WarpGemmParams* params, const codegen::WgmmaTiling* wgmma,
-                   std::vector<size_t>* global, std::vector<size_t>* local);
+                   bool split_ok, Launch* launch);
+
+  struct Scratch;
+  // The split products' scratch on queue: at least `parts` bytes of slices and `counters`
+  // arrival counters (zeroed); holds mu_.
+  Scratch& ScratchFor(cl_command_queue queue, size_t parts, size_t counters);
 
   std::shared_ptr<const cl::Context> ctx_;
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Built>> kernels_;  // by kernel class
   std::string wgmma_failure_;
+  std::vector<std::unique_ptr<Scratch>> scratch_;  // most recently used last
 };
 
 }  // namespace texel::api

@@ -36,8 +36,9 @@ struct Case {
 
 // C (stored per layout) = alpha op(A) op(B) + beta C for random A, B, C; returns the worst error
 // relative to sum |alpha a b| + |beta c|.
-double RunCase(HostFramework& host, const texel::Context& ctx, const Case& cs) {
-  const size_t m = 19, n = 23, k = 37, batch = 2;
+double RunCase(HostFramework& host, const texel::Context& ctx, const Case& cs, size_t k = 37,
+               size_t batch = 2) {
+  const size_t m = 19, n = 23;
   bool col = cs.layout == TEXEL_COL_MAJOR, half = cs.dtype == TEXEL_DTYPE_F16;
   // Stored shapes (rows x cols of memory order) of A, B, C.
   auto stored = [&](size_t r, size_t c, int trans) {
@@ -122,6 +123,19 @@ TEST(CApiGemm, LayoutsTransposesAndStorage) {
     EXPECT_LT(RunCase(host, ctx, cs), tol)
         << (cs.layout == TEXEL_COL_MAJOR ? "col" : "row") << " ta " << cs.ta << " tb " << cs.tb
         << " f16 " << (cs.dtype == TEXEL_DTYPE_F16);
+  }
+}
+
+// Deep K over one tile: split over more work-groups where the device's can hand results over
+// (PoCL's CPU device, with more compute units than the problem has tiles), their slices added
+// up by the last. Twice in a row, so that arrival counters left set would show. The values (k
+// products of multiples of 1/32) add up exactly in f32.
+TEST(CApiGemm, DeepProducts) {
+  HostFramework host;
+  texel::Context ctx = texel::Context::Adopt(host.context, host.device, host.queue);
+  for (int run = 0; run < 2; ++run) {
+    EXPECT_LT(RunCase(host, ctx, Case{TEXEL_ROW_MAJOR, 0, 1, TEXEL_DTYPE_F32}, 1600, 1), 1e-7);
+    EXPECT_LT(RunCase(host, ctx, Case{TEXEL_COL_MAJOR, 1, 0, TEXEL_DTYPE_F16}, 1600, 1), 1e-3);
   }
 }
 

@@ -112,15 +112,18 @@ double RunAndCheck(const GemmProblem& g, float alpha, float beta, const codegen:
   codegen::Target check = target;
   check.mma_sync = true;  // the emulation stands in for the matrix engine
   api::CheckGemm(g, ops, check);
-  cl::Event done;
-  kernels.Enqueue(g, ops, nullptr, {}, done.out(), target, params, wgmma);
-  done.Wait();
+  // beta 0: twice, so that split K's arrival counters, which each product leaves at 0 for the
+  // next, would show if they were not.
+  for (int run = 0; run < (beta == 0 ? 2 : 1); ++run) {
+    cl::Event done;
+    kernels.Enqueue(g, ops, nullptr, {}, done.out(), target, params, wgmma);
+    done.Wait();
+  }
   if (wgmma_failure) *wgmma_failure = kernels.wgmma_failure();
+  const std::string ran = kernels.KernelClass(g, target, params, wgmma);
   std::vector<float> got = ReadBack(*ctx, c.buffer, c.values.size(), g.elem);
   // The warpgroup kernel reads tf32 operands from local memory as stored: the engine truncates.
-  const bool raw =
-      params ? params->raw_tf32
-             : wgmma || (codegen::WgmmaApplies(g, target) && kernels.wgmma_failure().empty());
+  const bool raw = params ? params->raw_tf32 : ran.starts_with("wgmma");
   double worst_exact = 0;
   int bad = 0;
   for (int64_t bi = 0; bi < g.batch; ++bi)
@@ -226,6 +229,116 @@ TEST(GemmTest, HeuristicTilesByProblemSize) {
   EXPECT_EQ(chosen(1024, ComputeMode::kFp16, false), "warp 64x64x32 / 32x32 s4");
   EXPECT_EQ(chosen(1024, ComputeMode::kFp16, true), "warp 128x64x32 / 64x32 s3");
   EXPECT_EQ(chosen(1024, ComputeMode::kTf32, false), "warp 128x64x16 / 64x32 s3");
+}
+
+// Split K in texel_gemm's kernel (warp_gemm.cl FIXUP): each range's work-group stores its
+// slice, the tile's last adds them up in order and applies alpha and beta. Odd sizes, every
+// layout, batches, offsets, f32 and f16 storage, every mode (the engine's through the emulation).
+TEST(GemmTest, SplitKAddedUpByTheLastWorkGroup) {
+  codegen::Target t = Emulated();
+  if (!t.group_handoff) GTEST_SKIP() << "this device's work-groups do not hand results over";
+  for (ComputeMode mode :
+       {ComputeMode::kFp32, ComputeMode::kTf32, ComputeMode::kTf32x3, ComputeMode::kFp16})
+    for (int layout = 0; layout < 4; ++layout) {
+      GemmProblem g;
+      g.mode = mode, g.trans_a = layout & 1, g.trans_b = layout >> 1;
+      g.elem = mode == ComputeMode::kFp16 && layout % 2 ? DType::kFloat16 : DType::kFloat32;
+      g.m = 37, g.n = 45, g.k = 300, g.batch = 2;
+      g.lda = (g.trans_a ? g.m : g.k) + 1, g.ldb = (g.trans_b ? g.k : g.n) + 2, g.ldc = g.n + 3;
+      g.a_offset = 3, g.c_offset = 5;
+      g.stride_a = (g.trans_a ? g.k : g.m) * g.lda, g.stride_b = 0, g.stride_c = g.m * g.ldc + 1;
+      WarpGemmParams p{32, 32, 16, 16, 16};
+      p.split_k = 3;  // ranges of 112, 112 and 76
+      ASSERT_FALSE(codegen::CheckGemmSplit(g, p, t));
+      RunAndCheck(
+          g, 1.25f, layout == 1 ? 0.5f : 0.0f, t, &p,
+          fmt::format("{} {} layout {} split 3", ComputeModeName(mode), DTypeName(g.elem), layout),
+          1e-5);
+    }
+}
+
+// The heuristic splits K where the tiles leave compute units idle and K is deep (a transformer
+// layer's 128 rows on an H100: 96 steps or more), into as many ranges as K then makes; not
+// without hand-over between work-groups, not where the tiles fill the device, not for shallow K.
+TEST(GemmTest, HeuristicSplitsDeepProblemsOfFewTiles) {
+  codegen::Target t = testing::H100Target();
+  t.mma_sync = t.group_handoff = true;
+  auto chosen = [&](int64_t m, int64_t n, int64_t k, const codegen::Target& target) {
+    GemmProblem g;
+    g.m = m, g.n = n, g.k = k, g.lda = k, g.ldb = n, g.ldc = n, g.mode = ComputeMode::kTf32;
+    WarpGemmParams p = codegen::ChooseWarpGemmParams(g, target);
+    EXPECT_FALSE(codegen::CheckGemmSplit(g, p, target)) << p.ToString();
+    return p;
+  };
+  WarpGemmParams p = chosen(128, 768, 3072, t);
+  EXPECT_GT(p.split_k, 4) << p.ToString();
+  EXPECT_GE(12 * p.split_k, 66) << "half the compute units at least";
+  EXPECT_EQ(chosen(128, 3072, 768, t).split_k, 1) << "48 steps of 16";
+  EXPECT_EQ(chosen(4096, 4096, 4096, t).split_k, 1);
+  EXPECT_EQ(chosen(1024, 1024, 1024, t).split_k, 1) << "128 tiles on 132 units";
+  codegen::Target no_handoff = t;
+  no_handoff.group_handoff = false;
+  EXPECT_EQ(chosen(128, 768, 3072, no_handoff).split_k, 1);
+  // On this device: a one-tile problem splits over its compute units and computes.
+  codegen::Target here = Emulated();
+  GemmProblem g;
+  g.m = 40, g.n = 40, g.k = 2100, g.lda = 2100, g.ldb = 40, g.ldc = 40;
+  g.mode = ComputeMode::kFp32;
+  WarpGemmParams mine = codegen::ChooseWarpGemmParams(g, here);
+  if (here.group_handoff && here.compute_units > 1) {
+    EXPECT_GT(mine.split_k, 1);
+  }
+  RunAndCheck(g, 1.0f, 0.0f, here, nullptr, "heuristic " + mine.ToString(), 1e-5);
+}
+
+// A split problem's scratch is the queue's: the same product on nine in-order queues (one more
+// than texel keeps scratch for) gives the same bits on each; an out-of-order queue does not
+// split, and refuses a split asked for.
+TEST(GemmTest, SplitKScratchPerQueue) {
+  const auto& ctx = testing::SharedContext();
+  codegen::Target t = Emulated();
+  if (!t.group_handoff || t.compute_units < 2) GTEST_SKIP() << "no split on this device";
+  GemmProblem g;
+  g.m = 40, g.n = 40, g.k = 2048, g.lda = 2048, g.ldb = 40, g.ldc = 40;
+  g.mode = ComputeMode::kFp32;
+  Operand a = MakeOperand(*ctx, g.m * g.k, g.elem, 1), b = MakeOperand(*ctx, g.k * g.n, g.elem, 2);
+  api::GemmKernels kernels(ctx);
+  auto run = [&](cl_command_queue q, const WarpGemmParams* p = nullptr) {
+    cl::Buffer c(*ctx, g.m * g.n * 4);
+    api::GemmOperands ops{a.buffer.mem(), b.buffer.mem(), c.mem(), 1.0f, 0.0f};
+    cl::Event done;
+    kernels.Enqueue(g, ops, q, {}, done.out(), t, p);
+    done.Wait();
+    return ReadBack(*ctx, c, g.m * g.n, g.elem);
+  };
+  std::vector<float> want = run(nullptr);
+  auto queue = [&](cl_command_queue_properties props) {
+    cl_queue_properties list[] = {CL_QUEUE_PROPERTIES, props, 0};
+    cl_int err = CL_SUCCESS;
+    cl_command_queue q =
+        clCreateCommandQueueWithProperties(ctx->context(), ctx->device(), list, &err);
+    return err == CL_SUCCESS ? q : nullptr;
+  };
+  for (int i = 0; i < 9; ++i) {
+    cl_command_queue q = queue(0);
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(run(q), want) << "queue " << i;
+    clReleaseCommandQueue(q);  // texel holds its own reference while it keeps the scratch
+  }
+  cl_command_queue ooo = queue(CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+  if (ooo == nullptr) GTEST_SKIP() << "no out-of-order queues on this device";
+  std::vector<float> got = run(ooo);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4) << i;
+  WarpGemmParams split{64, 64, 16, 32, 32};
+  split.split_k = 2;
+  try {
+    run(ooo, &split);
+    ADD_FAILURE() << "split K accepted on an out-of-order queue";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("out-of-order"), std::string::npos) << e.what();
+  }
+  clReleaseCommandQueue(ooo);
 }
 
 // The matrix-engine modes as the kernel emulates them: tf32 and fp16 match the host with the
@@ -396,6 +509,15 @@ TEST(GemmTest, MatrixEngineOnThisDevice) {
           std::string what = fmt::format("{} {} layout {} {}", ComputeModeName(mode),
                                          DTypeName(elem), layout, even ? "even" : "odd");
           RunAndCheck(g, 1.25f, even ? 0.0f : 0.5f, t, nullptr, what, rel);
+          if (even) {
+            // A transformer layer's shape, few tiles and deep K: the heuristic splits K.
+            GemmProblem d = g;
+            d.m = 128, d.n = 128, d.k = 3072, d.batch = 1;
+            d.lda = g.trans_a ? d.m : d.k, d.ldb = g.trans_b ? d.k : d.n, d.ldc = d.n;
+            codegen::WarpGemmParams p = codegen::ChooseWarpGemmParams(d, t);
+            EXPECT_GT(p.split_k, 1) << what << " " << p.ToString();
+            RunAndCheck(d, 1.0f, 0.0f, t, nullptr, what + " deep " + p.ToString(), 3 * rel);
+          }
           if (!even) {
             // Edge tiles on the asynchronous path: sizes off the tiles, operands aligned (their
             // contiguous dimensions multiples of 16 bytes), so cp.async zero-fills the edges.
@@ -621,7 +743,7 @@ TEST(GemmTest, OneKernelPerShapeClass) {
 TEST(GemmTest, ShapeClassIsTheSource) {
   std::vector<std::pair<std::string, std::string>> seen;  // class, source
   codegen::Target ptx = testing::H100Target();
-  ptx.mma_sync = true;
+  ptx.mma_sync = ptx.group_handoff = true;
   for (const codegen::Target& t : {Emulated(), ptx})
     for (ComputeMode mode : {ComputeMode::kFp32, ComputeMode::kTf32, ComputeMode::kFp16})
       for (DType elem : {DType::kFloat32, DType::kFloat16})
@@ -633,10 +755,14 @@ TEST(GemmTest, ShapeClassIsTheSource) {
               g.lda = g.ldb = g.ldc = size + shift;
               g.a_offset = shift, g.batch = 2, g.stride_a = g.stride_b = g.stride_c = size * 200;
               g.trans_b = trans, g.mode = mode, g.elem = elem;
-              WarpGemmParams p{64, 64, 32, 32, 32};
-              if (codegen::CheckWarpGemmParams(p, g, t)) continue;
-              seen.emplace_back(codegen::WarpGemmClass(g, t, p),
-                                codegen::GenerateWarpGemm(g, "k", t, p).source);
+              for (int split : {1, 2}) {
+                WarpGemmParams p{64, 64, 32, 32, 32};
+                p.split_k = split;
+                if (codegen::CheckWarpGemmParams(p, g, t) || codegen::CheckGemmSplit(g, p, t))
+                  continue;
+                seen.emplace_back(codegen::WarpGemmClass(g, t, p),
+                                  codegen::GenerateWarpGemm(g, "k", t, p).source);
+              }
             }
   ASSERT_GT(seen.size(), 100u);
   std::set<std::string> classes;
@@ -683,6 +809,19 @@ TEST(GemmTest, BadArguments) {
   check(ok, no_b, ErrorCode::kInvalidArgument, "b is NULL");
   g = ok, g.mode = ComputeMode::kTf32;
   check(g, ops, ErrorCode::kUnsupported, "compute mode tf32 needs a matrix engine");
+  // A split asked for that leaves a range empty, or where work-groups cannot hand over.
+  g = ok, g.k = 100;
+  WarpGemmParams p{32, 32, 16, 16, 16};
+  p.split_k = 8;
+  auto why = codegen::CheckGemmSplit(g, p, t);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("makes 7 ranges, not 8"), std::string::npos) << *why;
+  p.split_k = 2;
+  codegen::Target no_handoff = t;
+  no_handoff.group_handoff = false;
+  why = codegen::CheckGemmSplit(g, p, no_handoff);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("hand results over"), std::string::npos) << *why;
 }
 
 }  // namespace

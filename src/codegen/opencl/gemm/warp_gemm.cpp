@@ -26,6 +26,12 @@ constexpr int64_t kMinConvDepth = 64;
 // The shortest K range a split product gives a work-group: shorter ones spend more on the
 // pipeline's start and the slices' sum than they gain.
 constexpr int64_t kMinRange = 128;
+// The fewest steps along K (of BK) that texel_gemm splits. On the H200 (docs/precision.md)
+// splitting made every product of 128 steps or more faster (128 x 768 x 3072 tf32, 192 steps:
+// 90 -> 36 us; fp16, 96 steps: 26 -> 21 us) and every one of 48 or fewer slower (128 x 3072 x 768
+// fp16, 24 steps: 9 -> 19 us): the slices' stores and the last group's sum cost more than a few
+// steps do. fp16 at 64 steps (K = 2048) measured alike either way.
+constexpr int64_t kMinSplitSteps = 96;
 
 bool Even(const GemmProblem& g, const WarpGemmParams& p) {
   return g.m % p.bm == 0 && g.n % p.bn == 0 && g.k % p.bk == 0 && g.k > 0;
@@ -177,6 +183,14 @@ WarpGemmParams ChooseWarpGemmParams(const GemmProblem& g, const Target& t, bool 
          "no warp-tiled GEMM tiling fits this device ({} bytes of local memory, {} work-items "
          "per group)",
          t.local_mem_bytes, t.max_work_group_size);
+  // texel_gemm: a problem of few tiles and deep K (a transformer layer's 128 rows) splits K, as
+  // models do (ChooseModelWarpGemm), with the split as many ranges as K then makes.
+  int64_t tiles = CeilDiv(g.m, p->bm) * CeilDiv(g.n, p->bn) * g.batch;
+  if (!model && t.group_handoff && tiles < static_cast<int64_t>(t.compute_units) &&
+      g.k >= kMinSplitSteps * p->bk) {
+    int split = SplitsToFill(tiles, g.k, p->bk, kMinRange, t);
+    p->split_k = static_cast<int>(CeilDiv(g.k, SplitLength(g.k, split, p->bk)));
+  }
   return *p;
 }
 
@@ -261,8 +275,28 @@ void WarpGemmGeometry(const GemmProblem& g, const WarpGemmParams& p, std::vector
                       std::vector<size_t>* local) {
   size_t wg = static_cast<size_t>(GroupSize(p));
   *global = {static_cast<size_t>((g.n + p.bn - 1) / p.bn) * wg,
-             static_cast<size_t>((g.m + p.bm - 1) / p.bm), static_cast<size_t>(g.batch)};
+             static_cast<size_t>((g.m + p.bm - 1) / p.bm),
+             static_cast<size_t>(g.batch) * static_cast<size_t>(p.split_k)};
   *local = {wg, 1, 1};
+}
+
+std::optional<std::string> CheckGemmSplit(const GemmProblem& g, const WarpGemmParams& p,
+                                          const Target& t) {
+  if (p.split_k == 1) return std::nullopt;
+  if (!t.group_handoff)
+    return fmt::format(
+        "{}: split K needs work-groups that can hand results over (this device's "
+        "are not known to)",
+        p.ToString());
+  int64_t ranges = g.k > 0 ? CeilDiv(g.k, SplitLength(g.k, p.split_k, p.bk)) : 0;
+  if (ranges != p.split_k)
+    return fmt::format("{}: k = {} in ranges of whole {}-deep steps makes {} ranges, not {}",
+                       p.ToString(), g.k, p.bk, ranges, p.split_k);
+  return std::nullopt;
+}
+
+int64_t GemmSplitTiles(const GemmProblem& g, const WarpGemmParams& p) {
+  return p.split_k > 1 ? CeilDiv(g.m, p.bm) * CeilDiv(g.n, p.bn) * g.batch : 0;
 }
 
 std::string WarpGemmClass(const GemmProblem& g, const Target& t, const WarpGemmParams& p) {
@@ -276,10 +310,14 @@ std::string WarpGemmClass(const GemmProblem& g, const Target& t, const WarpGemmP
 
 KernelSpec GenerateWarpGemm(const GemmProblem& g, const std::string& kernel_name, const Target& t,
                             const WarpGemmParams& p) {
-  if (p.split_k != 1)
-    Fail(ErrorCode::kInvalidArgument, "{}: texel_gemm's kernel does not split K", p.ToString());
+  if (auto why = CheckGemmSplit(g, p, t)) Fail(ErrorCode::kInvalidArgument, "{}", *why);
   KernelSource src = WarpSource(g, kernel_name, t, p);
   src.Define("MODEL", 0).Define("T_STORE", g.elem == DType::kFloat16 ? "half" : "float");
+  bool fixup = p.split_k > 1;
+  src.Define("SPLITS", p.split_k).Define("FIXUP", fixup);
+  src.Define("FIXUP_PARAMS", fixup ? ", __global float* parts, __global int* counters" : "");
+  src.Define("OUT_ROWS_FAST", 0);
+  if (fixup) DefineArrival(src, t);
   KernelSpec spec;
   spec.name = kernel_name;
   spec.source = src.Render();
@@ -493,8 +531,9 @@ std::vector<KernelSpec> GenerateModelWarpGemm(const GemmOperands& g, const std::
   spec.inline_ptx = spec.tensor_cores = t.mma_sync;  // mma.sync, cp.async, ldmatrix, cvt
   spec.inline_ptx |= fixup && t.ptx;                 // membar.gl
   spec.gathers_b = problem.gather_b;
-  SetGeometry(problem, p, spec);
-  spec.global[2] *= static_cast<size_t>(splits);
+  WarpGemmParams ranges = p;  // the z dimension covers the ranges K is cut into
+  ranges.split_k = static_cast<int>(splits);
+  SetGeometry(problem, ranges, spec);
   if (fixup) return {std::move(spec)};
   return WithSplitSum(std::move(spec), g, splits, epilogue);
 }

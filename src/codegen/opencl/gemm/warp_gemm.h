@@ -46,8 +46,8 @@ struct GemmProblem {
 
 // A BM x BN tile per work-group, BK deep per local-memory step, WM x WN per warp; `stages` local
 // buffers when the tiles are copied asynchronously (AsyncCopies), else 2.
-// Models' products only: K cut into split_k ranges (multiples of bk) summed into slices by
-// separate work-groups, then added up by a second kernel (matmul.h GenerateSplitSum).
+// split_k: K cut into ranges (multiples of bk) summed into slices by separate work-groups, then
+// added up by the tile's last work-group (models: or a second kernel, matmul.h GenerateSplitSum).
 // kgroups: warps per WM x WN block, sharing each step's BK along K (the work-group has
 // (bm / wm) x (bn / wn) x kgroups warps; the groups' sums are added up in local memory at the end).
 struct WarpGemmParams {
@@ -76,8 +76,17 @@ bool AsyncCopies(const GemmProblem& g, const WarpGemmParams& p, const Target& t)
 std::optional<std::string> CheckWarpGemmParams(const WarpGemmParams& p, const GemmProblem& g,
                                                const Target& t);
 // The heuristic's tiling for g on t; `model`: for ChooseModelWarpGemm, which refines the tiles of
-// products too small to fill the device itself.
+// products too small to fill the device itself. texel_gemm's (not `model`): where the tiles leave
+// compute units idle, K is at least 96 steps deep and the device's work-groups can hand results
+// over (Target::group_handoff), K split so that the work-groups fill their last wave best, each
+// range at least 128 deep.
 WarpGemmParams ChooseWarpGemmParams(const GemmProblem& g, const Target& t, bool model = false);
+// texel_gemm's split K (p.split_k > 1; models split their own way): why p cannot split g's K on
+// t (no hand-over between work-groups, or a split that leaves a range empty), or nullopt.
+std::optional<std::string> CheckGemmSplit(const GemmProblem& g, const WarpGemmParams& p,
+                                          const Target& t);
+// The arrival counters texel_gemm's split kernel for g needs (its tiles; 0 unsplit).
+int64_t GemmSplitTiles(const GemmProblem& g, const WarpGemmParams& p);
 
 // g's shape class: every fact the source of GenerateWarpGemm's kernel depends on besides its
 // name (transposes, element type, mode, tiles, evenness, alignment, the matrix engine), cheap to
@@ -88,7 +97,8 @@ void WarpGemmGeometry(const GemmProblem& g, const WarpGemmParams& p, std::vector
                       std::vector<size_t>* local);
 
 // The kernel for g's shape class; spec.args is empty (the caller binds A, B, C and the scalars in
-// the template's parameter order), global/local cover g.
+// the template's parameter order, then with K split a float buffer of split_k x batch x m x n
+// slices and GemmSplitTiles zeroed ints), global/local cover g.
 KernelSpec GenerateWarpGemm(const GemmProblem& g, const std::string& kernel_name, const Target& t,
                             const WarpGemmParams& p);
 

@@ -41,7 +41,9 @@
 // SPLITS, KS as macros, no alpha or beta; BIAS_PARAM and BIAS(z, row): a bias per row, added
 // before the epilogue; FIXUP: split K's slices go to `parts` (FIXUP_PARAMS: parts, counters) and
 // the last of a tile's work-groups to arrive (ARRIVE_LAST) adds them up into c, its work-items
-// on adjacent rows with OUT_ROWS_FAST, else adjacent columns).
+// on adjacent rows with OUT_ROWS_FAST, else adjacent columns). Without MODEL (texel_gemm),
+// FIXUP with SPLITS splits K the same way, the range's length computed from K at run time, and
+// the fixup applies alpha and beta.
 #define WARPS_N (BN / WN)
 #define TILE_WARPS ((BM / WM) * WARPS_N)
 #define WG (TILE_WARPS * KGROUPS * 32)
@@ -195,12 +197,16 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #else
 #define C_DST c
 #endif
+// The slices' element (r, col) of batch entry z (slice 0; slice q SLICE apart) and how the
+// fixup stores a tile's sum v of it.
+#define PART_AT(z, r, col) OUT_AT(z, r, col)
+#define SLICE ((long)BATCH * M * N)
+#define FIXUP_STORE(z, r, col, v) \
+  EPILOGUE_STORE(c, PART_AT(z, r, col), EPILOGUE((v) + BIAS(z, r), PART_AT(z, r, col)))
 #else
-#define C_DST c
 #define A_OFF(z) (a_off + (z) * stride_a)
 #define B_OFF(z) (b_off + (z) * stride_b)
-#define C_AT(r, col) (c_off + (long)(r) * ldc + (col))
-#define C_STORE(p, i, v)                        \
+#define C_STORE_AB(p, i, v)                     \
   do {                                          \
     float x_ = alpha * (v);                     \
     if (beta != 0) x_ += beta * GLOAD(p, i);    \
@@ -210,9 +216,29 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     const int M, const int N, const int K, const float alpha, __global const T_STORE* a,
     const long a_off, const int lda, const long stride_a, __global const T_STORE* b,
     const long b_off, const int ldb, const long stride_b, const float beta, __global T_STORE* c,
-    const long c_off0, const int ldc, const long stride_c) {
+    const long c_off0, const int ldc, const long stride_c FIXUP_PARAMS) {
+#if FIXUP
+  // Split K: work-group z * SPLITS + s sums k in [s * ks, s * ks + ks) into slice s of `parts`
+  // (SLICE floats each, dense [batch][M][N]) unscaled; the tile's last adds the slices up and
+  // applies alpha and beta.
+  __local int last;
+  const int z = get_group_id(2) / SPLITS, split = get_group_id(2) % SPLITS;
+  const int ks = ((K + SPLITS - 1) / SPLITS + BK - 1) / BK * BK;
+  const int k_begin = split * ks, k_end = min(K, k_begin + ks);
+  const long c_off = c_off0 + z * stride_c;
+#define PART_AT(z, r, col) (((long)(z) * M + (r)) * N + (col))
+#define SLICE ((long)(get_num_groups(2) / SPLITS) * M * N)
+#define C_DST parts
+#define C_AT(r, col) (split * SLICE + PART_AT(z, r, col))
+#define C_STORE(p, i, v) ((p)[i] = (v))
+#define FIXUP_STORE(z, r, col, v) C_STORE_AB(c, c_off + (long)(r) * ldc + (col), v)
+#else
   const int z = get_group_id(2), k_begin = 0, k_end = K;
   const long c_off = c_off0 + z * stride_c;
+#define C_DST c
+#define C_AT(r, col) (c_off + (long)(r) * ldc + (col))
+#define C_STORE(p, i, v) C_STORE_AB(p, i, v)
+#endif
 #endif
   // The stages' A tiles, then their B tiles, in one array, which STAGED reuses for the
   // results. Aligned for the 16-byte copies and 32-bit fragment reads.
@@ -547,10 +573,10 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     const int r = m0 + (OUT_ROWS_FAST ? e % BM : e / BN);
     const int col = n0 + (OUT_ROWS_FAST ? e / BM : e % BN);
     if (!EVEN && (r >= M || col >= N)) continue;
-    const long o = OUT_AT(z, r, col);
+    const long o = PART_AT(z, r, col);
     float v = 0;
-    for (int q = 0; q < SPLITS; ++q) v += slices[q * (long)BATCH * M * N + o];
-    EPILOGUE_STORE(c, o, EPILOGUE(v + BIAS(z, r), o));
+    for (int q = 0; q < SPLITS; ++q) v += slices[q * SLICE + o];
+    FIXUP_STORE(z, r, col, v);
   }
 #endif
 }
@@ -559,6 +585,10 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #undef GATHER_VEC
 #undef GATHER_RT
 #undef C_STORE
+#undef C_STORE_AB
+#undef PART_AT
+#undef SLICE
+#undef FIXUP_STORE
 #undef C_DST
 #undef C_AT
 #undef T_C
