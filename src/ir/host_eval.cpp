@@ -222,141 +222,155 @@ std::optional<HostTensor> Elementwise(OpKind op, const Attrs& a,
   return out;
 }
 
-// Data movement: for each output flat index, the input flat index (or -1 for a pad value).
+// ScatterND: each index tuple (the last axis of indices: the first k coordinates of data)
+// replaces, or reduces into, one slice of data by one slice of updates (Swin's window masks are
+// built so, from constants).
+std::optional<HostTensor> ScatterND(const Attrs& a, const std::vector<const HostTensor*>& in,
+                                    const TensorType& out_type) {
+  HostTensor out(out_type.dtype, out_type.shape);
+  size_t es = DTypeSize(out.dtype);
+  const HostTensor& x = *in[0];
+  const HostTensor& idx = *in[1];
+  const HostTensor& upd = *in[2];
+  const std::string& red = a.Str("reduction");
+  if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
+    return std::nullopt;
+  out.bytes = x.bytes;
+  std::vector<int64_t> xst = Strides(x.shape);
+  size_t k = static_cast<size_t>(idx.shape.back());
+  int64_t tuples = k ? idx.size() / static_cast<int64_t>(k) : 0;
+  int64_t slice = NumElements(Shape(x.shape.begin() + k, x.shape.end()));
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t base = 0;
+    for (size_t d = 0; d < k; ++d) {
+      int64_t c = idx.GetInt(t * static_cast<int64_t>(k) + d);
+      if (c < 0) c += x.shape[d];
+      if (c < 0 || c >= x.shape[d]) return std::nullopt;  // the device kernel reports it
+      base += c * xst[d];
+    }
+    for (int64_t j = 0; j < slice; ++j) {
+      int64_t o = base + j, u = t * slice + j;
+      if (red == "none") {
+        std::memcpy(&out.bytes[o * es], &upd.bytes[u * es], es);
+        continue;
+      }
+      double cur = out.GetDouble(o), v = upd.GetDouble(u);
+      out.SetDouble(o, red == "add"   ? cur + v
+                       : red == "mul" ? cur * v
+                       : red == "max" ? std::max(cur, v)
+                                      : std::min(cur, v));
+    }
+  }
+  return out;
+}
+
+std::optional<HostTensor> Concat(const Attrs& a, const std::vector<const HostTensor*>& in,
+                                 const TensorType& out_type) {
+  for (size_t k = 0; k < in.size(); ++k)  // operands read through views: the device's job
+    if (a.Has(fmt::format("in{}_shape", k))) return std::nullopt;
+  HostTensor out(out_type.dtype, out_type.shape);
+  size_t es = DTypeSize(out.dtype);
+  std::vector<int64_t> ost = Strides(out.shape);
+  int64_t axis = a.Int("axis"), base = 0;
+  for (const HostTensor* t : in) {
+    std::vector<int64_t> tst = Strides(t->shape);
+    for (int64_t j = 0; j < t->size(); ++j) {
+      int64_t o = 0;
+      for (size_t d = 0; d < out.shape.size(); ++d) {
+        int64_t c = (j / tst[d]) % t->shape[d];
+        o += (static_cast<int64_t>(d) == axis ? c + base : c) * ost[d];
+      }
+      std::memcpy(&out.bytes[o * es], &t->bytes[j * es], es);
+    }
+    base += t->shape[axis];
+  }
+  return out;
+}
+
+// The flat index in x (in[0], strides xst; with Expand, bst: as broadcast to the output) that
+// output coordinates c read, -1 for Pad's value, or nullopt for what stays on the device (an op
+// without a host form, reflect padding).
+std::optional<int64_t> MovementSource(OpKind op, const Attrs& a,
+                                      const std::vector<const HostTensor*>& in, const Shape& os,
+                                      const std::vector<int64_t>& xst,
+                                      const std::vector<int64_t>& bst,
+                                      const std::vector<int64_t>& c) {
+  const HostTensor& x = *in[0];
+  int64_t src = 0;
+  switch (op) {
+    case OpKind::kExpand: {
+      for (size_t d = 0; d < os.size(); ++d) src += c[d] * bst[d];
+      return src;
+    }
+    case OpKind::kTranspose: {
+      const auto& perm = a.Ints("perm");
+      for (size_t d = 0; d < os.size(); ++d) src += c[d] * xst[perm[d]];
+      return src;
+    }
+    case OpKind::kSlice: {
+      const auto& starts = a.Ints("starts");
+      const auto& steps = a.Ints("steps");
+      for (size_t d = 0; d < os.size(); ++d) src += (starts[d] + c[d] * steps[d]) * xst[d];
+      return src;
+    }
+    case OpKind::kGather: {
+      int64_t axis = a.Int("axis");
+      const HostTensor& idx = *in[1];
+      int64_t r = static_cast<int64_t>(idx.shape.size());
+      int64_t flat = 0;
+      std::vector<int64_t> ist = Strides(idx.shape);
+      for (int64_t k = 0; k < r; ++k) flat += c[axis + k] * ist[k];
+      int64_t g = idx.GetInt(flat);
+      if (g < 0) g += x.shape[axis];
+      if (g < 0 || g >= x.shape[axis])
+        Fail(ErrorCode::kInvalidModel, "Gather index {} is out of range", idx.GetInt(flat));
+      for (int64_t d = 0; d < axis; ++d) src += c[d] * xst[d];
+      src += g * xst[axis];
+      for (size_t d = axis + 1; d < x.shape.size(); ++d) src += c[d + r - 1] * xst[d];
+      return src;
+    }
+    case OpKind::kPad: {
+      const auto& pads = a.Ints("pads");
+      std::string mode = a.Has("mode") ? a.Str("mode") : "constant";
+      for (size_t d = 0; d < os.size(); ++d) {
+        int64_t p = c[d] - pads[d], len = x.shape[d];
+        if (p < 0 || p >= len) {
+          if (mode == "constant") return -1;
+          if (mode != "edge") return std::nullopt;  // reflect stays on the device
+          p = std::clamp<int64_t>(p, 0, len - 1);
+        }
+        src += p * xst[d];
+      }
+      return src;
+    }
+    default: return std::nullopt;
+  }
+}
+
+// Data movement: each output element copied from the input element MovementSource names.
 std::optional<HostTensor> Movement(OpKind op, const Attrs& a,
                                    const std::vector<const HostTensor*>& in,
                                    const TensorType& out_type) {
+  if (op == OpKind::kScatterND) return ScatterND(a, in, out_type);
+  if (op == OpKind::kConcat) return Concat(a, in, out_type);
   HostTensor out(out_type.dtype, out_type.shape);
   size_t es = DTypeSize(out.dtype);
   const Shape& os = out.shape;
-  int64_t n = NumElements(os);
-  std::vector<int64_t> ost = Strides(os);
-  auto coords = [&](int64_t i) {
-    std::vector<int64_t> c(os.size());
-    for (size_t d = 0; d < os.size(); ++d) c[d] = (i / ost[d]) % os[d];
-    return c;
-  };
   const HostTensor& x = *in[0];
-  std::vector<int64_t> xst = Strides(x.shape);
-  if (op == OpKind::kScatterND) {
-    // Each index tuple (the last axis of indices: the first k coordinates of data) replaces,
-    // or reduces into, one slice of data by one slice of updates (Swin's window masks are built
-    // so, from constants).
-    const HostTensor& idx = *in[1];
-    const HostTensor& upd = *in[2];
-    const std::string& red = a.Str("reduction");
-    if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
-      return std::nullopt;
+  if (op == OpKind::kReshape) {
     out.bytes = x.bytes;
-    size_t k = static_cast<size_t>(idx.shape.back());
-    int64_t tuples = k ? idx.size() / static_cast<int64_t>(k) : 0;
-    int64_t slice = NumElements(Shape(x.shape.begin() + k, x.shape.end()));
-    for (int64_t t = 0; t < tuples; ++t) {
-      int64_t base = 0;
-      for (size_t d = 0; d < k; ++d) {
-        int64_t c = idx.GetInt(t * static_cast<int64_t>(k) + d);
-        if (c < 0) c += x.shape[d];
-        if (c < 0 || c >= x.shape[d]) return std::nullopt;  // the device kernel reports it
-        base += c * xst[d];
-      }
-      for (int64_t j = 0; j < slice; ++j) {
-        int64_t o = base + j, u = t * slice + j;
-        if (red == "none") {
-          std::memcpy(&out.bytes[o * es], &upd.bytes[u * es], es);
-          continue;
-        }
-        double cur = out.GetDouble(o), v = upd.GetDouble(u);
-        out.SetDouble(o, red == "add"   ? cur + v
-                         : red == "mul" ? cur * v
-                         : red == "max" ? std::max(cur, v)
-                                        : std::min(cur, v));
-      }
-    }
     return out;
   }
-  if (op == OpKind::kConcat) {
-    for (size_t k = 0; k < in.size(); ++k)  // operands read through views: the device's job
-      if (a.Has(fmt::format("in{}_shape", k))) return std::nullopt;
-    int64_t axis = a.Int("axis"), base = 0;
-    for (const HostTensor* t : in) {
-      std::vector<int64_t> tst = Strides(t->shape);
-      for (int64_t j = 0; j < t->size(); ++j) {
-        int64_t o = 0;
-        for (size_t d = 0; d < os.size(); ++d) {
-          int64_t c = (j / tst[d]) % t->shape[d];
-          o += (static_cast<int64_t>(d) == axis ? c + base : c) * ost[d];
-        }
-        std::memcpy(&out.bytes[o * es], &t->bytes[j * es], es);
-      }
-      base += t->shape[axis];
-    }
-    return out;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t src = 0;
-    switch (op) {
-      case OpKind::kReshape: src = i; break;
-      case OpKind::kExpand: {
-        auto bst = BroadcastStrides(x.shape, os);
-        auto c = coords(i);
-        for (size_t d = 0; d < os.size(); ++d) src += c[d] * bst[d];
-        break;
-      }
-      case OpKind::kTranspose: {
-        const auto& perm = a.Ints("perm");
-        auto c = coords(i);
-        for (size_t d = 0; d < os.size(); ++d) src += c[d] * xst[perm[d]];
-        break;
-      }
-      case OpKind::kSlice: {
-        const auto& starts = a.Ints("starts");
-        const auto& steps = a.Ints("steps");
-        auto c = coords(i);
-        for (size_t d = 0; d < os.size(); ++d) src += (starts[d] + c[d] * steps[d]) * xst[d];
-        break;
-      }
-      case OpKind::kGather: {
-        int64_t axis = a.Int("axis");
-        const HostTensor& idx = *in[1];
-        auto c = coords(i);
-        int64_t r = static_cast<int64_t>(idx.shape.size());
-        int64_t flat = 0;
-        std::vector<int64_t> ist = Strides(idx.shape);
-        for (int64_t k = 0; k < r; ++k) flat += c[axis + k] * ist[k];
-        int64_t g = idx.GetInt(flat);
-        if (g < 0) g += x.shape[axis];
-        if (g < 0 || g >= x.shape[axis])
-          Fail(ErrorCode::kInvalidModel, "Gather index {} is out of range", idx.GetInt(flat));
-        for (int64_t d = 0; d < axis; ++d) src += c[d] * xst[d];
-        src += g * xst[axis];
-        for (size_t d = axis + 1; d < x.shape.size(); ++d) src += c[d + r - 1] * xst[d];
-        break;
-      }
-      case OpKind::kPad: {
-        const auto& pads = a.Ints("pads");
-        std::string mode = a.Has("mode") ? a.Str("mode") : "constant";
-        auto c = coords(i);
-        for (size_t d = 0; d < os.size() && src >= 0; ++d) {
-          int64_t p = c[d] - pads[d], len = x.shape[d];
-          if (p < 0 || p >= len) {
-            if (mode == "constant")
-              src = -1;
-            else if (mode == "edge")
-              p = std::clamp<int64_t>(p, 0, len - 1);
-            else
-              return std::nullopt;  // reflect stays on the device
-          }
-          if (src >= 0) src += p * xst[d];
-        }
-        if (src < 0) {
-          StoreF(out, i, a.Float("value", 0.0));
-          continue;
-        }
-        break;
-      }
-      default: return std::nullopt;
-    }
-    std::memcpy(&out.bytes[i * es], &x.bytes[src * es], es);
+  std::vector<int64_t> ost = Strides(os), xst = Strides(x.shape), c(os.size());
+  std::vector<int64_t> bst = op == OpKind::kExpand ? BroadcastStrides(x.shape, os) : xst;
+  for (int64_t i = 0; i < NumElements(os); ++i) {
+    for (size_t d = 0; d < os.size(); ++d) c[d] = (i / ost[d]) % os[d];
+    std::optional<int64_t> src = MovementSource(op, a, in, os, xst, bst, c);
+    if (!src) return std::nullopt;
+    if (*src < 0)
+      StoreF(out, i, a.Float("value", 0.0));
+    else
+      std::memcpy(&out.bytes[i * es], &x.bytes[*src * es], es);
   }
   return out;
 }

@@ -133,6 +133,49 @@ void FoldOperandScale(const UseMap& uses, ir::Value** v, const ir::Node* reader,
   }
 }
 
+// Mask step s (Where(m, 0, f), or Where(m, f, 0)) as an additive bias of the mask's shape, in
+// dtype t: a constant when the mask is one, else a Where node (inserted after *insert_after,
+// which it then becomes) computing it once per run.
+ir::Value* MaskAsBias(ir::Graph& g, const Step& s, DType t, const std::string& name,
+                      const ir::Node** insert_after) {
+  auto scalar = [&](double x) {
+    auto c = std::make_shared<HostTensor>(t, Shape{});
+    c->SetDouble(0, x);
+    return g.AddConstant(g.UniqueName(name), c);
+  };
+  ir::Value* zero = scalar(0);
+  ir::Value* fill = scalar(s.fill);
+  std::vector<ir::Value*> args = {s.cond, s.keep_when_true ? zero : fill,
+                                  s.keep_when_true ? fill : zero};
+  if (s.cond->is_constant())
+    if (auto c = ir::EvaluateOnHost(
+            OpKind::kWhere, {},
+            {args[0]->constant.get(), args[1]->constant.get(), args[2]->constant.get()},
+            {t, s.cond->type.shape}))
+      return g.AddConstant(g.UniqueName(name), std::make_shared<HostTensor>(std::move(*c)));
+  ir::Node* where = g.InsertNodeAfter(*insert_after, OpKind::kWhere, args, {}, name);
+  *insert_after = where;
+  return where->outputs[0];
+}
+
+// The value the attention's result replaces: `result`, or the Transpose that alone reads it (the
+// heads merged back), whose layout then goes into attrs (the "o" view and out_shape).
+ir::Value* ThroughTranspose(const UseMap& uses, ir::Value* result, ir::Attrs* attrs) {
+  const auto& readers = uses.Users(result);
+  if (uses.IsOutput(result) || readers.size() != 1 || readers[0]->op != OpKind::kTranspose)
+    return result;
+  const ir::Node* tr = readers[0];
+  const Shape& ts = tr->outputs[0]->type.shape;
+  size_t r = ts.size();
+  std::vector<int64_t> st = Strides(ts), os(r);
+  const std::vector<int64_t>& perm = tr->attrs.Ints("perm");
+  for (size_t d = 0; d < r; ++d) os[perm[d]] = st[d];
+  IndexMap om{result->type.shape, os, 0};
+  om.Store(*attrs, "o");
+  attrs->Set("out_shape", std::vector<int64_t>(ts.begin(), ts.end()));
+  return tr->outputs[0];
+}
+
 constexpr int64_t kMaxHeadDim = 256;  // the kernel keeps a row of q and of the output in registers
 
 // Matches the attention whose Softmax is `sm`; on success rewrites the graph.
@@ -209,32 +252,7 @@ bool MatchAt(ir::Graph& g, const UseMap& uses, ir::Node& sm) {
       causal = 1;
       continue;
     }
-    // Where(m, 0, f) (or Where(m, f, 0)) as a bias of the mask's shape: a constant when the
-    // mask is one, else a node computing it once per run.
-    auto scalar = [&](double x) {
-      auto c = std::make_shared<HostTensor>(t, Shape{});
-      c->SetDouble(0, x);
-      return g.AddConstant(g.UniqueName(sm.name + "_mask"), c);
-    };
-    ir::Value* zero = scalar(0);
-    ir::Value* fill = scalar(s.fill);
-    std::vector<ir::Value*> args = {s.cond, s.keep_when_true ? zero : fill,
-                                    s.keep_when_true ? fill : zero};
-    ir::Value* bias = nullptr;
-    if (s.cond->is_constant())
-      if (auto c = ir::EvaluateOnHost(
-              OpKind::kWhere, {},
-              {args[0]->constant.get(), args[1]->constant.get(), args[2]->constant.get()},
-              {t, s.cond->type.shape}))
-        bias = g.AddConstant(g.UniqueName(sm.name + "_mask"),
-                             std::make_shared<HostTensor>(std::move(*c)));
-    if (!bias) {
-      ir::Node* where =
-          g.InsertNodeAfter(insert_after, OpKind::kWhere, args, {}, sm.name + "_mask");
-      insert_after = where;
-      bias = where->outputs[0];
-    }
-    inputs.push_back(fitted(bias));
+    inputs.push_back(fitted(MaskAsBias(g, s, t, sm.name + "_mask", &insert_after)));
   }
 
   // The result, written through a Transpose that merges heads when there is one.
@@ -242,20 +260,7 @@ bool MatchAt(ir::Graph& g, const UseMap& uses, ir::Node& sm) {
   qm.Store(attrs, "q");
   km.Store(attrs, "k");
   vm.Store(attrs, "v");
-  ir::Value* result = pv->outputs[0];
-  const auto& out_readers = uses.Users(result);
-  if (!uses.IsOutput(result) && out_readers.size() == 1 &&
-      out_readers[0]->op == OpKind::kTranspose) {
-    const ir::Node* tr = out_readers[0];
-    const Shape& ts = tr->outputs[0]->type.shape;
-    std::vector<int64_t> st = Strides(ts), os(r);
-    const std::vector<int64_t>& perm = tr->attrs.Ints("perm");
-    for (size_t d = 0; d < r; ++d) os[perm[d]] = st[d];
-    IndexMap om{result->type.shape, os, 0};
-    om.Store(attrs, "o");
-    attrs.Set("out_shape", std::vector<int64_t>(ts.begin(), ts.end()));
-    result = tr->outputs[0];
-  }
+  ir::Value* result = ThroughTranspose(uses, pv->outputs[0], &attrs);
   ir::Node* att =
       g.InsertNodeAfter(insert_after, OpKind::kAttention, std::move(inputs), attrs, sm.name);
   ReplaceValue(g, result, att->outputs[0]);

@@ -5,6 +5,7 @@
 // rows per work-group, BK keys per local-memory tile, VW lanes per vector access, the splits.
 #include <algorithm>
 #include <bit>
+#include <optional>
 
 #include "codegen/opencl/generator.h"
 #include "core/error.h"
@@ -42,12 +43,9 @@ uint64_t MmaLocalBytes(const AttentionParams& p, int64_t d, int64_t dv, bool emu
   return bytes;
 }
 
-}  // namespace
-
-AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int64_t d, int64_t dv,
-                                      DType storage, bool causal, const Target& t) {
-  AttentionParams p;
-  size_t elem_bytes = storage == DType::kFloat64 ? 8 : 4;
+// The matrix-engine kernel's parameters for f16 storage, where it takes the shape.
+std::optional<AttentionParams> MmaAttentionParams(int64_t sq, int64_t sk, int64_t batch, int64_t d,
+                                                  int64_t dv, const Target& t) {
   // f16 on the matrix engine: warps of 16 rows, 4 per work-group, halved while the work-groups
   // number less than half the compute units; keys in tiles of 64, halved down to 16 while two
   // tiles of K and V do not fit (else the fp32-arithmetic kernels); split over the keys (a second
@@ -56,25 +54,34 @@ AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int
   // docs/attention.md): 2 warps at ViT's 197 x 12 heads (12.7 TFLOP/s against 11.3 with 1), 4 at
   // 1024 x 12 (89.5 against 84.8 with 2), 1 and 2 alike at BERT's 128 x 12; splitting 2 ways was
   // slower at each of those.
-  if (storage == DType::kFloat16 && (t.mma_sync || t.mma_emulated) && d % 16 == 0 && dv % 16 == 0 &&
-      d <= 128 && dv <= 128 && t.max_work_group_size >= 128) {
-    p.mma = true;
-    p.fast_exp = t.gpu;
-    int warps = 4;
-    auto groups = [&](int w) { return (sq + 16 * w - 1) / (16 * w) * batch; };
-    const int64_t half_cus = std::max<int64_t>(1, t.compute_units / 2);
-    while (warps > 1 && groups(warps) < half_cus) warps /= 2;
-    p.bq = 16 * warps;
-    for (p.bk = 64; p.bk > 16 && MmaLocalBytes(p, d, dv, !t.mma_sync) > t.local_mem_bytes;)
-      p.bk /= 2;
-    int64_t want =
-        groups(warps) >= half_cus
-            ? 1
-            : (static_cast<int64_t>(t.compute_units) + groups(warps) - 1) / groups(warps);
-    p.splits = static_cast<int>(std::clamp<int64_t>(std::min(want, sk / (2 * p.bk)), 1, 16));
-    if (MmaLocalBytes(p, d, dv, !t.mma_sync) <= t.local_mem_bytes) return p;
-    p = AttentionParams{};
-  }
+  if (!(t.mma_sync || t.mma_emulated) || d % 16 != 0 || dv % 16 != 0 || d > 128 || dv > 128 ||
+      t.max_work_group_size < 128)
+    return std::nullopt;
+  AttentionParams p;
+  p.mma = true;
+  p.fast_exp = t.gpu;
+  int warps = 4;
+  auto groups = [&](int w) { return (sq + 16 * w - 1) / (16 * w) * batch; };
+  const int64_t half_cus = std::max<int64_t>(1, t.compute_units / 2);
+  while (warps > 1 && groups(warps) < half_cus) warps /= 2;
+  p.bq = 16 * warps;
+  for (p.bk = 64; p.bk > 16 && MmaLocalBytes(p, d, dv, !t.mma_sync) > t.local_mem_bytes;) p.bk /= 2;
+  int64_t want = groups(warps) >= half_cus
+                     ? 1
+                     : (static_cast<int64_t>(t.compute_units) + groups(warps) - 1) / groups(warps);
+  p.splits = static_cast<int>(std::clamp<int64_t>(std::min(want, sk / (2 * p.bk)), 1, 16));
+  if (MmaLocalBytes(p, d, dv, !t.mma_sync) > t.local_mem_bytes) return std::nullopt;
+  return p;
+}
+
+}  // namespace
+
+AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int64_t d, int64_t dv,
+                                      DType storage, bool causal, const Target& t) {
+  if (storage == DType::kFloat16)
+    if (auto mma = MmaAttentionParams(sq, sk, batch, d, dv, t)) return *mma;
+  AttentionParams p;
+  size_t elem_bytes = storage == DType::kFloat64 ? 8 : 4;
   p.vw = d % 4 == 0 && dv % 4 == 0 ? 4 : 1;
   int64_t rows = 1;
   while (rows < sq) rows *= 2;
