@@ -208,7 +208,7 @@ KernelSpec GenerateLayerNorm(const ir::Node& n, const std::string& kernel_name,
   DefineRowCombine(src, kernel_name, lw);
   KernelSpec spec;
   spec.name = kernel_name;
-  src.Define("X_PARAMS", "");
+  if (!(prologue && prologue->gather)) src.Define("X_PARAMS", "");  // else the Gather's ids
   if (prologue && prologue->gather) {
     // x is the Gather's table, gathered row by row (the LayerNorm reads its input whole, of the
     // Gather's shape: fuse's third rule), with the Gather's epilogue applied.

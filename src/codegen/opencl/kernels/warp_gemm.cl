@@ -546,12 +546,13 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
           vstore2((float2)(acc[i][j][2 * h], acc[i][j][2 * h + 1]), 0,
                   ws + (g + h * 8) * LSW + j * 8 + 2 * t);
     barrier(CLK_LOCAL_MEM_FENCE);
+    if (kgroup == 0)
 #pragma unroll
-    for (int q = 0; q < WN / 2 && kgroup == 0; ++q) {
-      const int e = lane + q * 32, row = e / WN, cc = e % WN;
-      const int r = m0 + wm + i * 16 + row, col = n0 + wn + cc;
-      if (EVEN || (r < M && col < N)) C_STORE(C_DST, C_AT(r, col), ws[row * LSW + cc]);
-    }
+      for (int q = 0; q < WN / 2; ++q) {
+        const int e = lane + q * 32, row = e / WN, cc = e % WN;
+        const int r = m0 + wm + i * 16 + row, col = n0 + wn + cc;
+        if (EVEN || (r < M && col < N)) C_STORE(C_DST, C_AT(r, col), ws[row * LSW + cc]);
+      }
     barrier(CLK_LOCAL_MEM_FENCE);  // read before the next rows overwrite them
   }
 #else
