@@ -105,6 +105,101 @@ bool ParseStoragePolicy(std::string_view s, StoragePolicy* p) {
   return ParseIn(kStoragePolicyNames, s, p);
 }
 
+namespace {
+
+// Which fusion groups compute into images, and what each reads as an image.
+struct TextureGroups {
+  std::map<const ir::Node*, const ir::Value*> image_input;  // anchor -> its image input
+  std::map<const ir::Node*, const ir::Node*> anchor_of;     // every node's group anchor
+  int64_t count = 0, measured = 0;
+};
+
+// Every group a texture kernel computes (with `measured`, only those measured faster so,
+// counting the conversions at their edges), its output marked as an image.
+TextureGroups ChooseTextureGroups(ir::Graph& g, const PassContext& ctx, bool measured) {
+  TextureGroups tg;
+  for (const auto& group : ir::FusionGroups(g)) {
+    for (ir::Node* n : group) tg.anchor_of[n] = group.front();
+    const ir::Value* x = TextureInput(group, *ctx.device);
+    if (!x) continue;
+    if (measured) {
+      // Starting from a buffer costs a conversion in and, until later groups follow into
+      // images, one out: about a kernel launch (5 us) each.
+      ++tg.measured;
+      double boundary = x->is_image() ? 0.0 : 2 * 5e-6;
+      if (ctx.measure_storage(*group.front(), Storage::kTexture) + boundary >=
+          ctx.measure_storage(*group.front(), Storage::kBuffer))
+        continue;
+    }
+    tg.image_input[group.front()] = x;
+    ir::Value* out = group.back()->outputs[0];
+    out->storage = Storage::kTexture;
+    out->half_texels = HalfTexels(out, ctx);
+    ++tg.count;
+  }
+  return tg;
+}
+
+// ConvertStorage nodes, one per value and storage, made on first use.
+class Conversions {
+ public:
+  Conversions(ir::Graph& g, const PassContext& ctx) : g_(g), ctx_(ctx) {}
+  ir::Value* To(ir::Value* v, Storage to) {
+    auto [it, fresh] = converted_.try_emplace({v, to}, nullptr);
+    if (fresh) {
+      ir::Node* c =
+          g_.InsertNodeAfter(v->producer, ir::OpKind::kConvertStorage, {v}, {},
+                             v->name + (to == Storage::kBuffer ? "/to_buffer" : "/to_texture"));
+      c->backend = backends::kNative;
+      c->outputs[0]->storage = to;
+      c->outputs[0]->half_texels = to != Storage::kBuffer && HalfTexels(v, ctx_);
+      it->second = c->outputs[0];
+    }
+    return it->second;
+  }
+  int64_t count() const { return static_cast<int64_t>(converted_.size()); }
+
+ private:
+  ir::Graph& g_;
+  const PassContext& ctx_;
+  std::map<std::pair<const ir::Value*, Storage>, ir::Value*> converted_;
+};
+
+// Gives node n's inputs the storage it reads them in (through conversions); a texture group's
+// convolution gets its filter packed as texels. Returns the filters packed.
+int64_t ConvertInputs(ir::Graph& g, const PassContext& ctx, const TextureGroups& tg, ir::Node* n,
+                      Conversions& conversions) {
+  const ir::Node* anchor = tg.anchor_of.at(n);
+  auto img = tg.image_input.find(anchor);
+  bool texture_group = img != tg.image_input.end();
+  const ir::Value* chain_out = texture_group ? n->outputs[0] : nullptr;
+  int64_t weights = 0;
+  for (size_t k = 0; k < n->inputs.size(); ++k) {
+    ir::Value* v = n->inputs[k];
+    if (v->producer && tg.anchor_of.at(v->producer) == anchor && v->producer != n) continue;
+    if (texture_group && n == anchor && n->op == ir::OpKind::kConv && k == 1) {
+      if (v->storage != Storage::kTextureWeight) {  // a filter of its own, packed as texels
+        ir::Value* w = g.AddConstant(v->name + "/texels", v->constant);
+        w->storage = Storage::kTextureWeight;
+        w->half_texels = HalfTexels(v, ctx);
+        n->inputs[k] = w;
+        ++weights;
+      }
+      continue;
+    }
+    Storage need = Storage::kBuffer;
+    if (texture_group && n == anchor && v == img->second) need = Storage::kTexture;
+    // A chain may read an image of its own shape by lane.
+    if (texture_group && v->is_image() && v->type.shape == chain_out->type.shape) continue;
+    if (v->is_constant() && need == Storage::kBuffer) continue;
+    if ((v->storage == Storage::kBuffer) != (need == Storage::kBuffer))
+      n->inputs[k] = conversions.To(v, need);
+  }
+  return weights;
+}
+
+}  // namespace
+
 Stats AssignStorage(ir::Graph& g, const PassContext& ctx) {
   if (ctx.storage == StoragePolicy::kBuffer) return {};
   const cl::DeviceInfo& d = *ctx.device;
@@ -119,87 +214,24 @@ Stats AssignStorage(ir::Graph& g, const PassContext& ctx) {
   bool measured = ctx.storage == StoragePolicy::kAuto && ctx.measure_storage;
   if (ctx.storage == StoragePolicy::kAuto && !measured && !PrefersTextures(d))
     return {{"texture-groups", 0}};
-  std::vector<std::vector<ir::Node*>> groups = ir::FusionGroups(g);
-  // Which groups write images, and what each reads as an image.
-  std::map<const ir::Node*, const ir::Value*> image_input;  // anchor -> its image input
-  std::map<const ir::Node*, const ir::Node*> anchor_of;
-  int64_t texture_groups = 0, measured_groups = 0;
-  for (const auto& group : groups) {
-    for (ir::Node* n : group) anchor_of[n] = group.front();
-    const ir::Value* x = TextureInput(group, d);
-    if (!x) continue;
-    if (measured) {
-      // Starting from a buffer costs a conversion in and, until later groups follow into
-      // images, one out: about a kernel launch (5 us) each.
-      ++measured_groups;
-      double boundary = x->is_image() ? 0.0 : 2 * 5e-6;
-      if (ctx.measure_storage(*group.front(), Storage::kTexture) + boundary >=
-          ctx.measure_storage(*group.front(), Storage::kBuffer))
-        continue;
-    }
-    image_input[group.front()] = x;
-    ir::Value* out = group.back()->outputs[0];
-    out->storage = Storage::kTexture;
-    out->half_texels = HalfTexels(out, ctx);
-    ++texture_groups;
-  }
+  TextureGroups tg = ChooseTextureGroups(g, ctx, measured);
   // Each use gets the storage it needs.
-  std::map<std::pair<const ir::Value*, Storage>, ir::Value*> converted;
-  int64_t conversions = 0, weights = 0;
-  auto convert = [&](ir::Value* v, Storage to) -> ir::Value* {
-    auto [it, fresh] = converted.try_emplace({v, to}, nullptr);
-    if (fresh) {
-      ir::Node* c =
-          g.InsertNodeAfter(v->producer, ir::OpKind::kConvertStorage, {v}, {},
-                            v->name + (to == Storage::kBuffer ? "/to_buffer" : "/to_texture"));
-      c->backend = backends::kNative;
-      c->outputs[0]->storage = to;
-      c->outputs[0]->half_texels = to != Storage::kBuffer && HalfTexels(v, ctx);
-      it->second = c->outputs[0];
-      ++conversions;
-    }
-    return it->second;
-  };
+  Conversions conversions(g, ctx);
+  int64_t weights = 0;
   std::vector<ir::Node*> nodes;
   for (const auto& node : g.nodes()) nodes.push_back(node.get());
-  for (ir::Node* n : nodes) {
-    const ir::Node* anchor = anchor_of.at(n);
-    auto img = image_input.find(anchor);
-    bool texture_group = img != image_input.end();
-    const ir::Value* chain_out = texture_group ? n->outputs[0] : nullptr;
-    for (size_t k = 0; k < n->inputs.size(); ++k) {
-      ir::Value* v = n->inputs[k];
-      if (v->producer && anchor_of.at(v->producer) == anchor && v->producer != n) continue;
-      if (texture_group && n == anchor && n->op == ir::OpKind::kConv && k == 1) {
-        if (v->storage != Storage::kTextureWeight) {  // a filter of its own, packed as texels
-          ir::Value* w = g.AddConstant(v->name + "/texels", v->constant);
-          w->storage = Storage::kTextureWeight;
-          w->half_texels = HalfTexels(v, ctx);
-          n->inputs[k] = w;
-          ++weights;
-        }
-        continue;
-      }
-      Storage need = Storage::kBuffer;
-      if (texture_group && n == anchor && v == img->second) need = Storage::kTexture;
-      // A chain may read an image of its own shape by lane.
-      if (texture_group && v->is_image() && v->type.shape == chain_out->type.shape) continue;
-      if (v->is_constant() && need == Storage::kBuffer) continue;
-      if ((v->storage == Storage::kBuffer) != (need == Storage::kBuffer))
-        n->inputs[k] = convert(v, need);
-    }
-  }
+  for (ir::Node* n : nodes) weights += ConvertInputs(g, ctx, tg, n, conversions);
   // A graph output keeps its name on the buffer the host reads.
   for (ir::Value*& out : g.outputs())
     if (out->is_image()) {
-      ir::Value* b = convert(out, Storage::kBuffer);
+      ir::Value* b = conversions.To(out, Storage::kBuffer);
       b->name = out->name;
       out->name += "/texture";
       out = b;
     }
-  return {{"texture-groups", texture_groups},
-          {"groups-measured", measured_groups},
-          {"conversions", conversions},
+  return {{"texture-groups", tg.count},
+          {"groups-measured", tg.measured},
+          {"conversions", conversions.count()},
           {"weight-textures", weights}};
 }
 
