@@ -233,9 +233,11 @@ void RunEngine(const std::shared_ptr<cl::Context>& ctx, Problem& p, const GemmRu
         label = fmt::format("gemm {}{} {}{}", name, runs.nt ? " nt" : "",
                             kernels.KernelClass(g, target, params, forced),
                             params || forced ? "" : " *");
-      } catch (const Error& e) {
+      } catch (const Error&) {  // reported below, where the product is checked and run
         label = fmt::format("gemm {}{} {}", name, runs.nt ? " nt" : "",
-                            params ? params->ToString() : forced->ToString());
+                            params   ? params->ToString()
+                            : forced ? forced->ToString()
+                                     : std::string("(heuristic)"));
       }
       double secs = 0;
       try {
