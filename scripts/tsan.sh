@@ -1,9 +1,10 @@
 #!/bin/bash
 # Builds texel's unit and C API tests with ThreadSanitizer (clang, TEXEL_TSAN) into build-tsan and
 # runs the tests that use texel from several threads at once: compiles measuring nodes on two
-# threads, sessions of one model on four, texel_gemm on one context from four. Run by hand, not
-# by CI (a third build of texel would take CI past its time); its last figures are in
-# docs/reliability.md. Needs what scripts/setup.sh installs, and clang.
+# threads, sessions of one model on four, texel_gemm on one context from four (also deep products
+# split K, each thread on a queue of its own). Run by hand, not by CI (a third build of texel
+# would take CI past its time); its last figures are in docs/reliability.md. Needs what
+# scripts/setup.sh installs, and clang.
 # Usage: bash scripts/tsan.sh
 # Env: TEXEL_TSAN_DIR  the build directory (default: build-tsan)
 set -euo pipefail
@@ -20,5 +21,6 @@ export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 status=0
 "$dir/tests/texel_unit_tests" --gtest_filter='NodeTimerTest.*' || status=$?
 "$dir/tests/capi/texel_capi_tests" \
-  --gtest_filter='CApiTest.SessionsOnSeveralThreads:CApiGemm.ThreadsShareOneContext' || status=$?
+  --gtest_filter='CApiTest.SessionsOnSeveralThreads:CApiGemm.ThreadsShareOneContext:CApiGemm.DeepProductsOnThreadsAndQueues' \
+  || status=$?
 exit $status
