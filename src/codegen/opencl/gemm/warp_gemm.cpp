@@ -33,6 +33,15 @@ constexpr int64_t kMinRange = 128;
 // steps do. fp16 at 64 steps (K = 2048) measured alike either way.
 constexpr int64_t kMinSplitSteps = 96;
 
+// The split product's fixup (warp_gemm.cl): the last work-group of a tile adds the slices up;
+// its work-items take adjacent rows (NHWC outputs) or columns.
+void DefineFixup(KernelSource& src, const Target& t, bool fixup, bool rows_fast) {
+  src.Define("FIXUP", fixup);
+  src.Define("FIXUP_PARAMS", fixup ? ", __global float* parts, __global int* counters" : "");
+  src.Define("OUT_ROWS_FAST", rows_fast);
+  if (fixup) DefineArrival(src, t);
+}
+
 bool Even(const GemmProblem& g, const WarpGemmParams& p) {
   return g.m % p.bm == 0 && g.n % p.bn == 0 && g.k % p.bk == 0 && g.k > 0;
 }
@@ -303,9 +312,9 @@ std::string WarpGemmClass(const GemmProblem& g, const Target& t, const WarpGemmP
   // Every input of WarpSource but the kernel name (alignment picks f32 loads only).
   bool aligned = g.elem == DType::kFloat32 && Aligned(g.a_offset, g.lda, g.stride_a, g.batch, 4) &&
                  Aligned(g.b_offset, g.ldb, g.stride_b, g.batch, 4);
-  return fmt::format("{} t{}{} {} {} mma{} even{} async{} aligned{}", p.ToString(), g.trans_a,
-                     g.trans_b, DTypeName(g.elem), ComputeModeName(g.mode), t.mma_sync, Even(g, p),
-                     AsyncCopies(g, p, t), aligned);
+  return fmt::format("{} t{}{} {} {} mma{} even{} async{} aligned{}", p.ToString(), int{g.trans_a},
+                     int{g.trans_b}, DTypeName(g.elem), ComputeModeName(g.mode), int{t.mma_sync},
+                     int{Even(g, p)}, int{AsyncCopies(g, p, t)}, int{aligned});
 }
 
 KernelSpec GenerateWarpGemm(const GemmProblem& g, const std::string& kernel_name, const Target& t,
@@ -313,11 +322,8 @@ KernelSpec GenerateWarpGemm(const GemmProblem& g, const std::string& kernel_name
   if (auto why = CheckGemmSplit(g, p, t)) Fail(ErrorCode::kInvalidArgument, "{}", *why);
   KernelSource src = WarpSource(g, kernel_name, t, p);
   src.Define("MODEL", 0).Define("T_STORE", g.elem == DType::kFloat16 ? "half" : "float");
-  bool fixup = p.split_k > 1;
-  src.Define("SPLITS", p.split_k).Define("FIXUP", fixup);
-  src.Define("FIXUP_PARAMS", fixup ? ", __global float* parts, __global int* counters" : "");
-  src.Define("OUT_ROWS_FAST", 0);
-  if (fixup) DefineArrival(src, t);
+  src.Define("SPLITS", p.split_k);
+  DefineFixup(src, t, p.split_k > 1, false);
   KernelSpec spec;
   spec.name = kernel_name;
   spec.source = src.Render();
@@ -470,11 +476,7 @@ void DefineModelProduct(KernelSource& src, const GemmOperands& g, int64_t splits
   src.Define("T_C", output ? "EPILOGUE_T" : "float");
   src.Define("C_STORE(p, i, v)",
              partials ? "((p)[i] = (v))" : "EPILOGUE_STORE(p, i, EPILOGUE((v) + BIAS(z, r), i))");
-  src.Define("FIXUP", fixup);
-  src.Define("FIXUP_PARAMS", fixup ? ", __global float* parts, __global int* counters" : "");
-  // The fixup's work-items take adjacent output elements: rows in NHWC, columns otherwise.
-  src.Define("OUT_ROWS_FAST", g.channels_last);
-  if (fixup) DefineArrival(src, t);
+  DefineFixup(src, t, fixup, g.channels_last);
 }
 
 KernelSpec ModelProductSpec(KernelSource& src, const GemmOperands& g,
