@@ -242,7 +242,10 @@ void RunEngine(const std::shared_ptr<cl::Context>& ctx, Problem& p, const GemmRu
       double secs = 0;
       try {
         api::CheckGemm(g, ops, target);
-        if (auto why = forced   ? codegen::CheckWgmmaTiling(*forced, g, target)
+        // A forced tiling runs the problem with its operands packed where they must be.
+        auto packed = codegen::PackForWgmma(g);
+        if (auto why = forced
+                           ? codegen::CheckWgmmaTiling(*forced, packed ? packed->packed : g, target)
                        : params ? codegen::CheckWarpGemmParams(chosen, g, target)
                                 : std::nullopt)
           Fail(ErrorCode::kInvalidArgument, "{}", *why);

@@ -98,7 +98,7 @@ struct GemmKernels::Built {
 // (clReleaseMemObject's contract), so growing or dropping it never waits.
 struct GemmKernels::Scratch {
   cl_command_queue queue = nullptr;  // retained
-  cl::Buffer parts, counters;
+  cl::Buffer parts, counters, packed;
   ~Scratch() {
     if (queue) clReleaseCommandQueue(queue);
   }
@@ -107,8 +107,8 @@ struct GemmKernels::Scratch {
 GemmKernels::GemmKernels(std::shared_ptr<const cl::Context> ctx) : ctx_(std::move(ctx)) {}
 GemmKernels::~GemmKernels() = default;
 
-GemmKernels::Scratch& GemmKernels::ScratchFor(cl_command_queue queue, size_t parts,
-                                              size_t counters) {
+GemmKernels::Scratch& GemmKernels::ScratchFor(cl_command_queue queue, size_t parts, size_t counters,
+                                              size_t packed) {
   auto it = std::find_if(scratch_.begin(), scratch_.end(),
                          [&](const auto& s) { return s->queue == queue; });
   if (it == scratch_.end()) {
@@ -122,6 +122,7 @@ GemmKernels::Scratch& GemmKernels::ScratchFor(cl_command_queue queue, size_t par
   }
   Scratch& s = *scratch_.back();
   if (s.parts.bytes() < parts) s.parts = cl::Buffer(*ctx_, parts);
+  if (s.packed.bytes() < packed) s.packed = cl::Buffer(*ctx_, packed);
   if (s.counters.bytes() < counters) {
     // Zeroed before any kernel counts in (a blocking fill on the context's queue); each tile's
     // last work-group resets its counter for the next product.
@@ -140,33 +141,49 @@ size_t GemmKernels::built() const {
 GemmKernels::Choice GemmKernels::Choose(const codegen::GemmProblem& g,
                                         const codegen::Target& target,
                                         const codegen::WarpGemmParams* params,
-                                        const codegen::WgmmaTiling* forced, bool split_ok) const {
+                                        const codegen::WgmmaTiling* forced, bool in_order) const {
   // NVIDIA's tensor cores (or any device in fp32: the warp-tiled kernel; on Hopper the warpgroup
   // kernel where the problem suits it and the driver builds it, unless warp tiles are asked
   // for), else Intel's matrix engine for fp16.
   Choice c;
+  c.in_order = in_order;
   c.dpas = !target.mma_sync && !params && !forced && codegen::DpasApplies(g, target);
-  c.tiling = forced ? *forced : codegen::ChooseWgmmaTiling(g, target);
   c.warp = params ? *params : codegen::ChooseWarpGemmParams(g, target);
-  if (!params && !split_ok) c.warp.split_k = 1;
+  if (!params && !in_order) c.warp.split_k = 1;
   if (auto why = codegen::CheckGemmSplit(g, c.warp, target))
     Fail(ErrorCode::kInvalidArgument, "{}", *why);
+  // tf32 operands the warpgroup kernel cannot read as stored are packed first, where that pays
+  // (or a tiling is asked for), on an in-order queue.
+  std::optional<codegen::GemmPacking> pack;
+  if (!params && !c.dpas) pack = codegen::PackForWgmma(g);
+  if (pack && !forced && !codegen::PackingPays(g)) pack.reset();
+  if (pack && !in_order) {
+    if (forced)
+      Fail(ErrorCode::kInvalidArgument,
+           "wgmma tiling {}: this problem's operands are packed first, which needs an in-order "
+           "queue",
+           forced->ToString());
+    pack.reset();
+  }
+  const codegen::GemmProblem& wp = pack ? pack->packed : g;
   // The warpgroup kernel where the problem suits it, unless its tiles would leave more than half
   // the compute units idle and the warp-tiled kernel splits K instead (docs/precision.md).
+  c.tiling = forced ? *forced : codegen::ChooseWgmmaTiling(wp, target);
   const codegen::WgmmaTiling& w = c.tiling;
-  int64_t wgmma_tiles = codegen::CeilDiv(g.m, w.bm) * codegen::CeilDiv(g.n, w.bn) * g.batch;
+  int64_t wgmma_tiles = codegen::CeilDiv(wp.m, w.bm) * codegen::CeilDiv(wp.n, w.bn) * wp.batch;
   c.wgmma = forced ||
-            (!params && wgmma_failure_.empty() && codegen::WgmmaApplies(g, target) &&
+            (!params && wgmma_failure_.empty() && codegen::WgmmaApplies(wp, target) &&
              !(c.warp.split_k > 1 && wgmma_tiles * 2 < static_cast<int64_t>(target.compute_units)));
+  if (c.wgmma) c.pack = std::move(pack);
   Launch& launch = c.launch;
   launch.split_tiles = c.dpas || c.wgmma ? 0 : codegen::GemmSplitTiles(g, c.warp);
   c.key = c.dpas    ? codegen::DpasGemmClass(g, target)
-          : c.wgmma ? codegen::WgmmaGemmClass(g, w, target)
+          : c.wgmma ? codegen::WgmmaGemmClass(wp, w, target)
                     : codegen::WarpGemmClass(g, target, c.warp);
   if (c.dpas)
     codegen::DpasGemmGeometry(g, target, &launch.global, &launch.local);
   else if (c.wgmma)
-    codegen::WgmmaGemmGeometry(g, w, &launch.global, &launch.local);
+    codegen::WgmmaGemmGeometry(wp, w, &launch.global, &launch.local);
   else
     codegen::WarpGemmGeometry(g, c.warp, &launch.global, &launch.local);
   return c;
@@ -176,44 +193,90 @@ std::string GemmKernels::KernelClass(const codegen::GemmProblem& g, const codege
                                      const codegen::WarpGemmParams* params,
                                      const codegen::WgmmaTiling* wgmma) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return Choose(g, target, params, wgmma, true).key;
+  Choice c = Choose(g, target, params, wgmma, true);
+  if (!c.pack) return c.key;
+  return fmt::format("{} packed {}{}", c.key, c.pack->a ? "a" : "", c.pack->b ? "b" : "");
+}
+
+GemmKernels::Built& GemmKernels::BuiltFor(const std::string& key,
+                                          const std::function<codegen::KernelSpec()>& generate) {
+  // The kernel is generated only when its class has none yet: rendering the source per call
+  // cost more host time than a small product takes on the device.
+  auto it = kernels_.find(key);
+  if (it != kernels_.end()) return *it->second;
+  codegen::KernelSpec spec = generate();
+  auto built = std::make_unique<Built>();
+  built->key = key;
+  cl::ProgramCache cache = cl::ProgramCache::Default();
+  // A failed build leaves no entry.
+  built->program =
+      std::make_unique<cl::Program>(*ctx_, spec.source, "", cache.enabled() ? &cache : nullptr);
+  built->kernel = cl::Kernel(built->program->get(), spec.name);
+  return *kernels_.emplace(key, std::move(built)).first->second;
 }
 
 GemmKernels::Built& GemmKernels::KernelFor(const codegen::GemmProblem& g,
                                            const codegen::Target& target,
                                            const codegen::WarpGemmParams* params,
-                                           const codegen::WgmmaTiling* forced, bool split_ok,
-                                           Launch* launch) {
-  Choice c = Choose(g, target, params, forced, split_ok);
-  *launch = c.launch;
-  // The kernel is generated only when its class has none yet: rendering the source per call
-  // cost more host time than a small product takes on the device.
-  auto it = kernels_.find(c.key);
-  if (it != kernels_.end()) return *it->second;
-  codegen::KernelSpec spec = c.dpas ? codegen::GenerateDpasGemm(g, "texel_gemm", target)
-                             : c.wgmma
-                                 ? codegen::GenerateWgmmaGemm(g, "texel_gemm", target, c.tiling)
-                                 : codegen::GenerateWarpGemm(g, "texel_gemm", target, c.warp);
-  auto built = std::make_unique<Built>();
-  built->key = c.key;
-  cl::ProgramCache cache = cl::ProgramCache::Default();
-  try {  // a failed build leaves no entry
-    built->program =
-        std::make_unique<cl::Program>(*ctx_, spec.source, "", cache.enabled() ? &cache : nullptr);
+                                           const codegen::WgmmaTiling* forced, Choice* c) {
+  try {
+    return BuiltFor(c->key, [&] {
+      return c->dpas    ? codegen::GenerateDpasGemm(g, "texel_gemm", target)
+             : c->wgmma ? codegen::GenerateWgmmaGemm(c->pack ? c->pack->packed : g, "texel_gemm",
+                                                     target, c->tiling)
+                        : codegen::GenerateWarpGemm(g, "texel_gemm", target, c->warp);
+    });
   } catch (const Error& e) {
     // A driver that does not build the warpgroup kernel (its sm_90a PTX) leaves the warp-tiled
     // kernel to this context's products; running out of resources is reported as it is.
-    if (!c.wgmma || forced || e.code() == ErrorCode::kDevice) throw;
+    if (!c->wgmma || forced || e.code() == ErrorCode::kDevice) throw;
     wgmma_failure_ = e.what();
-    return KernelFor(g, target, params, nullptr, split_ok, launch);
+    *c = Choose(g, target, params, nullptr, c->in_order);
+    return KernelFor(g, target, params, nullptr, c);
   }
-  built->kernel = cl::Kernel(built->program->get(), spec.name);
-  return *kernels_.emplace(c.key, std::move(built)).first->second;
 }
 
 std::string GemmKernels::wgmma_failure() const {
   std::lock_guard<std::mutex> lock(mu_);
   return wgmma_failure_;
+}
+
+void GemmKernels::EnqueuePacks(const codegen::GemmPacking& pack, const GemmOperands& ops,
+                               cl_mem scratch, cl_command_queue queue,
+                               const std::vector<cl_event>& wait) {
+  bool first = true;
+  int64_t at = 0;  // where the pack goes in scratch (elements)
+  for (auto [p, mem] : {std::pair{&pack.a, ops.a}, {&pack.b, ops.b}}) {
+    if (!*p) continue;
+    const codegen::GemmPack& pk = **p;
+    Built& built = BuiltFor(codegen::GemmPackClass(pk.k_major), [&] {
+      return codegen::GenerateGemmPack(pk.k_major, "texel_gemm_pack");
+    });
+    cl::Kernel& k = built.kernel;
+    unsigned i = 0;
+    auto arg = [&](const auto& v) { k.SetArg(i++, sizeof(v), &v); };
+    arg(mem);
+    arg(static_cast<cl_long>(pk.offset));
+    arg(static_cast<cl_int>(pk.ld));
+    arg(static_cast<cl_long>(pk.stride));
+    arg(static_cast<cl_int>(pk.rows));
+    arg(static_cast<cl_int>(pk.k));
+    arg(static_cast<cl_int>(pk.kp));
+    arg(scratch);
+    arg(static_cast<cl_long>(at));
+    at += pk.elements();
+    std::vector<size_t> global, local;
+    codegen::GemmPackGeometry(pk, &global, &local);
+    // The first pack waits for the caller's events; the queue orders the rest after it.
+    cl_uint nw = first ? static_cast<cl_uint>(wait.size()) : 0;
+    const cl_event* wl = nw ? wait.data() : nullptr;
+    cl_int err = cl::Guarded(cl::FaultPoint::kEnqueue, [&] {
+      return clEnqueueNDRangeKernel(queue, k.get(), 3, nullptr, global.data(), local.data(), nw, wl,
+                                    nullptr);
+    });
+    if (err != CL_SUCCESS) cl::CheckCL(err, "clEnqueueNDRangeKernel(texel_gemm's operand pack)");
+    first = false;
+  }
 }
 
 void GemmKernels::Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops,
@@ -230,23 +293,40 @@ void GemmKernels::Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops
                 "clEnqueueMarkerWithWaitList");
     return;
   }
-  // Split K's scratch is kept per queue, which orders the products that share it: not on an
-  // out-of-order queue.
-  cl_command_queue_properties props = 0;
-  cl::CheckCL(clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof(props), &props, nullptr),
-              "clGetCommandQueueInfo(CL_QUEUE_PROPERTIES)");
-  bool split_ok = (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) == 0;
-  Launch launch;
   std::lock_guard<std::mutex> lock(mu_);
-  Built& built = KernelFor(g, target, params, wgmma, split_ok, &launch);
-  if (launch.split_tiles > 0 && !split_ok)
-    Fail(ErrorCode::kInvalidArgument, "split K on an out-of-order queue");
+  Choice c = Choose(g, target, params, wgmma, true);
+  if (c.Orders()) {
+    // Split K's slices and packed operands live in scratch kept per queue, which orders the
+    // products that share it: not on an out-of-order queue (asked only of products that need it).
+    cl_command_queue_properties props = 0;
+    cl::CheckCL(clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof(props), &props, nullptr),
+                "clGetCommandQueueInfo(CL_QUEUE_PROPERTIES)");
+    if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) {
+      c = Choose(g, target, params, wgmma, false);
+      if (c.Splits()) Fail(ErrorCode::kInvalidArgument, "split K on an out-of-order queue");
+    }
+  }
+  Built& built = KernelFor(g, target, params, wgmma, &c);
+  Scratch* s = nullptr;
+  if (c.Orders()) {
+    size_t splits = c.launch.global[2] / static_cast<size_t>(g.batch);
+    size_t parts = c.Splits() ? splits * g.batch * g.m * g.n * sizeof(float) : 0;
+    s = &ScratchFor(queue, parts, static_cast<size_t>(c.launch.split_tiles) * sizeof(cl_int),
+                    c.pack ? c.pack->elements() * sizeof(float) : 0);
+  }
+  if (c.pack) {
+    EnqueuePacks(*c.pack, ops, s->packed.mem(), queue, wait);
+    nw = 0, wl = nullptr;  // the product follows the packs on the in-order queue
+  }
+  const codegen::GemmProblem& run = c.pack ? c.pack->packed : g;
+  cl_mem a = c.pack && c.pack->a ? s->packed.mem() : ops.a;
+  cl_mem b = c.pack && c.pack->b ? s->packed.mem() : ops.b;
   cl::Kernel& k = built.kernel;
   unsigned i = 0;
   auto arg = [&](const auto& v) { k.SetArg(i++, sizeof(v), &v); };
-  arg(static_cast<cl_int>(g.m));
-  arg(static_cast<cl_int>(g.n));
-  arg(static_cast<cl_int>(g.k));
+  arg(static_cast<cl_int>(run.m));
+  arg(static_cast<cl_int>(run.n));
+  arg(static_cast<cl_int>(run.k));
   arg(ops.alpha);
   // Each operand: buffer, offset, leading dimension, batch stride.
   auto operand = [&](cl_mem m, int64_t offset, int64_t ld, int64_t stride) {
@@ -255,17 +335,15 @@ void GemmKernels::Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops
     arg(static_cast<cl_int>(ld));
     arg(static_cast<cl_long>(stride));
   };
-  operand(ops.a, g.a_offset, g.lda, g.stride_a);
-  operand(ops.b, g.b_offset, g.ldb, g.stride_b);
+  operand(a, run.a_offset, run.lda, run.stride_a);
+  operand(b, run.b_offset, run.ldb, run.stride_b);
   arg(ops.beta);
-  operand(ops.c, g.c_offset, g.ldc, g.stride_c);
-  if (launch.split_tiles > 0) {
-    size_t splits = launch.global[2] / static_cast<size_t>(g.batch);
-    Scratch& s = ScratchFor(queue, splits * g.batch * g.m * g.n * sizeof(float),
-                            static_cast<size_t>(launch.split_tiles) * sizeof(cl_int));
-    arg(s.parts.mem());
-    arg(s.counters.mem());
+  operand(ops.c, run.c_offset, run.ldc, run.stride_c);
+  if (c.Splits()) {
+    arg(s->parts.mem());
+    arg(s->counters.mem());
   }
+  const Launch& launch = c.launch;
   cl_int err = cl::Guarded(cl::FaultPoint::kEnqueue, [&] {
     return clEnqueueNDRangeKernel(queue, k.get(), static_cast<cl_uint>(launch.global.size()),
                                   nullptr, launch.global.data(), launch.local.data(), nw, wl,

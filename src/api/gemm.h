@@ -8,12 +8,15 @@
 
 #include <CL/cl.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "codegen/opencl/gemm/gemm_pack.h"
 #include "codegen/opencl/gemm/warp_gemm.h"
 #include "codegen/opencl/gemm/wgmma_gemm.h"
 #include "runtime/cl/context.h"
@@ -44,7 +47,11 @@ class GemmKernels {
   // (m, n or batch 0) enqueues a marker. A problem whose tiles leave compute units idle splits K
   // (on an in-order queue, where the device's work-groups can hand results over): its slices go
   // to scratch kept per queue (the queue retained until the scratch is dropped: kScratchQueues
-  // queues at most, the least recently used dropped first). params: explicit warp-tiled kernel
+  // queues at most, the least recently used dropped first). A large tf32 problem whose operands
+  // the warpgroup kernel cannot read as stored has them packed into that scratch first, by a
+  // kernel of its own on the same in-order queue (codegen/opencl/gemm/gemm_pack.h; an explicit
+  // wgmma tiling packs them too, and is refused on an out-of-order queue where it would need
+  // to). params: explicit warp-tiled kernel
   // tiles, or wgmma: an explicit warpgroup tiling (benchmarks, tests), else the heuristic's choice.
   // target: the device facts to generate for (tests pass one without mma_sync to run the
   // matrix-engine modes' emulation). Call CheckGemm first.
@@ -71,25 +78,36 @@ class GemmKernels {
   };
   // Which kernel runs g, its class and launch (holds mu_); K is split only with split_ok (or as
   // params say).
+  // in_order: whether the queue orders kernels (split K and packing need it).
   struct Choice {
+    bool in_order = true;
     bool dpas = false, wgmma = false;
     codegen::WarpGemmParams warp;
     codegen::WgmmaTiling tiling;
+    std::optional<codegen::GemmPacking> pack;  // operands packed for the warpgroup kernel
     std::string key;
     Launch launch;
+    bool Splits() const { return launch.split_tiles > 0; }
+    bool Orders() const { return Splits() || pack; }  // needs an in-order queue
   };
   Choice Choose(const codegen::GemmProblem& g, const codegen::Target& target,
                 const codegen::WarpGemmParams* params, const codegen::WgmmaTiling* wgmma,
-                bool split_ok) const;
-  // The kernel for g (built at its class's first use; holds mu_) and its launch.
+                bool in_order) const;
+  // The kernel for g as chosen (built at its class's first use; holds mu_); where the driver
+  // does not build the warpgroup kernel, the warp-tiled one and *c updated to it.
   Built& KernelFor(const codegen::GemmProblem& g, const codegen::Target& target,
                    const codegen::WarpGemmParams* params, const codegen::WgmmaTiling* wgmma,
-                   bool split_ok, Launch* launch);
+                   Choice* c);
+  // A kernel by class, generated and built at its first use (holds mu_).
+  Built& BuiltFor(const std::string& key, const std::function<codegen::KernelSpec()>& generate);
+  // Enqueues the packs of c.pack into scratch (holds mu_); the first waits for `wait`.
+  void EnqueuePacks(const codegen::GemmPacking& pack, const GemmOperands& ops, cl_mem scratch,
+                    cl_command_queue queue, const std::vector<cl_event>& wait);
 
   struct Scratch;
-  // The split products' scratch on queue: at least `parts` bytes of slices and `counters`
-  // arrival counters (zeroed); holds mu_.
-  Scratch& ScratchFor(cl_command_queue queue, size_t parts, size_t counters);
+  // The scratch on queue: at least `parts` bytes of split products' slices, `counters` arrival
+  // counters (zeroed) and `packed` bytes of packed operands; holds mu_.
+  Scratch& ScratchFor(cl_command_queue queue, size_t parts, size_t counters, size_t packed);
 
   std::shared_ptr<const cl::Context> ctx_;
   mutable std::mutex mu_;

@@ -718,6 +718,95 @@ TEST(GemmTest, WarpgroupKernelOnThisDevice) {
   }
 }
 
+// tf32 operands the warpgroup kernel cannot read as stored (m- or n-contiguous, off 16 bytes, K
+// off the 16-element step) are packed into k-contiguous scratch first: every layout, a broadcast
+// B, offsets and K off the step against the host, through an explicit tiling (the heuristic packs
+// only products of 2^30 multiply-adds and more, too slow for the emulation); the heuristic's
+// choice on an H100's facts; an explicit tiling that would pack on an out-of-order queue refused.
+TEST(GemmTest, PackedOperandsForTheWarpgroupKernel) {
+  codegen::Target t = backends::NativeBackend::TargetOf(testing::SharedContext()->info());
+  if (!t.wgmma) {
+    t = testing::EmulatedH100Target(t);
+    t.wgmma_emulated = true;
+  }
+  const codegen::WgmmaTiling w{128, 64, 2, 64};  // 24 KiB of local memory: oclgrind's has 32
+  struct Case {
+    bool ta, tb;
+    int64_t k;
+    bool aligned;  // offsets and leading dimensions 16-byte multiples
+  };
+  // NN, TN, NT (one B for the batch), TT, NN with K off the step, NT aligned (nothing packed).
+  const Case cases[] = {{false, false, 96, false},  {true, false, 96, false},
+                        {false, true, 96, false},   {true, true, 96, false},
+                        {false, false, 150, false}, {false, true, 96, true}};
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    const Case& e = cases[i];
+    GemmProblem g;
+    g.mode = ComputeMode::kTf32, g.elem = DType::kFloat32;
+    g.trans_a = e.ta, g.trans_b = e.tb;
+    g.m = 128, g.n = 128, g.k = e.k, g.batch = 2;
+    int64_t pad = e.aligned ? 0 : 1;
+    g.lda = (g.trans_a ? g.m : g.k) + 3 * pad, g.ldb = (g.trans_b ? g.k : g.n) + pad;
+    g.ldc = g.n + 2;
+    g.a_offset = 5 * pad, g.c_offset = 3;
+    g.stride_a = (g.trans_a ? g.k : g.m) * g.lda + 4 - 3 * pad;
+    g.stride_b = i == 2 ? 0 : (g.trans_b ? g.n : g.k) * g.ldb;
+    g.stride_c = g.m * g.ldc;
+    std::string what = fmt::format("tf32 packed case {}", i);
+    auto pack = codegen::PackForWgmma(g);
+    if (e.aligned) {
+      EXPECT_FALSE(pack) << what;
+    } else {
+      ASSERT_TRUE(pack) << what;
+      EXPECT_TRUE(pack->a) << what << ": A is off 16 bytes";
+      EXPECT_TRUE(pack->b) << what;
+      EXPECT_EQ(pack->b->batch, i == 2 ? 1 : 2) << what;
+      EXPECT_EQ(pack->packed.k % 16, 0) << what;
+      EXPECT_FALSE(codegen::CheckWgmmaTiling(w, pack->packed, t)) << what;
+    }
+    RunAndCheck(g, 1.25f, i == 1 ? 0.0f : 0.5f, t, nullptr, what, 3e-5, nullptr, &w);
+  }
+  // The heuristic's choice on an H100: n = 1024 in every layout on the warpgroup kernel, with B
+  // (and a transposed A) packed; n = 512 stays on the warp-tiled kernel.
+  codegen::Target h100 = testing::H100Target();
+  h100.mma_sync = h100.group_handoff = h100.wgmma = true;
+  api::GemmKernels kernels(testing::SharedContext());
+  for (int64_t n : {1024, 512}) {
+    GemmProblem g;
+    g.mode = ComputeMode::kTf32, g.elem = DType::kFloat32;
+    g.m = g.n = g.k = g.lda = g.ldb = g.ldc = n;
+    std::string cls = kernels.KernelClass(g, h100);
+    if (n == 1024) {
+      EXPECT_TRUE(cls.starts_with("wgmma")) << cls;
+      EXPECT_TRUE(cls.ends_with("packed b")) << cls;
+      g.trans_a = true;
+      EXPECT_TRUE(kernels.KernelClass(g, h100).ends_with("packed ab"));
+    } else {
+      EXPECT_TRUE(cls.starts_with("warp")) << cls;
+    }
+  }
+  // Out of order: an explicit tiling that packs is refused.
+  const auto& ctx = testing::SharedContext();
+  cl_queue_properties list[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, 0};
+  cl_int err = CL_SUCCESS;
+  cl_command_queue ooo =
+      clCreateCommandQueueWithProperties(ctx->context(), ctx->device(), list, &err);
+  if (ooo == nullptr) GTEST_SKIP() << "no out-of-order queues on this device";
+  GemmProblem g;
+  g.mode = ComputeMode::kTf32, g.elem = DType::kFloat32;
+  g.m = g.n = 128, g.k = 64, g.lda = 64, g.ldb = 128, g.ldc = 128;
+  cl::Buffer a(*ctx, 128 * 64 * 4), b(*ctx, 128 * 64 * 4), c(*ctx, 128 * 128 * 4);
+  api::GemmOperands ops{a.mem(), b.mem(), c.mem(), 1.0f, 0.0f};
+  try {
+    kernels.Enqueue(g, ops, ooo, {}, nullptr, t, nullptr, &w);
+    ADD_FAILURE() << "packing accepted on an out-of-order queue";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("in-order"), std::string::npos) << e.what();
+  }
+  clReleaseCommandQueue(ooo);
+}
+
 // Sizes, strides and scalars are arguments: problems of one shape class share a kernel.
 TEST(GemmTest, OneKernelPerShapeClass) {
   const auto& ctx = testing::SharedContext();
