@@ -249,9 +249,8 @@ void GemmKernels::EnqueuePacks(const codegen::GemmPacking& pack, const GemmOpera
   for (auto [p, mem] : {std::pair{&pack.a, ops.a}, {&pack.b, ops.b}}) {
     if (!*p) continue;
     const codegen::GemmPack& pk = **p;
-    Built& built = BuiltFor(codegen::GemmPackClass(pk.k_major), [&] {
-      return codegen::GenerateGemmPack(pk.k_major, "texel_gemm_pack");
-    });
+    Built& built = BuiltFor(codegen::GemmPackClass(pk),
+                            [&] { return codegen::GenerateGemmPack(pk, "texel_gemm_pack"); });
     cl::Kernel& k = built.kernel;
     unsigned i = 0;
     auto arg = [&](const auto& v) { k.SetArg(i++, sizeof(v), &v); };
@@ -312,7 +311,7 @@ void GemmKernels::Enqueue(const codegen::GemmProblem& g, const GemmOperands& ops
     size_t splits = c.launch.global[2] / static_cast<size_t>(g.batch);
     size_t parts = c.Splits() ? splits * g.batch * g.m * g.n * sizeof(float) : 0;
     s = &ScratchFor(queue, parts, static_cast<size_t>(c.launch.split_tiles) * sizeof(cl_int),
-                    c.pack ? c.pack->elements() * sizeof(float) : 0);
+                    c.pack ? c.pack->elements() * DTypeSize(g.elem) : 0);
   }
   if (c.pack) {
     EnqueuePacks(*c.pack, ops, s->packed.mem(), queue, wait);

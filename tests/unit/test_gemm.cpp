@@ -573,8 +573,17 @@ TEST(GemmTest, WarpgroupKernelSelection) {
     h.mode = ComputeMode::kTf32, h.elem = DType::kFloat32;
     EXPECT_EQ(codegen::WgmmaApplies(h, t), layout == 2) << "tf32 layout " << layout;
   }
-  refused([](GemmProblem& h) { h.m = 200; }, "rows off the tile");
-  refused([](GemmProblem& h) { h.n = 160; }, "columns off the tile");
+  // Edge tiles where both operands are k-contiguous (chunks past M and N copied as zeros),
+  // whole tiles otherwise (a 16-byte chunk along M or N would straddle the edge).
+  for (auto [m, n] : {std::pair{200, 384}, {256, 320}}) {
+    GemmProblem h = g;
+    h.m = m, h.n = n, h.ldc = n;
+    EXPECT_TRUE(codegen::WgmmaApplies(h, t)) << m << " x " << n;
+    EXPECT_NE(codegen::WgmmaGemmClass(h, codegen::ChooseWgmmaTiling(h, t), t).find("edges"),
+              std::string::npos);
+    h.trans_a = true, h.lda = 264;
+    EXPECT_TRUE(codegen::CheckWgmmaTiling({128, 128, 3, 64}, h, t)) << "m-contiguous A, edges";
+  }
   refused([](GemmProblem& h) { h.k = 48; }, "depth off the 32-half step");
   refused([](GemmProblem& h) { h.lda = 68; }, "lda off 16 bytes");
   refused([](GemmProblem& h) { h.b_offset = 4; }, "B's offset off 16 bytes");
@@ -614,12 +623,13 @@ TEST(GemmTest, WarpgroupKernelSelection) {
   EXPECT_FALSE(codegen::CheckWgmmaTiling({64, 64, 3, 128}, g, t));
   EXPECT_TRUE(codegen::CheckWgmmaTiling({128, 256, 3, 64}, g, t)) << "72 KiB of local memory";
   EXPECT_TRUE(codegen::CheckWgmmaTiling({96, 128, 3, 64}, g, t)) << "rows not whole warpgroups";
-  EXPECT_TRUE(codegen::CheckWgmmaTiling({128, 256, 2, 64}, g, t)) << "384 columns, 256 a tile";
+  EXPECT_FALSE(codegen::CheckWgmmaTiling({128, 256, 2, 64}, g, t)) << "384 columns: edge tiles";
   EXPECT_TRUE(codegen::CheckWgmmaTiling({64, 64, 3, 128}, tf32, t)) << "K 48: not whole steps";
   GemmProblem mn = g;
   mn.trans_b = false, mn.ldb = 384;
   EXPECT_TRUE(codegen::CheckWgmmaTiling({64, 64, 3, 128}, mn, t)) << "n-contiguous B";
   EXPECT_FALSE(codegen::CheckWgmmaTiling({64, 64, 3, 64}, mn, t));
+  EXPECT_TRUE(codegen::CheckWgmmaTiling({128, 256, 2, 64}, mn, t)) << "n-contiguous B, edges";
 }
 
 // A driver that does not build the warpgroup kernel leaves its problems to the warp-tiled
@@ -734,49 +744,65 @@ TEST(GemmTest, PackedOperandsForTheWarpgroupKernel) {
     bool ta, tb;
     int64_t k;
     bool aligned;  // offsets and leading dimensions 16-byte multiples
+    int64_t m = 128, n = 128;
+    bool f16 = false;  // fp16 on f16 storage, else tf32
   };
-  // NN, TN, NT (one B for the batch), TT, NN with K off the step, NT aligned (nothing packed).
-  const Case cases[] = {{false, false, 96, false},  {true, false, 96, false},
-                        {false, true, 96, false},   {true, true, 96, false},
-                        {false, false, 150, false}, {false, true, 96, true}};
+  // tf32: NN, TN, NT (one B for the batch), TT, NN with K off the step and edge tiles, NT aligned
+  // (nothing packed), the same with edge tiles. fp16 (native transposes): NN with K off the
+  // step, TN aligned with edge tiles (A and B packed: m- and n-contiguous operands need whole
+  // tiles), NT aligned with edge tiles (nothing packed).
+  const Case cases[] = {{false, false, 96, false},
+                        {true, false, 96, false},
+                        {false, true, 96, false},
+                        {true, true, 96, false},
+                        {false, false, 150, false, 100, 72},
+                        {false, true, 96, true},
+                        {false, true, 96, true, 130, 20},
+                        {false, false, 72, true, 128, 128, true},
+                        {true, false, 64, true, 100, 136, true},
+                        {false, true, 64, true, 100, 136, true}};
   for (size_t i = 0; i < std::size(cases); ++i) {
     const Case& e = cases[i];
     GemmProblem g;
-    g.mode = ComputeMode::kTf32, g.elem = DType::kFloat32;
+    g.mode = e.f16 ? ComputeMode::kFp16 : ComputeMode::kTf32;
+    g.elem = e.f16 ? DType::kFloat16 : DType::kFloat32;
     g.trans_a = e.ta, g.trans_b = e.tb;
-    g.m = 128, g.n = 128, g.k = e.k, g.batch = 2;
-    int64_t pad = e.aligned ? 0 : 1;
+    g.m = e.m, g.n = e.n, g.k = e.k, g.batch = 2;
+    int64_t pad = e.aligned ? 0 : 1, chunk = e.f16 ? 8 : 4;
     g.lda = (g.trans_a ? g.m : g.k) + 3 * pad, g.ldb = (g.trans_b ? g.k : g.n) + pad;
+    if (e.aligned)
+      g.lda = codegen::CeilDiv(g.lda, chunk) * chunk,
+      g.ldb = codegen::CeilDiv(g.ldb, chunk) * chunk;
     g.ldc = g.n + 2;
-    g.a_offset = 5 * pad, g.c_offset = 3;
-    g.stride_a = (g.trans_a ? g.k : g.m) * g.lda + 4 - 3 * pad;
+    g.a_offset = e.aligned ? chunk : 5, g.c_offset = 3;
+    g.stride_a = (g.trans_a ? g.k : g.m) * g.lda + (e.aligned ? chunk : 1);
     g.stride_b = i == 2 ? 0 : (g.trans_b ? g.n : g.k) * g.ldb;
     g.stride_c = g.m * g.ldc;
-    std::string what = fmt::format("tf32 packed case {}", i);
+    std::string what = fmt::format("{} packed case {}", ComputeModeName(g.mode), i);
     auto pack = codegen::PackForWgmma(g);
-    if (e.aligned) {
-      EXPECT_FALSE(pack) << what;
-    } else {
-      ASSERT_TRUE(pack) << what;
-      EXPECT_TRUE(pack->a) << what << ": A is off 16 bytes";
+    bool packs = !e.aligned || g.k % (e.f16 ? 32 : 16) != 0 || (e.f16 && e.ta);
+    ASSERT_EQ(bool(pack), packs) << what;
+    if (packs) {
+      EXPECT_TRUE(pack->a) << what;
       EXPECT_TRUE(pack->b) << what;
       EXPECT_EQ(pack->b->batch, i == 2 ? 1 : 2) << what;
-      EXPECT_EQ(pack->packed.k % 16, 0) << what;
-      EXPECT_FALSE(codegen::CheckWgmmaTiling(w, pack->packed, t)) << what;
+      EXPECT_EQ(pack->packed.k % (e.f16 ? 32 : 16), 0) << what;
     }
+    EXPECT_FALSE(codegen::CheckWgmmaTiling(w, packs ? pack->packed : g, t)) << what;
     RunAndCheck(g, 1.25f, i == 1 ? 0.0f : 0.5f, t, nullptr, what, 3e-5, nullptr, &w);
   }
-  // The heuristic's choice on an H100: n = 1024 in every layout on the warpgroup kernel, with B
-  // (and a transposed A) packed; n = 512 stays on the warp-tiled kernel.
+  // The heuristic's choice on an H100: tf32 from n = 512 on the warpgroup kernel, with B (and a
+  // transposed A) packed, n = 256 on the warp-tiled kernel; fp16 with K off the step packed from
+  // about n = 2048 (3000 x 3072 x 3000: edge tiles, both operands packed; not 2000^3).
   codegen::Target h100 = testing::H100Target();
   h100.mma_sync = h100.group_handoff = h100.wgmma = true;
   api::GemmKernels kernels(testing::SharedContext());
-  for (int64_t n : {1024, 512}) {
+  for (int64_t n : {1024, 512, 256}) {
     GemmProblem g;
     g.mode = ComputeMode::kTf32, g.elem = DType::kFloat32;
     g.m = g.n = g.k = g.lda = g.ldb = g.ldc = n;
     std::string cls = kernels.KernelClass(g, h100);
-    if (n == 1024) {
+    if (n >= 512) {
       EXPECT_TRUE(cls.starts_with("wgmma")) << cls;
       EXPECT_TRUE(cls.ends_with("packed b")) << cls;
       g.trans_a = true;
@@ -785,6 +811,13 @@ TEST(GemmTest, PackedOperandsForTheWarpgroupKernel) {
       EXPECT_TRUE(cls.starts_with("warp")) << cls;
     }
   }
+  GemmProblem f16;
+  f16.mode = ComputeMode::kFp16, f16.elem = DType::kFloat16;
+  f16.m = 3000, f16.k = f16.lda = f16.ldb = 3000, f16.n = f16.ldc = 3072;
+  std::string cls = kernels.KernelClass(f16, h100);
+  EXPECT_TRUE(cls.starts_with("wgmma") && cls.ends_with("edges packed ab")) << cls;
+  f16.m = f16.n = f16.k = f16.lda = f16.ldb = f16.ldc = 2000;
+  EXPECT_TRUE(kernels.KernelClass(f16, h100).starts_with("warp"));
   // Out of order: an explicit tiling that packs is refused.
   const auto& ctx = testing::SharedContext();
   cl_queue_properties list[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, 0};

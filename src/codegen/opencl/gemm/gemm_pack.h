@@ -1,8 +1,8 @@
-// texel_gemm's operand packing (kernels/gemm_pack.cl). The warpgroup kernel's tf32 instruction
-// reads only k-contiguous operands (A [M, K], B stored [N, K]) in whole 64-byte steps, 16-byte
-// aligned; a tf32 problem in another layout, or with K off the step, has its operands that do
-// not fit copied into dense k-contiguous matrices first (zeros past K), and the warpgroup kernel
-// runs the packed problem (docs/precision.md). Thread safety: pure functions.
+// texel_gemm's operand packing (kernels/gemm_pack.cl). The warpgroup kernel reads operands in
+// whole 64-byte steps of K, 16-byte aligned, and in tf32 only k-contiguous ones (A [M, K], B
+// stored [N, K]; fp16's m- or n-contiguous ones only in whole tiles). A problem whose operands do
+// not fit has those copied into dense k-contiguous matrices first (zeros past K), and the
+// warpgroup kernel runs the packed problem (docs/precision.md). Thread safety: pure functions.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,7 @@ namespace texel::codegen {
 // One operand's pack: rows (M or N) by k of the stored operand, into [batch][rows][kp].
 struct GemmPack {
   bool k_major = false;  // stored [K][rows] (A transposed, B not)
+  int elem_bytes = 4;    // f32 (tf32) or f16 (fp16), copied as bits
   int64_t rows = 0, k = 0, kp = 0, batch = 0;
   int64_t offset = 0, ld = 0, stride = 0;  // the stored operand's (elements)
   int64_t elements() const { return batch * rows * kp; }
@@ -30,17 +31,17 @@ struct GemmPacking {
   int64_t elements() const;  // of the scratch buffer
 };
 
-// The packing that makes g's operands k-contiguous, 16-byte aligned and K whole 64-byte steps
-// (tf32 on f32 storage only; nullopt for other problems and where nothing needs packing).
+// The packing that makes g's operands fit the warpgroup kernel (tf32 on f32 storage and fp16 on
+// f16 storage; nullopt for other problems and where nothing needs packing).
 std::optional<GemmPacking> PackForWgmma(const GemmProblem& g);
 
-// Whether packing g's operands pays for the warpgroup kernel's speed: products of at least 2^30
-// multiply-adds (n = 1024 and up; docs/precision.md).
+// Whether packing g's operands pays for the warpgroup kernel's speed: tf32 products of at least
+// 2^27 multiply-adds (n = 512 and up), fp16 ones of 2^33 (n = 2048 and up; docs/precision.md).
 bool PackingPays(const GemmProblem& g);
 
-// The pack kernel (one per orientation; sizes are arguments) and its launch for p.
-std::string GemmPackClass(bool k_major);
-KernelSpec GenerateGemmPack(bool k_major, const std::string& kernel_name);
+// The pack kernel (one per orientation and element size; sizes are arguments) and its launch.
+std::string GemmPackClass(const GemmPack& p);
+KernelSpec GenerateGemmPack(const GemmPack& p, const std::string& kernel_name);
 void GemmPackGeometry(const GemmPack& p, std::vector<size_t>* global, std::vector<size_t>* local);
 
 }  // namespace texel::codegen

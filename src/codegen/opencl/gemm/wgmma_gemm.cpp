@@ -41,6 +41,9 @@ int64_t Tiles(const GemmProblem& g, const WgmmaTiling& w) {
   return CeilDiv(g.m, w.bm) * CeilDiv(g.n, w.bn) * g.batch;
 }
 
+// Whether g is whole tiles of w (K is whole steps wherever texel_gemm takes the kernel).
+bool Even(const GemmProblem& g, const WgmmaTiling& w) { return g.m % w.bm == 0 && g.n % w.bn == 0; }
+
 // Local memory a tiling takes.
 int LocalBytes(const WgmmaTiling& w) { return (w.bm + w.bn) * w.row_bytes * w.stages; }
 
@@ -102,8 +105,8 @@ std::string WgmmaTiling::ToString() const {
 // (docs/precision.md).
 WgmmaTiling ChooseWgmmaTiling(const GemmProblem& g, const Target& t) {
   WgmmaTiling big, narrow{128, 64, 4, 64};
-  bool whole = g.m % big.bm == 0 && g.n % big.bn == 0;
-  return whole && Tiles(g, big) >= static_cast<int64_t>(t.compute_units) ? big : narrow;
+  bool fits = (!g.trans_a && g.trans_b) || Even(g, big);  // edge tiles or whole ones
+  return fits && Tiles(g, big) >= static_cast<int64_t>(t.compute_units) ? big : narrow;
 }
 
 std::optional<std::string> CheckWgmmaTiling(const WgmmaTiling& w, const GemmProblem& g,
@@ -117,9 +120,13 @@ std::optional<std::string> CheckWgmmaTiling(const WgmmaTiling& w, const GemmProb
   if (w.bn == 32) return fmt::format("tiling {}: want 64, 128 or 256 columns", w.ToString());
   if (auto why = CheckTiling(w, g.trans_a, g.trans_b, t)) return why;
   int64_t chunk = 16 / ElemBytes(g);  // elements per 16 bytes
-  if (g.m % w.bm || g.n % w.bn || g.k % (w.row_bytes / ElemBytes(g)))
-    return fmt::format("M and N must be whole tiles of {} x {}, K whole steps of {}", w.bm, w.bn,
-                       w.row_bytes / ElemBytes(g));
+  if (g.k % (w.row_bytes / ElemBytes(g)))
+    return fmt::format("K must be whole steps of {}", w.row_bytes / ElemBytes(g));
+  // Edge tiles copy whole 16-byte chunks along each operand's contiguous dimension: exact along
+  // K (whole steps), not along an m- or n-contiguous operand's M or N.
+  if ((g.m % w.bm || g.n % w.bn) && (g.trans_a || !g.trans_b))
+    return fmt::format(
+        "M and N must be whole tiles of {} x {} unless both operands are k-contiguous", w.bm, w.bn);
   if (!Aligned(g.a_offset, g.lda, g.stride_a, g.batch, chunk) ||
       !Aligned(g.b_offset, g.ldb, g.stride_b, g.batch, chunk))
     return "operands' offsets, leading dimensions and batch strides must be 16-byte multiples";
@@ -137,14 +144,15 @@ bool WgmmaApplies(const GemmProblem& g, const Target& t) {
 }
 
 std::string WgmmaGemmClass(const GemmProblem& g, const WgmmaTiling& w, const Target& t) {
-  return fmt::format("wgmma {} {} {}{}{}", w.ToString(), ComputeModeName(g.mode),
-                     g.trans_a ? "t" : "n", g.trans_b ? "t" : "n", t.wgmma ? "" : " emulated");
+  return fmt::format("wgmma {} {} {}{}{}{}", w.ToString(), ComputeModeName(g.mode),
+                     g.trans_a ? "t" : "n", g.trans_b ? "t" : "n", Even(g, w) ? "" : " edges",
+                     t.wgmma ? "" : " emulated");
 }
 
 void WgmmaGemmGeometry(const GemmProblem& g, const WgmmaTiling& w, std::vector<size_t>* global,
                        std::vector<size_t>* local) {
   size_t wg = WorkItems(w);
-  *global = {static_cast<size_t>(g.m / w.bm) * wg, static_cast<size_t>(g.n / w.bn),
+  *global = {static_cast<size_t>(CeilDiv(g.m, w.bm)) * wg, static_cast<size_t>(CeilDiv(g.n, w.bn)),
              static_cast<size_t>(g.batch)};
   *local = {wg, 1, 1};
 }
@@ -154,7 +162,7 @@ KernelSpec GenerateWgmmaGemm(const GemmProblem& g, const std::string& kernel_nam
   if (auto why = CheckWgmmaTiling(w, g, t))
     Fail(ErrorCode::kInvalidArgument,
          "texel_gemm: the warpgroup kernel does not take this problem: {}", *why);
-  KernelSource src = WgmmaSource(g, kernel_name, t, w, true);
+  KernelSource src = WgmmaSource(g, kernel_name, t, w, Even(g, w));
   src.Define("MODEL", 0);
   KernelSpec spec;
   spec.name = kernel_name;

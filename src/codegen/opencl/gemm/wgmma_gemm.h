@@ -1,9 +1,10 @@
 // Hopper's warpgroup MMA (kernels/wgmma_gemm.cl): wgmma.mma_async with both operands in 64- or
-// 128-byte-swizzled local memory. texel_gemm takes it for whole tiles in fp16 (f16 storage, every
-// transpose) or tf32 (f32 storage, the engine truncating the operands; k-contiguous operands
-// only: A [M, K], B stored [N, K]); other problems take the warp-tiled kernel (warp_gemm.h).
-// Models' fp16 products may take it through the tuner (below, model_gemm.h). Thread safety: pure
-// functions.
+// 128-byte-swizzled local memory. texel_gemm takes it in fp16 (f16 storage, every transpose) or
+// tf32 (f32 storage, the engine truncating the operands; k-contiguous operands only: A [M, K],
+// B stored [N, K], which packing gives any other layout, gemm_pack.h), K whole steps, and M and N
+// whole tiles unless both operands are k-contiguous (edge tiles then); other problems take the
+// warp-tiled kernel (warp_gemm.h). Models' fp16 products may take it through the tuner (below,
+// model_gemm.h). Thread safety: pure functions.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,8 @@ struct WgmmaTiling {
 // The heuristic's tiling for g on t (docs/precision.md): 128 x 128 in 3 stages, 128 x 64 in 4
 // where those leave compute units idle.
 WgmmaTiling ChooseWgmmaTiling(const GemmProblem& g, const Target& t);
-// Why w cannot run g on t (whole tiles, 16-byte alignment, 48 KiB of local memory), or nullopt.
+// Why w cannot run g on t (whole steps, whole tiles or k-contiguous operands, 16-byte alignment,
+// 48 KiB of local memory), or nullopt.
 std::optional<std::string> CheckWgmmaTiling(const WgmmaTiling& w, const GemmProblem& g,
                                             const Target& t);
 // Whether g runs on the warpgroup kernel on t with the heuristic's tiling (Target::wgmma, and the
