@@ -164,9 +164,13 @@ TEXEL_API void texel_gemm_init(texel_gemm_t* gemm);
  * the problem reaches, overlapping batch entries of C, a dtype other than f32 and f16, a queue of
  * another context or device; TEXEL_ERROR_UNSUPPORTED for a compute mode the device has no matrix
  * engine for. A problem of few tiles and deep K (say 128 x 768 x 3072 on a large GPU) splits K
- * over more work-groups on an in-order queue: texel then keeps a scratch buffer for the
- * partial sums per queue (8 queues at most, each retained while texel keeps its scratch, all
- * released with the context). */
+ * over more work-groups on an in-order queue, and on Hopper GPUs a large tf32 or fp16 problem
+ * whose operands the warpgroup-MMA kernel cannot read as stored (tf32 with A or B not
+ * contiguous along K, K off its 64-byte step, operands off 16 bytes) has them copied into a
+ * packed layout first, by a kernel of its own on the same in-order queue: texel then keeps a
+ * scratch buffer per queue for the partial sums or the packed operands (as large as the
+ * operands packed; 8 queues at most, each retained while texel keeps its scratch, all released
+ * with the context). */
 TEXEL_API texel_status_t texel_gemm(texel_context_t context, const texel_gemm_t* gemm,
                                     cl_command_queue queue, cl_uint num_wait_events,
                                     const cl_event* wait_events, cl_event* out_event);
