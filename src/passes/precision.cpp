@@ -13,7 +13,16 @@
 //   Exp, Pow              their result: overflows half's 65504 early
 //   ReduceSum, ReduceProd sums and products of many terms overflow half (the importer spells
 //                         ReduceSumSquare, L2 and LogSumExp with them)
-//   computing movement    Resize, CumSum, TopK, GridSample, RoiAlign, NMS: no f16 kernels
+//   computing movement    Resize, CumSum, TopK, GridSample, RoiAlign, NMS, and ScatterND and
+//                         ScatterElements with a reduction: no f16 kernels
+//   Round                 its input: half's spacing is 1/8 from 128 to 255, where quantisation
+//                         rounds, so a code would move by one
+//   what makes the input  of Exp and Round, back through elementwise ops and ReduceMax /
+//                         ReduceMin (SensitiveCone): a softmax written out shifts by x - max x,
+//                         a quantisation divides by a scale from the range of x, and x rounded to
+//                         half moves exp(x - max x) by |x| 2^-11 (x = 10^4: by a factor e^5) and
+//                         a code x / scale by up to 0.12; from an f32 x (a graph input) they are
+//                         then exact, from an f16 one as exact as x
 //
 // Matrix products (MatMul, with Gemm and the merged projections) get the mode as their
 // "compute_mode": tf32 and tf32x3 keep f32 storage and run those products on the matrix engine;
@@ -56,9 +65,35 @@ bool KeepF32(const ir::Node& n) {
     case OpKind::kGridSample:
     case OpKind::kRoiAlign:
     case OpKind::kNonMaxSuppression:
+    case OpKind::kRound:
     case OpKind::kCast: return true;
+    case OpKind::kScatterND:
+    case OpKind::kScatterElements: return n.attrs.Str("reduction") != "none";
     default: return false;
   }
+}
+
+// The nodes that make the input of an Exp or a Round, back through elementwise ops and ReduceMax
+// / ReduceMin (the keep-in-fp32 rule above).
+std::set<const ir::Node*> SensitiveCone(const ir::Graph& g) {
+  std::set<const ir::Node*> cone;
+  std::vector<const ir::Node*> todo;
+  for (const auto& n : g.nodes())
+    if (n->op == OpKind::kExp || n->op == OpKind::kRound) todo.push_back(n.get());
+  while (!todo.empty()) {
+    const ir::Node* n = todo.back();
+    todo.pop_back();
+    for (const ir::Value* in : n->inputs) {
+      const ir::Node* p = in->producer;
+      if (!p || cone.count(p)) continue;
+      if (!ir::IsElementwiseClass(ir::GetOpInfo(p->op).cls) && p->op != OpKind::kReduceMax &&
+          p->op != OpKind::kReduceMin)
+        continue;
+      cone.insert(p);
+      todo.push_back(p);
+    }
+  }
+  return cone;
 }
 
 // Whether n runs on f16 storage: it has float values, all f32, and the rule lets it.
@@ -128,7 +163,8 @@ Stats ApplyPrecision(ir::Graph& g, const PassContext& ctx) {
   std::vector<ir::Node*> order;
   for (const auto& n : g.nodes()) order.push_back(n.get());
   std::map<const ir::Node*, bool> f16;
-  for (ir::Node* n : order) f16[n] = RunsF16(*n);
+  std::set<const ir::Node*> sensitive = SensitiveCone(g);
+  for (ir::Node* n : order) f16[n] = RunsF16(*n) && !sensitive.count(n);
   // Outputs of f16 nodes become f16, except graph outputs, which a Cast then writes.
   std::set<const ir::Value*> graph_outputs(g.outputs().begin(), g.outputs().end());
   std::set<const ir::Value*> made_f16;  // the values this pass turned from f32 into f16

@@ -516,6 +516,48 @@ TEST(PrecisionTest, Fp16StorageWithKeepRuleAndCasts) {
   ExpectClose(got[1], want[1], "softmax after f16 relu", 1e-2f);
 }
 
+// The inputs of Exp and Round keep fp32, and so does what makes them from an f32 graph input: a
+// softmax written out over logits near 10^4 (half's spacing there is 8) and a quantisation's
+// codes near 150 (spacing 1/8) come out as in fp32, while a Relu beside them stores f16.
+TEST(PrecisionTest, Fp16KeepsWhatExpAndRoundRead) {
+  HostTensor x = testing::RandomF32({2, 7}, 931), y = testing::RandomF32({3, 5}, 932);
+  for (int64_t i = 0; i < x.size(); ++i) x.data<float>()[i] = 10000.0f + 3.0f * x.data<float>()[i];
+  for (int64_t i = 0; i < y.size(); ++i) y.data<float>()[i] = 150.0f + 2.0f * y.data<float>()[i];
+  HostTensor scale(DType::kFloat32, {});
+  scale.data<float>()[0] = 0.9f;
+  auto build = [&] {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* xv = g->AddInput("x", F32Type(x.shape));
+    ir::Value* yv = g->AddInput("y", F32Type(y.shape));
+    ir::Value* m = g->AddNode(ir::OpKind::kReduceMax, {xv},
+                              {{"axes", Ints{1}}, {"keepdims", int64_t{1}}}, "max")
+                       ->outputs[0];
+    ir::Value* d = g->AddNode(ir::OpKind::kSub, {xv, m}, {}, "shift")->outputs[0];
+    Output(*g, ir::OpKind::kExp, {d}, {}, "exp");
+    ir::Value* q =
+        g->AddNode(ir::OpKind::kDiv, {yv, Const(*g, "scale", scale)}, {}, "div")->outputs[0];
+    Output(*g, ir::OpKind::kRound, {q}, {}, "round");
+    Output(*g, ir::OpKind::kRelu, {yv}, {}, "relu");
+    return g;
+  };
+  std::map<std::string, HostTensor> in{{"x", x}, {"y", y}};
+  CompiledModel plain = CompileIn(build(), ComputeMode::kFp32);
+  CompiledModel half = CompileIn(build(), ComputeMode::kFp16);
+  std::map<std::string, DType> types;
+  for (const auto& n : half.graph->nodes())
+    types[std::string(OpName(n->op))] = n->outputs[0]->type.dtype;
+  for (const char* op : {"ReduceMax", "Sub", "Exp", "Div", "Round"})
+    EXPECT_EQ(types[op], DType::kFloat32) << op;
+  EXPECT_EQ(types["Relu"], DType::kFloat16);
+  auto want = runtime::Session(*plain.executable).Run(in);
+  auto got = runtime::Session(*half.executable).Run(in);
+  ASSERT_EQ(got.size(), 3u);
+  ExpectClose(got[0], want[0], "exp(x - max x) near 10^4", 1e-5f);
+  for (int64_t i = 0; i < y.size(); ++i)
+    EXPECT_EQ(got[1].data<float>()[i], want[1].data<float>()[i]) << "code " << i;
+  ExpectClose(got[2], want[2], "relu, f16 storage", 1e-2f);
+}
+
 // A convolution over 3 images in fp16 (the implicit GEMM, its images folded into the columns:
 // NCHW stores from columns of images x pixels) with a residual Add and a Relu fused into its
 // stores, whose indices must be the output's: against the fp32 compile (the CPU's blocked
