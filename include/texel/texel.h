@@ -169,8 +169,9 @@ TEXEL_API void texel_gemm_init(texel_gemm_t* gemm);
  * contiguous along K, K off its 64-byte step, operands off 16 bytes) has them copied into a
  * packed layout first, by a kernel of its own on the same in-order queue: texel then keeps a
  * scratch buffer per queue for the partial sums or the packed operands (as large as the
- * operands packed; 8 queues at most, each retained while texel keeps its scratch, all released
- * with the context). */
+ * operands packed, at most a quarter of the device's largest allocation: larger problems are not
+ * packed; 8 queues at most, each retained while texel keeps its scratch, all released with the
+ * context). */
 TEXEL_API texel_status_t texel_gemm(texel_context_t context, const texel_gemm_t* gemm,
                                     cl_command_queue queue, cl_uint num_wait_events,
                                     const cl_event* wait_events, cl_event* out_event);

@@ -157,6 +157,16 @@ GemmKernels::Choice GemmKernels::Choose(const codegen::GemmProblem& g,
   std::optional<codegen::GemmPacking> pack;
   if (!params && !c.dpas) pack = codegen::PackForWgmma(g);
   if (pack && !forced && !codegen::PackingPays(g)) pack.reset();
+  // The packs' scratch stays within a quarter of the device's largest allocation.
+  uint64_t cap = ctx_->info().max_alloc_bytes / 4;
+  if (pack && cap > 0 && static_cast<uint64_t>(pack->elements()) * DTypeSize(g.elem) > cap) {
+    if (forced)
+      Fail(ErrorCode::kInvalidArgument,
+           "wgmma tiling {}: packing this problem's operands takes {} bytes of scratch, over a "
+           "quarter of the device's largest allocation ({} bytes)",
+           forced->ToString(), pack->elements() * DTypeSize(g.elem), 4 * cap);
+    pack.reset();
+  }
   if (pack && !in_order) {
     if (forced)
       Fail(ErrorCode::kInvalidArgument,

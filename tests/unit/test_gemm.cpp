@@ -818,6 +818,13 @@ TEST(GemmTest, PackedOperandsForTheWarpgroupKernel) {
   EXPECT_TRUE(cls.starts_with("wgmma") && cls.ends_with("edges packed ab")) << cls;
   f16.m = f16.n = f16.k = f16.lda = f16.ldb = f16.ldc = 2000;
   EXPECT_TRUE(kernels.KernelClass(f16, h100).starts_with("warp"));
+  // Not where the packs would take over a quarter of the largest allocation (B: 4 GiB).
+  GemmProblem big;
+  big.mode = ComputeMode::kTf32, big.elem = DType::kFloat32;
+  big.m = big.n = big.k = big.lda = big.ldb = big.ldc = 32768;
+  if (testing::SharedContext()->info().max_alloc_bytes < (uint64_t{16} << 30)) {
+    EXPECT_TRUE(kernels.KernelClass(big, h100).starts_with("warp"));
+  }
   // Out of order: an explicit tiling that packs is refused.
   const auto& ctx = testing::SharedContext();
   cl_queue_properties list[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, 0};
