@@ -1,4 +1,5 @@
-// precision: the storage type of every float value under --precision (docs/precision.md).
+// precision: the storage type of every float value under --precision, and which divisions are
+// exact (below; every mode) (docs/precision.md).
 //
 // fp16: every node whose float values are f32 runs on f16 storage (its kernels load and store
 // half and compute in float: reductions, softmax, normalisation statistics and GEMM sums
@@ -73,18 +74,18 @@ bool KeepF32(const ir::Node& n) {
   }
 }
 
-// The nodes that make the input of an Exp or a Round, back through elementwise ops and ReduceMax
-// / ReduceMin (the keep-in-fp32 rule above).
-std::set<const ir::Node*> SensitiveCone(const ir::Graph& g) {
-  std::set<const ir::Node*> cone;
-  std::vector<const ir::Node*> todo;
+// The nodes that make the input of a Round (and with `exp` of an Exp), back through elementwise
+// ops and ReduceMax / ReduceMin (the keep-in-fp32 rule above, and exact division below).
+std::set<ir::Node*> SensitiveCone(const ir::Graph& g, bool exp) {
+  std::set<ir::Node*> cone;
+  std::vector<ir::Node*> todo;
   for (const auto& n : g.nodes())
-    if (n->op == OpKind::kExp || n->op == OpKind::kRound) todo.push_back(n.get());
+    if ((exp && n->op == OpKind::kExp) || n->op == OpKind::kRound) todo.push_back(n.get());
   while (!todo.empty()) {
-    const ir::Node* n = todo.back();
+    ir::Node* n = todo.back();
     todo.pop_back();
     for (const ir::Value* in : n->inputs) {
-      const ir::Node* p = in->producer;
+      ir::Node* p = in->producer;
       if (!p || cone.count(p)) continue;
       if (!ir::IsElementwiseClass(ir::GetOpInfo(p->op).cls) && p->op != OpKind::kReduceMax &&
           p->op != OpKind::kReduceMin)
@@ -94,6 +95,24 @@ std::set<const ir::Node*> SensitiveCone(const ir::Graph& g) {
     }
   }
   return cone;
+}
+
+// Exact division, in every mode: OpenCL C's single-precision `/` may be 2.5 ulp off (NVIDIA's is
+// unless built with -cl-fp32-correctly-rounded-divide-sqrt), and a quotient a Round reads then
+// crosses a rounding boundary: DynamicQuantizeLinear's codes came out one off on the H200. The
+// f32 divisions that make a Round's input (SensitiveCone: x / scale, and the scale's own
+// division) are marked "exact" where the device has cl_khr_fp64, whose division is correctly
+// rounded (OpenCL C: 0 ulp); the kernels divide in double and round once to float, which is the
+// correctly rounded f32 quotient (53 >= 2 x 24 + 2 bits: rounding twice cannot differ).
+Stats MarkExactDivisions(ir::Graph& g, const PassContext& ctx) {
+  if (!ctx.device || !ctx.device->fp64) return {};
+  int64_t marked = 0;
+  for (ir::Node* c : SensitiveCone(g, false))
+    if (c->op == OpKind::kDiv && c->outputs[0]->type.dtype == DType::kFloat32) {
+      c->attrs.Set("exact", int64_t{1});
+      ++marked;
+    }
+  return marked ? Stats{{"exact-divisions", marked}} : Stats{};
 }
 
 // Whether n runs on f16 storage: it has float values, all f32, and the rule lets it.
@@ -157,13 +176,17 @@ Stats ProductStats(int64_t marked, const PassContext& ctx) {
 }  // namespace
 
 Stats ApplyPrecision(ir::Graph& g, const PassContext& ctx) {
-  if (ctx.precision == ComputeMode::kFp32) return {};
-  if (ctx.precision != ComputeMode::kFp16)
-    return ProductStats(MarkProducts(g, ctx.precision, DType::kFloat32), ctx);
+  Stats exact = MarkExactDivisions(g, ctx);
+  if (ctx.precision == ComputeMode::kFp32) return exact;
+  if (ctx.precision != ComputeMode::kFp16) {
+    Stats st = ProductStats(MarkProducts(g, ctx.precision, DType::kFloat32), ctx);
+    st.merge(exact);
+    return st;
+  }
   std::vector<ir::Node*> order;
   for (const auto& n : g.nodes()) order.push_back(n.get());
   std::map<const ir::Node*, bool> f16;
-  std::set<const ir::Node*> sensitive = SensitiveCone(g);
+  std::set<ir::Node*> sensitive = SensitiveCone(g, true);
   for (ir::Node* n : order) f16[n] = RunsF16(*n) && !sensitive.count(n);
   // Outputs of f16 nodes become f16, except graph outputs, which a Cast then writes.
   std::set<const ir::Value*> graph_outputs(g.outputs().begin(), g.outputs().end());
@@ -216,6 +239,7 @@ Stats ApplyPrecision(ir::Graph& g, const PassContext& ctx) {
   g.RemoveDeadNodes();
   Stats st = ProductStats(MarkProducts(g, ComputeMode::kFp16, DType::kFloat16), ctx);
   st.merge(Stats{{"f16-values", values}, {"casts", casts}, {"constants-converted", constants}});
+  st.merge(exact);
   return st;
 }
 

@@ -558,6 +558,42 @@ TEST(PrecisionTest, Fp16KeepsWhatExpAndRoundRead) {
   ExpectClose(got[2], want[2], "relu, f16 storage", 1e-2f);
 }
 
+// Divisions a Round reads (a quantisation's x / scale and the scale's own range / 255) divide
+// exactly where the device has cl_khr_fp64 (passes/precision.cpp MarkExactDivisions): marked,
+// computed in double, the codes equal to the host's IEEE quotients rounded half to even; a
+// division no Round reads stays as it is. In fp32 (every mode marks them).
+TEST(PrecisionTest, DivisionsARoundReadsAreExact) {
+  HostTensor x = testing::RandomF32({4, 33}, 941);
+  for (int64_t i = 0; i < x.size(); ++i) x.data<float>()[i] *= 37.0f;
+  HostTensor c255(DType::kFloat32, {}), c3(DType::kFloat32, {});
+  c255.data<float>()[0] = 255.0f, c3.data<float>()[0] = 3.0f;
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value* xv = g->AddInput("x", F32Type(x.shape));
+  ir::Value* hi = g->AddNode(ir::OpKind::kReduceMax, {xv},
+                             {{"axes", Ints{0, 1}}, {"keepdims", int64_t{0}}}, "hi")
+                      ->outputs[0];
+  ir::Value* scale =
+      g->AddNode(ir::OpKind::kDiv, {hi, Const(*g, "c255", c255)}, {}, "scale")->outputs[0];
+  ir::Value* q = g->AddNode(ir::OpKind::kDiv, {xv, scale}, {}, "q")->outputs[0];
+  Output(*g, ir::OpKind::kRound, {q}, {}, "codes");
+  Output(*g, ir::OpKind::kDiv, {xv, Const(*g, "c3", c3)}, {}, "third");
+  CompiledModel m = CompileIn(std::move(g), ComputeMode::kFp32);
+  bool fp64 = testing::SharedContext()->info().fp64;
+  for (const auto& n : m.graph->nodes())
+    if (n->op == ir::OpKind::kDiv) {
+      EXPECT_EQ(n->attrs.Has("exact"), fp64 && n->name != "third") << n->name;
+    }
+  EXPECT_EQ(m.executable->plan().source.find("(double)") != std::string::npos, fp64);
+  auto got = runtime::Session(*m.executable).Run({{"x", x}});
+  float max = -INFINITY;
+  for (int64_t i = 0; i < x.size(); ++i) max = std::max(max, x.data<float>()[i]);
+  const float want_scale = max / 255.0f;
+  for (int64_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(got[0].data<float>()[i], std::nearbyint(x.data<float>()[i] / want_scale)) << i;
+    EXPECT_NEAR(got[1].data<float>()[i], x.data<float>()[i] / 3.0f, 1e-5f) << i;
+  }
+}
+
 // A convolution over 3 images in fp16 (the implicit GEMM, its images folded into the columns:
 // NCHW stores from columns of images x pixels) with a residual Add and a Relu fused into its
 // stores, whose indices must be the output's: against the fp32 compile (the CPU's blocked

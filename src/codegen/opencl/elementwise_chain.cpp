@@ -211,6 +211,9 @@ std::string ElementwiseExpr(const ir::Node& n, const std::vector<std::string>& x
     return fmt::format("(({}){})", ValueTypeName(out->type.dtype), x[0]);
   }
   const char* expr = ExprTemplate(n);
+  // A division a Round reads, correctly rounded through double (passes/precision.cpp,
+  // MarkExactDivisions; cl_khr_fp64's division is exact to 0 ulp).
+  if (n.op == OpKind::kDiv && n.attrs.Has("exact")) expr = "(float)((double)x0 / (double)x1)";
   std::map<std::string, std::string> names = AttrNames(n);
   names["T_IN"] = ValueTypeName(n.inputs[0]->type.dtype);
   for (size_t k = 0; k < x.size(); ++k) names[fmt::format("x{}", k)] = x[k];
@@ -262,7 +265,8 @@ std::optional<ChainCode> VectorChain(const std::vector<const ir::Node*>& ops,
   for (size_t k = 0; k < ops.size(); ++k) {
     const ir::Node& n = *ops[k];
     const ExprRule* rule = FindRule(n.op);
-    if (!rule || !*rule->vector_expr || n.outputs[0]->type.dtype != DType::kFloat32)
+    if (!rule || !*rule->vector_expr || n.outputs[0]->type.dtype != DType::kFloat32 ||
+        n.attrs.Has("exact"))
       return std::nullopt;
     std::map<std::string, std::string> names = AttrNames(n);
     names["TV"] = fmt::format("float{}", vw);
