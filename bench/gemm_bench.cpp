@@ -7,13 +7,14 @@
 // Usage: texel_gemm_bench [--device SPEC] [--sizes 512,1024] [--gemv 4096] [--no-clblast]
 //                         [--shapes MxNxK,...] [--params TMxTNxTK:WMxWN ...] [--seconds S]
 //                         [--modes fp32,tf32,tf32x3,fp16,fp16h] [--warp BMxBNxBK:WMxWN ...]
-//                         [--layout nn|nt] [--wgmma BMxBNxSTAGES[:rROWBYTES] ...] [--profile N]
+//                         [--layout nn|nt|tn|tt] [--wgmma BMxBNxSTAGES[:rROWBYTES] ...]
+//                         [--profile N]
 //   --modes    also times texel_gemm's engine (api/gemm.h) in these compute modes on f32 storage
 //              (fp16h: fp16 on f16 storage), with the heuristic's tiles and each --warp's
 //              (BMxBNxBK:WMxWN[:sSTAGES][:raw][:kgGROUPS][:kSPLIT], raw: tf32 operands not
 //              rounded, kg: warp groups along K, k: K split SPLIT ways) and each --wgmma's (the
 //              warpgroup kernel's tile, stages and bytes of K per stored row, 64 or 128); --layout
-//              nt passes B transposed.
+//              nt passes B transposed, tn A, tt both (the same product).
 //   --profile N  the engine's rows also give the median device time of N launches from their
 //              profiling events (small products, whose back-to-back launches the host bounds;
 //              the driver's profiling adds its own few microseconds to each).
@@ -160,6 +161,7 @@ struct GemmRuns {
   std::vector<std::string> modes;  // "fp32", "tf32", "tf32x3", "fp16", "fp16h"
   std::vector<codegen::WarpGemmParams> warp;
   std::vector<codegen::WgmmaTiling> wgmma;  // --wgmma
+  bool ta = false;                          // A passed transposed ([k, m]): the same product
   bool nt = false;                          // B passed transposed ([n, k]): the same product
 };
 
@@ -191,7 +193,15 @@ void RunEngine(const std::shared_ptr<cl::Context>& ctx, Problem& p, const GemmRu
   codegen::Target target = backends::NativeBackend::TargetOf(ctx->info());
   double flop = 2.0 * static_cast<double>(p.m) * p.n * p.k;
   cl::Buffer ha, hb, hc;       // f16 copies, made when a mode asks for them
-  std::vector<float> b = p.b;  // B as passed: [k, n], or [n, k] with --layout nt
+  std::vector<float> a = p.a;  // A as passed: [m, k], or [k, m] with --layout tn or tt
+  cl::Buffer at;
+  if (runs.ta) {
+    for (int64_t i = 0; i < p.m; ++i)
+      for (int64_t q = 0; q < p.k; ++q) a[q * p.m + i] = p.a[i * p.k + q];
+    at = cl::Buffer(*ctx, a.size() * 4);
+    at.Write(*ctx, a.data(), a.size() * 4);
+  }
+  std::vector<float> b = p.b;  // B as passed: [k, n], or [n, k] with --layout nt or tt
   cl::Buffer bt;
   if (runs.nt) {
     for (int64_t q = 0; q < p.k; ++q)
@@ -199,11 +209,15 @@ void RunEngine(const std::shared_ptr<cl::Context>& ctx, Problem& p, const GemmRu
     bt = cl::Buffer(*ctx, b.size() * 4);
     bt.Write(*ctx, b.data(), b.size() * 4);
   }
+  // The label's layout: A and B as passed, when not both as stored.
+  std::string layout =
+      runs.ta || runs.nt ? fmt::format(" {}{}", runs.ta ? "t" : "n", runs.nt ? "t" : "n") : "";
   for (const std::string& name : runs.modes) {
     bool half = name == "fp16h";
     codegen::GemmProblem g;
-    g.m = p.m, g.n = p.n, g.k = p.k, g.lda = p.k, g.ldb = runs.nt ? p.k : p.n, g.ldc = p.n;
-    g.trans_b = runs.nt;
+    g.m = p.m, g.n = p.n, g.k = p.k, g.lda = runs.ta ? p.m : p.k, g.ldb = runs.nt ? p.k : p.n;
+    g.ldc = p.n;
+    g.trans_a = runs.ta, g.trans_b = runs.nt;
     g.elem = half ? DType::kFloat16 : DType::kFloat32;
     if (!ParseComputeMode(half ? "fp16" : name, &g.mode))
       Fail(ErrorCode::kInvalidArgument, "--modes: unknown mode '{}'", name);
@@ -215,10 +229,10 @@ void RunEngine(const std::shared_ptr<cl::Context>& ctx, Problem& p, const GemmRu
         b.Write(*ctx, h.data(), h.size() * 2);
         return b;
       };
-      ha = upload(p.a), hb = upload(b);
+      ha = upload(a), hb = upload(b);
       hc = cl::Buffer(*ctx, static_cast<size_t>(p.m * p.n) * 2);
     }
-    api::GemmOperands ops{half ? ha.mem() : p.da.mem(),
+    api::GemmOperands ops{half ? ha.mem() : (runs.ta ? at.mem() : p.da.mem()),
                           half ? hb.mem() : (runs.nt ? bt.mem() : p.db.mem()),
                           half ? hc.mem() : p.dc.mem(), 1.0f, 0.0f};
     // The heuristic's choice, then each --warp tiling, then each --wgmma one.
@@ -230,11 +244,11 @@ void RunEngine(const std::shared_ptr<cl::Context>& ctx, Problem& p, const GemmRu
       codegen::WarpGemmParams chosen = params ? *params : codegen::WarpGemmParams{};
       std::string label;
       try {
-        label = fmt::format("gemm {}{} {}{}", name, runs.nt ? " nt" : "",
+        label = fmt::format("gemm {}{} {}{}", name, layout,
                             kernels.KernelClass(g, target, params, forced),
                             params || forced ? "" : " *");
       } catch (const Error&) {  // reported below, where the product is checked and run
-        label = fmt::format("gemm {}{} {}", name, runs.nt ? " nt" : "",
+        label = fmt::format("gemm {}{} {}", name, layout,
                             params   ? params->ToString()
                             : forced ? forced->ToString()
                                      : std::string("(heuristic)"));
@@ -376,8 +390,9 @@ int Main(int argc, char** argv) {
       engine.wgmma.push_back(ParseWgmma(value()));
     } else if (arg == "--layout") {
       std::string v = value();
-      if (v != "nn" && v != "nt") Fail(ErrorCode::kInvalidArgument, "--layout: nn or nt");
-      engine.nt = v == "nt";
+      if (v != "nn" && v != "nt" && v != "tn" && v != "tt")
+        Fail(ErrorCode::kInvalidArgument, "--layout: nn, nt, tn or tt");
+      engine.ta = v[0] == 't', engine.nt = v[1] == 't';
     } else
       return false;
     return true;
