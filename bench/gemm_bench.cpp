@@ -187,28 +187,31 @@ codegen::WgmmaTiling ParseWgmma(const std::string& s) {
   return w;
 }
 
+// The rows x cols row-major matrix v stored transposed ([cols][rows]).
+std::vector<float> Transposed(const std::vector<float>& v, int64_t rows, int64_t cols) {
+  std::vector<float> t(v.size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) t[c * rows + r] = v[r * cols + c];
+  return t;
+}
+
+cl::Buffer Upload(const cl::Context& ctx, const std::vector<float>& v) {
+  cl::Buffer buf(ctx, v.size() * sizeof(float));
+  buf.Write(ctx, v.data(), v.size() * sizeof(float));
+  return buf;
+}
+
 // texel_gemm's engine in each requested mode on p (C = A B, row-major), one line per tiling.
 void RunEngine(const std::shared_ptr<cl::Context>& ctx, Problem& p, const GemmRuns& runs) {
   api::GemmKernels kernels(ctx);
   codegen::Target target = backends::NativeBackend::TargetOf(ctx->info());
   double flop = 2.0 * static_cast<double>(p.m) * p.n * p.k;
-  cl::Buffer ha, hb, hc;       // f16 copies, made when a mode asks for them
-  std::vector<float> a = p.a;  // A as passed: [m, k], or [k, m] with --layout tn or tt
-  cl::Buffer at;
-  if (runs.ta) {
-    for (int64_t i = 0; i < p.m; ++i)
-      for (int64_t q = 0; q < p.k; ++q) a[q * p.m + i] = p.a[i * p.k + q];
-    at = cl::Buffer(*ctx, a.size() * 4);
-    at.Write(*ctx, a.data(), a.size() * 4);
-  }
-  std::vector<float> b = p.b;  // B as passed: [k, n], or [n, k] with --layout nt or tt
-  cl::Buffer bt;
-  if (runs.nt) {
-    for (int64_t q = 0; q < p.k; ++q)
-      for (int64_t j = 0; j < p.n; ++j) b[j * p.k + q] = p.b[q * p.n + j];
-    bt = cl::Buffer(*ctx, b.size() * 4);
-    bt.Write(*ctx, b.data(), b.size() * 4);
-  }
+  cl::Buffer ha, hb, hc;  // f16 copies, made when a mode asks for them
+  // A and B as passed: row-major, or stored transposed with --layout tn, nt or tt.
+  std::vector<float> a = runs.ta ? Transposed(p.a, p.m, p.k) : p.a;
+  std::vector<float> b = runs.nt ? Transposed(p.b, p.k, p.n) : p.b;
+  cl::Buffer at = runs.ta ? Upload(*ctx, a) : cl::Buffer(),
+             bt = runs.nt ? Upload(*ctx, b) : cl::Buffer();
   // The label's layout: A and B as passed, when not both as stored.
   std::string layout =
       runs.ta || runs.nt ? fmt::format(" {}{}", runs.ta ? "t" : "n", runs.nt ? "t" : "n") : "";

@@ -155,7 +155,8 @@ GemmKernels::Choice GemmKernels::Choose(const codegen::GemmProblem& g,
   // tf32 operands the warpgroup kernel cannot read as stored are packed first, where that pays
   // (or a tiling is asked for), on an in-order queue.
   std::optional<codegen::GemmPacking> pack;
-  if (!params && !c.dpas) pack = codegen::PackForWgmma(g);
+  if (!params && !c.dpas && (target.wgmma || target.wgmma_emulated))
+    pack = codegen::PackForWgmma(g);
   if (pack && !forced && !codegen::PackingPays(g)) pack.reset();
   // The packs' scratch stays within a quarter of the device's largest allocation.
   uint64_t cap = ctx_->info().max_alloc_bytes / 4;
