@@ -80,8 +80,14 @@ class PlanBuilder {
         in_place_(runtime::SubBuffersUsable(device)) {
     if (device.fp64) plan_.source = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
     for (const auto& v : g.values()) value_of_[v->id] = v.get();
-    for (const auto& node : g.nodes())
+    bool exact = false;  // a division the precision pass marked exact
+    for (const auto& node : g.nodes()) {
       for (const ir::Value* v : node->inputs) ++uses_[v];
+      exact |= node->attrs.Int("exact", 0) == 1;
+    }
+    // Divisions (and Resize's coordinates) marked exact 1 by the precision pass: the device
+    // divides correctly rounded under this option (NVIDIA's OpenCL divides 2.5 ulp off without).
+    if (exact) plan_.build_options = "-cl-fp32-correctly-rounded-divide-sqrt";
     for (const std::vector<ir::Node*>& group : ir::FusionGroups(g))
       last_of_group_[group.back()] = {group.begin(), group.end()};
   }

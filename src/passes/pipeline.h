@@ -81,6 +81,8 @@ Stats MatchNorm(ir::Graph& g, const PassContext& ctx);
 Stats Views(ir::Graph& g, const PassContext& ctx);
 Stats FoldConvAffine(ir::Graph& g, const PassContext& ctx);
 Stats ApplyPrecision(ir::Graph& g, const PassContext& ctx);
+// The multiply-adds of a MatMul or Conv: one per output element and step of its depth.
+int64_t ProductMacs(const ir::Node& n);
 Stats ChannelsLast(ir::Graph& g, const PassContext& ctx);
 Stats Partition(ir::Graph& g, const PassContext& ctx);
 Stats Fuse(ir::Graph& g, const PassContext& ctx);

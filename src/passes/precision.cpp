@@ -101,17 +101,31 @@ std::set<ir::Node*> SensitiveCone(const ir::Graph& g, bool exp) {
 // unless built with -cl-fp32-correctly-rounded-divide-sqrt), and a quotient a Round reads then
 // crosses a rounding boundary: DynamicQuantizeLinear's codes came out one off on the H200. The
 // f32 divisions that make a Round's input (SensitiveCone: x / scale, and the scale's own
-// division) are marked "exact" where the device has cl_khr_fp64, whose division is correctly
-// rounded (OpenCL C: 0 ulp); the kernels divide in double and round once to float, which is the
-// correctly rounded f32 quotient (53 >= 2 x 24 + 2 bits: rounding twice cannot differ).
+// division) are marked "exact": 1 where the device builds programs with
+// -cl-fp32-correctly-rounded-divide-sqrt (the plan then asks for it: backends/lower.cpp), else 2
+// where it has cl_khr_fp64, whose division is correctly rounded (OpenCL C: 0 ulp): the kernel
+// divides in double and rounds once to float, which is the correctly rounded f32 quotient (53 >=
+// 2 x 24 + 2 bits: rounding twice cannot differ). The double division alone is not enough where
+// the compiler turns it back into an f32 one (an equivalence under IEEE division that NVIDIA's
+// compiler applies, and then divides 2.5 ulp off: the H200's codes stayed one off with it).
+// Resize nodes are marked 1 as well: a nearest mode rounds the source coordinate (c + 0.5) /
+// scale - 0.5 at its .5 ties (7 rows from 2: (3 + 0.5) / 3.5 - 0.5 is 0.5), and the H200's
+// division put row 3 of test_resize_upsample_sizes_nearest on the wrong source row.
 Stats MarkExactDivisions(ir::Graph& g, const PassContext& ctx) {
-  if (!ctx.device || !ctx.device->fp64) return {};
+  if (!ctx.device || !(ctx.device->fp32_correct_divide || ctx.device->fp64)) return {};
+  int64_t how = ctx.device->fp32_correct_divide ? 1 : 2;
   int64_t marked = 0;
   for (ir::Node* c : SensitiveCone(g, false))
     if (c->op == OpKind::kDiv && c->outputs[0]->type.dtype == DType::kFloat32) {
-      c->attrs.Set("exact", int64_t{1});
+      c->attrs.Set("exact", how);
       ++marked;
     }
+  if (how == 1)
+    for (const auto& n : g.nodes())
+      if (n->op == OpKind::kResize) {
+        n->attrs.Set("exact", how);
+        ++marked;
+      }
   return marked ? Stats{{"exact-divisions", marked}} : Stats{};
 }
 
@@ -144,14 +158,39 @@ ConstTensorPtr ToHalf(const HostTensor& t) {
   return std::make_shared<HostTensor>(std::move(*h));
 }
 
-// Marks g's matrix products on `storage` with `mode`; returns how many.
-int64_t MarkProducts(ir::Graph& g, ComputeMode mode, DType storage) {
+}  // namespace
+
+int64_t ProductMacs(const ir::Node& n) {
+  const Shape& a = n.inputs[0]->type.shape;
+  const Shape& w = n.inputs[1]->type.shape;
+  int64_t depth = 1;
+  if (n.op == OpKind::kMatMul)
+    depth = n.attrs.Int("trans_a", 0) != 0 ? a[a.size() - 2] : a.back();
+  else
+    depth = NumElements(Shape(w.begin() + 1, w.end()));
+  return NumElements(n.outputs[0]->type.shape) * depth;
+}
+
+namespace {
+
+// Marks g's matrix products on `storage` with `mode`; returns how many. tf32x3 marks products
+// of at least kTf32x3MinMacs multiply-adds (`small`: how many it left to fp32) and every 2-D
+// convolution, whose channels-last regions the next pass rewrites (and so puts on the engine)
+// by the same measure.
+int64_t MarkProducts(ir::Graph& g, ComputeMode mode, DType storage, int64_t* small = nullptr) {
   int64_t marked = 0;
-  for (const auto& n : g.nodes())
-    if (n->op == OpKind::kMatMul && n->outputs[0]->type.dtype == storage) {
-      n->attrs.Set("compute_mode", static_cast<int64_t>(mode));
-      ++marked;
+  bool x3 = mode == ComputeMode::kTf32x3;
+  int64_t min_macs = x3 ? kTf32x3MinMacs : 0;
+  for (const auto& n : g.nodes()) {
+    bool conv = x3 && n->op == OpKind::kConv && n->inputs[1]->type.shape.size() == 4;
+    if ((n->op != OpKind::kMatMul && !conv) || n->outputs[0]->type.dtype != storage) continue;
+    if (!conv && ProductMacs(*n) < min_macs) {
+      if (small) ++*small;
+      continue;
     }
+    n->attrs.Set("compute_mode", static_cast<int64_t>(mode));
+    ++marked;
+  }
   return marked;
 }
 
@@ -179,7 +218,9 @@ Stats ApplyPrecision(ir::Graph& g, const PassContext& ctx) {
   Stats exact = MarkExactDivisions(g, ctx);
   if (ctx.precision == ComputeMode::kFp32) return exact;
   if (ctx.precision != ComputeMode::kFp16) {
-    Stats st = ProductStats(MarkProducts(g, ctx.precision, DType::kFloat32), ctx);
+    int64_t small = 0;
+    Stats st = ProductStats(MarkProducts(g, ctx.precision, DType::kFloat32, &small), ctx);
+    if (small) st["small-products-fp32"] = small;
     st.merge(exact);
     return st;
   }

@@ -201,6 +201,15 @@ TEST(ArtifactTest, MissingFeaturesAreNamed) {
   ASSERT_EQ(missing.size(), 1u);
   EXPECT_NE(missing[0].find("images"), std::string::npos);
 
+  // Exact divisions' build option, on a device whose division is not correctly rounded.
+  a.plan.build_options = "-cl-fp32-correctly-rounded-divide-sqrt";
+  cl::DeviceInfo rough = device;
+  rough.fp32_correct_divide = false;
+  missing = runtime::MissingFeatures(a.plan, rough);
+  ASSERT_EQ(missing.size(), 1u);
+  EXPECT_NE(missing[0].find("correctly rounded f32 division"), std::string::npos);
+  a.plan.build_options.clear();
+
   a.plan.source = "#pragma OPENCL EXTENSION cl_texel_imaginary : enable\n" + a.plan.source;
   a.plan.needs.inline_ptx = true;
   cl::DeviceInfo not_nvidia = device;  // whichever device runs the tests

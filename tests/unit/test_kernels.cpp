@@ -10,12 +10,14 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "api/compiler.h"
 #include "core/error.h"
 #include "ir/graph.h"
 #include "kernel_test_util.h"
+#include "passes/pipeline.h"
 #include "runtime/cl/context.h"
 #include "runtime/cl/device.h"
 #include "runtime/session.h"
@@ -558,32 +560,56 @@ TEST(PrecisionTest, Fp16KeepsWhatExpAndRoundRead) {
   ExpectClose(got[2], want[2], "relu, f16 storage", 1e-2f);
 }
 
-// Divisions a Round reads (a quantisation's x / scale and the scale's own range / 255) divide
-// exactly where the device has cl_khr_fp64 (passes/precision.cpp MarkExactDivisions): marked,
-// computed in double, the codes equal to the host's IEEE quotients rounded half to even; a
-// division no Round reads stays as it is. In fp32 (every mode marks them).
+// Divisions a Round reads (a quantisation's x / scale and the scale's own range / 255) are
+// correctly rounded (passes/precision.cpp MarkExactDivisions): marked exact 1 where the device
+// divides so on request (the program built with -cl-fp32-correctly-rounded-divide-sqrt), else 2
+// where it has cl_khr_fp64 (the kernel divides in double), else not at all; the codes equal the
+// host's IEEE quotients rounded half to even; a division no Round reads stays as it is. In fp32
+// (every mode marks them).
 TEST(PrecisionTest, DivisionsARoundReadsAreExact) {
   HostTensor x = testing::RandomF32({4, 33}, 941);
   for (int64_t i = 0; i < x.size(); ++i) x.data<float>()[i] *= 37.0f;
   HostTensor c255(DType::kFloat32, {}), c3(DType::kFloat32, {});
   c255.data<float>()[0] = 255.0f, c3.data<float>()[0] = 3.0f;
-  auto g = std::make_unique<ir::Graph>();
-  ir::Value* xv = g->AddInput("x", F32Type(x.shape));
-  ir::Value* hi = g->AddNode(ir::OpKind::kReduceMax, {xv},
-                             {{"axes", Ints{0, 1}}, {"keepdims", int64_t{0}}}, "hi")
-                      ->outputs[0];
-  ir::Value* scale =
-      g->AddNode(ir::OpKind::kDiv, {hi, Const(*g, "c255", c255)}, {}, "scale")->outputs[0];
-  ir::Value* q = g->AddNode(ir::OpKind::kDiv, {xv, scale}, {}, "q")->outputs[0];
-  Output(*g, ir::OpKind::kRound, {q}, {}, "codes");
-  Output(*g, ir::OpKind::kDiv, {xv, Const(*g, "c3", c3)}, {}, "third");
-  CompiledModel m = CompileIn(std::move(g), ComputeMode::kFp32);
-  bool fp64 = testing::SharedContext()->info().fp64;
-  for (const auto& n : m.graph->nodes())
-    if (n->op == ir::OpKind::kDiv) {
-      EXPECT_EQ(n->attrs.Has("exact"), fp64 && n->name != "third") << n->name;
+  auto build = [&] {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* xv = g->AddInput("x", F32Type(x.shape));
+    ir::Value* hi = g->AddNode(ir::OpKind::kReduceMax, {xv},
+                               {{"axes", Ints{0, 1}}, {"keepdims", int64_t{0}}}, "hi")
+                        ->outputs[0];
+    ir::Value* scale =
+        g->AddNode(ir::OpKind::kDiv, {hi, Const(*g, "c255", c255)}, {}, "scale")->outputs[0];
+    ir::Value* q = g->AddNode(ir::OpKind::kDiv, {xv, scale}, {}, "q")->outputs[0];
+    Output(*g, ir::OpKind::kRound, {q}, {}, "codes");
+    Output(*g, ir::OpKind::kDiv, {xv, Const(*g, "c3", c3)}, {}, "third");
+    return g;
+  };
+  // The pass on each kind of device.
+  const cl::DeviceInfo& here = testing::SharedContext()->info();
+  for (auto [correct, fp64, want] :
+       {std::tuple{true, false, 1}, {false, true, 2}, {false, false, 0}}) {
+    cl::DeviceInfo d = here;
+    d.fp32_correct_divide = correct, d.fp64 = fp64;
+    passes::PassContext ctx;
+    ctx.device = &d;
+    auto g = build();
+    passes::ApplyPrecision(*g, ctx);
+    for (const auto& n : g->nodes()) {
+      if (n->op != ir::OpKind::kDiv) continue;
+      EXPECT_EQ(n->attrs.Int("exact", 0), n->name == "third" ? 0 : want) << n->name << " " << want;
     }
-  EXPECT_EQ(m.executable->plan().source.find("(double)") != std::string::npos, fp64);
+  }
+  // Compiled and run on this device.
+  CompiledModel m = CompileIn(build(), ComputeMode::kFp32);
+  int64_t how = here.fp32_correct_divide ? 1 : here.fp64 ? 2 : 0;
+  for (const auto& n : m.graph->nodes()) {
+    if (n->op != ir::OpKind::kDiv) continue;
+    EXPECT_EQ(n->attrs.Int("exact", 0), n->name == "third" ? 0 : how) << n->name;
+  }
+  const runtime::Plan& plan = m.executable->plan();
+  EXPECT_EQ(plan.build_options.find("-cl-fp32-correctly-rounded-divide-sqrt") != std::string::npos,
+            how == 1);
+  EXPECT_EQ(plan.source.find("(double)") != std::string::npos, how == 2);
   auto got = runtime::Session(*m.executable).Run({{"x", x}});
   float max = -INFINITY;
   for (int64_t i = 0; i < x.size(); ++i) max = std::max(max, x.data<float>()[i]);
@@ -591,6 +617,68 @@ TEST(PrecisionTest, DivisionsARoundReadsAreExact) {
   for (int64_t i = 0; i < x.size(); ++i) {
     EXPECT_EQ(got[0].data<float>()[i], std::nearbyint(x.data<float>()[i] / want_scale)) << i;
     EXPECT_NEAR(got[1].data<float>()[i], x.data<float>()[i] / 3.0f, 1e-5f) << i;
+  }
+}
+
+// Resize's source coordinates divide correctly rounded where the device can (marked exact 1,
+// the program built with -cl-fp32-correctly-rounded-divide-sqrt): 2 rows to 7 in half-pixel
+// nearest mode puts output row 3 at (3 + 0.5) / 3.5 - 0.5 = 0.5, a tie that rounds down to row 0
+// (the H200's default division gave row 1; ONNX's test_resize_upsample_sizes_nearest).
+TEST(PrecisionTest, ResizeCoordinatesDivideExactly) {
+  HostTensor x = testing::RandomF32({1, 1, 2, 2}, 951);
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value* xv = g->AddInput("x", F32Type(x.shape));
+  Output(*g, ir::OpKind::kResize, {xv},
+         {{"mode", std::string("nearest")},
+          {"coord", std::string("half_pixel")},
+          {"nearest_mode", std::string("round_prefer_floor")},
+          {"cubic_a", -0.75},
+          {"exclude_outside", int64_t{0}},
+          {"extrapolation", 0.0},
+          {"sizes", Ints{1, 1, 7, 8}},
+          {"scales", std::vector<double>{1, 1, 3.5, 4}},
+          {"roi", std::vector<double>{}}},
+         "resize");
+  CompiledModel m = CompileIn(std::move(g), ComputeMode::kFp32);
+  bool correct = testing::SharedContext()->info().fp32_correct_divide;
+  EXPECT_EQ(m.graph->nodes().back()->attrs.Int("exact", 0), correct ? 1 : 0);
+  EXPECT_EQ(m.executable->plan().build_options.find("correctly-rounded") != std::string::npos,
+            correct);
+  auto got = runtime::Session(*m.executable).Run({{"x", x}});
+  for (int64_t r = 0; r < 7; ++r)
+    for (int64_t c = 0; c < 8; ++c)
+      EXPECT_EQ(got[0].data<float>()[r * 8 + c], x.data<float>()[(r < 4 ? 0 : 2) + (c < 4 ? 0 : 1)])
+          << r << ", " << c;
+}
+
+// tf32x3 takes the matrix engine only for products of at least 2^30 multiply-adds
+// (kTf32x3MinMacs); smaller ones keep the fp32 kernels, as accurate and faster there. It marks
+// every convolution: whether they take the engine is the channels-last pass's decision
+// (WindowKernelTest.ChannelsLastRegionsInTf32x3). tf32 marks every product and no convolution.
+TEST(PrecisionTest, Tf32x3TakesTheEngineForLargeProductsOnly) {
+  auto build = [] {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* a = g->AddInput("a", F32Type({1024, 1024}));
+    ir::Value* x = g->AddInput("x", F32Type({128, 768}));
+    Output(*g, ir::OpKind::kMatMul, {a, a}, {}, "large");  // 2^30
+    Output(*g, ir::OpKind::kMatMul, {x, g->AddInput("w", F32Type({768, 768}))}, {}, "small");
+    Output(*g, ir::OpKind::kConv,
+           {g->AddInput("cx", F32Type({1, 64, 56, 56})), g->AddInput("f", F32Type({64, 64, 3, 3}))},
+           ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), "conv");
+    return g;
+  };
+  for (ComputeMode mode : {ComputeMode::kTf32x3, ComputeMode::kTf32}) {
+    auto g = build();
+    passes::PassContext ctx;
+    ctx.precision = mode;
+    passes::Stats st = passes::ApplyPrecision(*g, ctx);
+    bool x3 = mode == ComputeMode::kTf32x3;
+    std::map<std::string, bool> want = {{"large", true}, {"small", !x3}, {"conv", x3}};
+    for (const auto& n : g->nodes())
+      EXPECT_EQ(n->attrs.Has("compute_mode"), want.at(n->name)) << n->name << " " << x3;
+    EXPECT_EQ(passes::ProductMacs(*g->nodes()[0]), int64_t{1} << 30);
+    EXPECT_EQ(st["matrix-products"], 2);
+    EXPECT_EQ(st.count("small-products-fp32") ? st["small-products-fp32"] : 0, x3 ? 1 : 0);
   }
 }
 

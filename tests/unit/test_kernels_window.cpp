@@ -189,11 +189,11 @@ void ExpectWithin(const HostTensor& y, const HostTensor& want, double tol,
   EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << y.size() << " elements differ";
 }
 
-// Convolutions in the matrix-engine modes take the warp-tiled kernel as implicit GEMMs (the image
-// gathered into its B tiles): run on PoCL with the FMA emulation of the engine's rounding
-// (Target::mma_emulated) and an H100's tiling, on a GPU with a matrix engine on the engine; K
-// split (the device's compute units) and unsplit (one), against the double-precision reference
-// on the inputs as stored.
+// NCHW convolutions in fp16 take the warp-tiled kernel as implicit GEMMs (the image gathered into
+// its B tiles), f32 ones (tf32x3) the scalar kernels: run on PoCL with the FMA emulation of the
+// engine's rounding (Target::mma_emulated) and an H100's tiling, on a GPU with a matrix engine on
+// the engine; K split (the device's compute units) and unsplit (one), against the double-precision
+// reference on the inputs as stored.
 TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
   struct ConvCase {
     Shape x, w;
@@ -230,10 +230,10 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
     DType storage;
     double tol;  // per sqrt(K), as the MatMul tests
   };
-  // fp32: the scalar tiled kernel a GPU takes (and its split-K sum), for the folded images.
-  const Mode modes[] = {{ComputeMode::kTf32, DType::kFloat32, 2e-3},
+  // fp32: the scalar tiled kernel a GPU takes (and its split-K sum), for the folded images;
+  // tf32x3 on f32 storage: the same (f32 convolutions take the engine channels-last only).
+  const Mode modes[] = {{ComputeMode::kFp16, DType::kFloat16, 4e-3},
                         {ComputeMode::kTf32x3, DType::kFloat32, 2e-5},
-                        {ComputeMode::kFp16, DType::kFloat16, 4e-3},
                         {ComputeMode::kFp32, DType::kFloat32, 2e-6}};
   auto [split, whole] = EngineTargets();
   uint32_t seed = 700;
@@ -260,7 +260,7 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
       bool summed = SplitsK(specs);  // a sum kernel or the fixup adds the slices of K up
       std::string what = fmt::format("{} x {} w {}{}{}", ComputeModeName(m.mode), ShapeStr(c.x),
                                      ShapeStr(c.w), c.bias ? " bias" : "", summed ? " split" : "");
-      bool engine = m.mode != ComputeMode::kFp32;
+      bool engine = m.mode == ComputeMode::kFp16;
       ASSERT_EQ(specs[0].source.find("#define MODEL 1") != std::string::npos, engine) << what;
       folded += c.x[0] > 1 &&
                 specs.back().source.find("% " + std::to_string(NumElements(Spatial(yt.shape))) +
@@ -280,9 +280,9 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
       ExpectWithin(y, want, m.tol * std::sqrt(static_cast<double>(NumElements(c.w) / c.w[0])),
                    what);
     }
-  EXPECT_EQ(gathered, 24) << "eight of the ten cases gather the image, in every engine mode";
-  EXPECT_EQ(hoisted, 15) << "all but the 1- and 81-tap cases gather with the per-column state";
-  EXPECT_EQ(folded, 12) << "the three cases of several images fold them, in every mode";
+  EXPECT_EQ(gathered, 8) << "eight of the ten cases gather the image on the engine";
+  EXPECT_EQ(hoisted, 5) << "all but the 1- and 81-tap cases gather with the per-column state";
+  EXPECT_EQ(folded, 9) << "the three cases of several images fold them, in every mode";
   EXPECT_GT(kgroups, 0) << "fp16's small tiles take two warp groups along K somewhere";
   EXPECT_GT(bias_runs[true], 0) << "a split product's sums get a bias somewhere";
   EXPECT_GT(bias_runs[false], 0) << "the product's own kernel adds a bias somewhere";
@@ -445,6 +445,39 @@ TEST(WindowKernelTest, ChannelsLastRegions) {
       ExpectClose(got[0], want[0], "against fp32", 3e-2f);
       ExpectClose(got[0], base[0], "against fp16 without the pass", 3e-2f);
     }
+  }
+}
+
+// In tf32x3 a region of f32 convolutions becomes channels-last (and takes the matrix engine)
+// only where its convolutions have 2^30 multiply-adds on average (kTf32x3MinMacs): six 3x3
+// convolutions over 64 x 56 x 56 images, 0.12 G each for one image (left NCHW, the scalar
+// kernels) and 3.7 G for 32 (rewritten, the engine in tf32x3). Compiled for an H100's tiling on
+// the emulated engine; their results are ChannelsLastConvOnTheMatrixEngine's.
+TEST(WindowKernelTest, ChannelsLastRegionsInTf32x3) {
+  HostTensor w = RandomF32({64, 64, 3, 3}, 950);
+  for (int64_t images : {1, 32}) {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* v = g->AddInput("x", F32Type({images, 64, 56, 56}));
+    ir::Value* wv = Const(*g, "w", w);
+    for (int i = 0; i < 6; ++i) {
+      v = g->AddNode(ir::OpKind::kConv, {v, wv}, ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1),
+                     fmt::format("conv{}", i))
+              ->outputs[0];
+      v = g->AddNode(ir::OpKind::kRelu, {v}, {}, fmt::format("relu{}", i))->outputs[0];
+    }
+    g->AddOutput(v);
+    CompileOptions o;
+    o.precision = ComputeMode::kTf32x3;
+    setenv("TEXEL_TARGET", "gpu:132:mma", 1);
+    CompiledModel m = CompileGraph(std::move(g), SharedContext(), o);
+    unsetenv("TEXEL_TARGET");
+    int nhwc = 0;
+    for (const auto& n : m.graph->nodes())
+      nhwc += n->op == ir::OpKind::kConv && n->attrs.Int("channels_last", 0) == 1;
+    bool engine = images == 32;
+    EXPECT_EQ(nhwc, engine ? 6 : 0) << images << " images";
+    EXPECT_EQ(m.executable->plan().source.find("#define MODE 3") != std::string::npos, engine)
+        << images << " images";
   }
 }
 

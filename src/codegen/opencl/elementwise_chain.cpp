@@ -211,9 +211,11 @@ std::string ElementwiseExpr(const ir::Node& n, const std::vector<std::string>& x
     return fmt::format("(({}){})", ValueTypeName(out->type.dtype), x[0]);
   }
   const char* expr = ExprTemplate(n);
-  // A division a Round reads, correctly rounded through double (passes/precision.cpp,
-  // MarkExactDivisions; cl_khr_fp64's division is exact to 0 ulp).
-  if (n.op == OpKind::kDiv && n.attrs.Has("exact")) expr = "(float)((double)x0 / (double)x1)";
+  // A division a Round reads (passes/precision.cpp, MarkExactDivisions): exact 1 divides as
+  // written, in a program built with -cl-fp32-correctly-rounded-divide-sqrt; exact 2 through
+  // double (cl_khr_fp64's division is exact to 0 ulp).
+  if (n.op == OpKind::kDiv && n.attrs.Int("exact", 0) == 2)
+    expr = "(float)((double)x0 / (double)x1)";
   std::map<std::string, std::string> names = AttrNames(n);
   names["T_IN"] = ValueTypeName(n.inputs[0]->type.dtype);
   for (size_t k = 0; k < x.size(); ++k) names[fmt::format("x{}", k)] = x[k];

@@ -152,6 +152,9 @@ DeviceInfo QueryDevice(cl_platform_id platform, cl_device_id device) {
   for (std::string ext; ext_stream >> ext;) d.extensions.push_back(ext);
   d.fp16 = d.HasExtension("cl_khr_fp16");
   d.fp64 = d.HasExtension("cl_khr_fp64");
+  cl_device_fp_config single = 0;
+  if (DeviceValue(device, CL_DEVICE_SINGLE_FP_CONFIG, &single))
+    d.fp32_correct_divide = (single & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
 
   int version = ParseClVersion(d.device_version);
   d.subgroups = d.HasExtension("cl_khr_subgroups") || d.HasExtension("cl_intel_subgroups");
@@ -401,6 +404,8 @@ std::string FormatDevices(const std::vector<DeviceInfo>& devices) {
                                                   d.image2d_max_height)
                                     : "no");
     field("fp16 / fp64", fmt::format("{} / {}", d.fp16 ? "yes" : "no", d.fp64 ? "yes" : "no"));
+    field("fp32 division",
+          d.fp32_correct_divide ? "correctly rounded on request" : "as the device divides");
     field("sub-groups", d.subgroups ? "yes" : "no");
     field("nvidia cc", d.nv_cc_major < 0 ? "n/a"
                                          : fmt::format("{}.{}, warp {}", d.nv_cc_major,

@@ -35,6 +35,9 @@ struct DeviceInfo {
   size_t image2d_max_width = 0, image2d_max_height = 0;
   bool fp16 = false;  // cl_khr_fp16
   bool fp64 = false;  // cl_khr_fp64
+  // CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT in CL_DEVICE_SINGLE_FP_CONFIG: programs may be built with
+  // -cl-fp32-correctly-rounded-divide-sqrt (else f32 division may be 2.5 ulp off).
+  bool fp32_correct_divide = false;
   bool subgroups =
       false;  // cl_khr_subgroups, cl_intel_subgroups or an OpenCL 3.0 max_num_sub_groups > 0
   int nv_cc_major = -1, nv_cc_minor = -1;  // cl_nv_device_attribute_query; -1 when absent

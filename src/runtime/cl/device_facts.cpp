@@ -27,10 +27,16 @@ constexpr auto kFactsFields = [](auto& d, auto&& f) {
   f("svm", d.svm), f("extensions", d.extensions);
 };
 
+// Facts added after version 1's files were written: read where present.
+constexpr auto kLaterFactsFields = [](auto& d, auto&& f) {
+  f("fp32_correct_divide", d.fp32_correct_divide);
+};
+
 }  // namespace
 
 std::string DeviceFactsJson(const DeviceInfo& device) {
   runtime::json j = runtime::Write(device, kFactsFields);
+  j.update(runtime::Write(device, kLaterFactsFields));
   j["texel_device_facts"] = kFactsVersion;
   return j.dump(2) + "\n";
 }
@@ -47,7 +53,9 @@ DeviceInfo ReadDeviceFacts(const std::string& path) {
     if (j.at("texel_device_facts") != kFactsVersion)
       Fail(ErrorCode::kInvalidArgument, "device facts of version {}, this texel reads {}",
            j.at("texel_device_facts").dump(), kFactsVersion);
-    return runtime::Read<DeviceInfo>(j, kFactsFields);
+    DeviceInfo d = runtime::Read<DeviceInfo>(j, kFactsFields);
+    runtime::ReadPresent(j, kLaterFactsFields, &d);
+    return d;
   } catch (const runtime::json::exception& e) {
     Fail(ErrorCode::kInvalidArgument, "{}: not valid device facts: {}", path, e.what());
   } catch (Error& e) {
