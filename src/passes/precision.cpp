@@ -158,21 +158,6 @@ ConstTensorPtr ToHalf(const HostTensor& t) {
   return std::make_shared<HostTensor>(std::move(*h));
 }
 
-}  // namespace
-
-int64_t ProductMacs(const ir::Node& n) {
-  const Shape& a = n.inputs[0]->type.shape;
-  const Shape& w = n.inputs[1]->type.shape;
-  int64_t depth = 1;
-  if (n.op == OpKind::kMatMul)
-    depth = n.attrs.Int("trans_a", 0) != 0 ? a[a.size() - 2] : a.back();
-  else
-    depth = NumElements(Shape(w.begin() + 1, w.end()));
-  return NumElements(n.outputs[0]->type.shape) * depth;
-}
-
-namespace {
-
 // Marks g's matrix products on `storage` with `mode`; returns how many. tf32x3 marks products
 // of at least kTf32x3MinMacs multiply-adds (`small`: how many it left to fp32) and every 2-D
 // convolution, whose channels-last regions the next pass rewrites (and so puts on the engine)
@@ -282,6 +267,17 @@ Stats ApplyPrecision(ir::Graph& g, const PassContext& ctx) {
   st.merge(Stats{{"f16-values", values}, {"casts", casts}, {"constants-converted", constants}});
   st.merge(exact);
   return st;
+}
+
+int64_t ProductMacs(const ir::Node& n) {
+  const Shape& a = n.inputs[0]->type.shape;
+  const Shape& w = n.inputs[1]->type.shape;
+  int64_t depth = 1;
+  if (n.op == OpKind::kMatMul)
+    depth = n.attrs.Int("trans_a", 0) != 0 ? a[a.size() - 2] : a.back();
+  else
+    depth = NumElements(Shape(w.begin() + 1, w.end()));
+  return NumElements(n.outputs[0]->type.shape) * depth;
 }
 
 }  // namespace texel::passes
