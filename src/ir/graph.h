@@ -33,6 +33,7 @@ class Attrs {
   Attrs(std::initializer_list<std::pair<const std::string, AttrValue>> init) : map_(init) {}
   void Set(const std::string& key, AttrValue v) { map_[key] = std::move(v); }
   bool Has(const std::string& key) const { return map_.count(key) != 0; }
+  void Erase(const std::string& key) { map_.erase(key); }
   // Getters throw Error(kInternal) when a required attribute is missing or has another type.
   int64_t Int(const std::string& key) const;
   int64_t Int(const std::string& key, int64_t def) const;

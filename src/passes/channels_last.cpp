@@ -243,7 +243,13 @@ Stats ChannelsLast(ir::Graph& g, const PassContext& ctx) {
       SinkReduce(g, n, made);
       ++moved;
     }
-    if (!chosen.count(n)) continue;
+    if (!chosen.count(n)) {
+      // tf32x3 marked every f32 convolution for this decision; those left NCHW compute in fp32
+      // (and are tuned and counted as such).
+      if (n->op == OpKind::kConv && n->outputs[0]->type.dtype == DType::kFloat32)
+        n->attrs.Erase("compute_mode");
+      continue;
+    }
     if (n->op == OpKind::kConv) {
       ToChannelsLast(g, n, nhwc, made);
       ++convs;

@@ -108,9 +108,21 @@ std::set<ir::Node*> SensitiveCone(const ir::Graph& g, bool exp) {
 // 2 x 24 + 2 bits: rounding twice cannot differ). The double division alone is not enough where
 // the compiler turns it back into an f32 one (an equivalence under IEEE division that NVIDIA's
 // compiler applies, and then divides 2.5 ulp off: the H200's codes stayed one off with it).
-// Resize nodes are marked 1 as well: a nearest mode rounds the source coordinate (c + 0.5) /
-// scale - 0.5 at its .5 ties (7 rows from 2: (3 + 0.5) / 3.5 - 0.5 is 0.5), and the H200's
-// division put row 3 of test_resize_upsample_sizes_nearest on the wrong source row.
+// Nearest-mode Resize nodes are marked 1 as well (where the option exists) when a scale is no
+// power of two: they round the source coordinate (c + 0.5) / scale - 0.5 at its .5 ties (7 rows
+// from 2: (3 + 0.5) / 3.5 - 0.5 is 0.5), and the H200's division put row 3 of
+// test_resize_upsample_sizes_nearest on the wrong source row. Linear and cubic weights move by
+// an ulp at most, and a power-of-two scale divides exactly anyway, so the option (which slows
+// every division and sqrt of the program) stays off for a network's 2x upsampling.
+bool NearestResizeDivides(const ir::Node& n) {
+  if (n.op != OpKind::kResize || n.attrs.Str("mode") != "nearest") return false;
+  for (double s : n.attrs.Floats("scales")) {
+    int e = 0;
+    if (std::frexp(s, &e) != 0.5) return true;
+  }
+  return false;
+}
+
 Stats MarkExactDivisions(ir::Graph& g, const PassContext& ctx) {
   if (!ctx.device || !(ctx.device->fp32_correct_divide || ctx.device->fp64)) return {};
   int64_t how = ctx.device->fp32_correct_divide ? 1 : 2;
@@ -122,7 +134,7 @@ Stats MarkExactDivisions(ir::Graph& g, const PassContext& ctx) {
     }
   if (how == 1)
     for (const auto& n : g.nodes())
-      if (n->op == OpKind::kResize) {
+      if (NearestResizeDivides(*n)) {
         n->attrs.Set("exact", how);
         ++marked;
       }
@@ -158,25 +170,30 @@ ConstTensorPtr ToHalf(const HostTensor& t) {
   return std::make_shared<HostTensor>(std::move(*h));
 }
 
-// Marks g's matrix products on `storage` with `mode`; returns how many. tf32x3 marks products
-// of at least kTf32x3MinMacs multiply-adds (`small`: how many it left to fp32) and every 2-D
-// convolution, whose channels-last regions the next pass rewrites (and so puts on the engine)
-// by the same measure.
-int64_t MarkProducts(ir::Graph& g, ComputeMode mode, DType storage, int64_t* small = nullptr) {
-  int64_t marked = 0;
+// What MarkProducts marked: products, and in tf32x3 the products it left to fp32 and the
+// convolutions (every 2-D one, whose channels-last regions the next pass puts on the engine by
+// the same measure, unmarking the rest).
+struct Marked {
+  int64_t products = 0, small = 0, convs = 0;
+};
+
+// Marks g's matrix products on `storage` with `mode`; tf32x3 only products of at least
+// kTf32x3MinMacs multiply-adds, and every 2-D convolution.
+Marked MarkProducts(ir::Graph& g, ComputeMode mode, DType storage) {
+  Marked m;
   bool x3 = mode == ComputeMode::kTf32x3;
   int64_t min_macs = x3 ? kTf32x3MinMacs : 0;
   for (const auto& n : g.nodes()) {
     bool conv = x3 && n->op == OpKind::kConv && n->inputs[1]->type.shape.size() == 4;
     if ((n->op != OpKind::kMatMul && !conv) || n->outputs[0]->type.dtype != storage) continue;
     if (!conv && ProductMacs(*n) < min_macs) {
-      if (small) ++*small;
+      ++m.small;
       continue;
     }
     n->attrs.Set("compute_mode", static_cast<int64_t>(mode));
-    ++marked;
+    ++(conv ? m.convs : m.products);
   }
-  return marked;
+  return m;
 }
 
 // The stats every mode reports: products marked, and whether ctx's device runs them as marked
@@ -203,9 +220,10 @@ Stats ApplyPrecision(ir::Graph& g, const PassContext& ctx) {
   Stats exact = MarkExactDivisions(g, ctx);
   if (ctx.precision == ComputeMode::kFp32) return exact;
   if (ctx.precision != ComputeMode::kFp16) {
-    int64_t small = 0;
-    Stats st = ProductStats(MarkProducts(g, ctx.precision, DType::kFloat32, &small), ctx);
-    if (small) st["small-products-fp32"] = small;
+    Marked m = MarkProducts(g, ctx.precision, DType::kFloat32);
+    Stats st = ProductStats(m.products, ctx);
+    if (m.small) st["small-products-fp32"] = m.small;
+    if (m.convs) st["convolutions-for-channels-last"] = m.convs;
     st.merge(exact);
     return st;
   }
@@ -263,7 +281,7 @@ Stats ApplyPrecision(ir::Graph& g, const PassContext& ctx) {
     }
   }
   g.RemoveDeadNodes();
-  Stats st = ProductStats(MarkProducts(g, ComputeMode::kFp16, DType::kFloat16), ctx);
+  Stats st = ProductStats(MarkProducts(g, ComputeMode::kFp16, DType::kFloat16).products, ctx);
   st.merge(Stats{{"f16-values", values}, {"casts", casts}, {"constants-converted", constants}});
   st.merge(exact);
   return st;

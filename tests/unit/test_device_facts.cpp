@@ -34,6 +34,22 @@ TEST(DeviceFactsTest, EveryFieldSurvivesTheFile) {
   EXPECT_EQ(read.device, nullptr);
 }
 
+// Facts files written before a later field (fp32_correct_divide) still read, the field at its
+// default (false: divisions not known to be correctly rounded).
+TEST(DeviceFactsTest, FilesWithoutLaterFieldsRead) {
+  cl::DeviceInfo here = SharedContext()->info();
+  here.fp32_correct_divide = true;
+  std::string text = cl::DeviceFactsJson(here);
+  size_t at = text.find("\"fp32_correct_divide\"");
+  ASSERT_NE(at, std::string::npos);
+  text.erase(at, text.find('\n', at) - at + 1);
+  std::string path = Scratch("older.json");
+  std::ofstream(path) << text;
+  cl::DeviceInfo read = cl::ReadDeviceFacts(path);
+  EXPECT_FALSE(read.fp32_correct_divide);
+  EXPECT_EQ(read.name, here.name);
+}
+
 std::string ReadError(const std::string& text) {
   std::string path = Scratch("bad.json");
   std::ofstream(path) << text;

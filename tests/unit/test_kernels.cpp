@@ -610,6 +610,19 @@ TEST(PrecisionTest, DivisionsARoundReadsAreExact) {
   EXPECT_EQ(plan.build_options.find("-cl-fp32-correctly-rounded-divide-sqrt") != std::string::npos,
             how == 1);
   EXPECT_EQ(plan.source.find("(double)") != std::string::npos, how == 2);
+  // Marked 2 (a device with cl_khr_fp64 only): the kernel divides in double.
+  if (here.fp64) {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* xv = g->AddInput("x", F32Type(x.shape));
+    ir::Node* d = g->AddNode(ir::OpKind::kDiv, {xv, Const(*g, "c3", c3)}, {}, "third");
+    d->attrs.Set("exact", int64_t{2});
+    g->AddOutput(d->outputs[0]);
+    CompiledModel m2 = CompileIn(std::move(g), ComputeMode::kFp32);
+    EXPECT_NE(m2.executable->plan().source.find("(float)((double)"), std::string::npos);
+    auto third = runtime::Session(*m2.executable).Run({{"x", x}});
+    for (int64_t i = 0; i < x.size(); ++i)
+      EXPECT_EQ(third[0].data<float>()[i], x.data<float>()[i] / 3.0f) << i;
+  }
   auto got = runtime::Session(*m.executable).Run({{"x", x}});
   float max = -INFINITY;
   for (int64_t i = 0; i < x.size(); ++i) max = std::max(max, x.data<float>()[i]);
@@ -626,24 +639,31 @@ TEST(PrecisionTest, DivisionsARoundReadsAreExact) {
 // (the H200's default division gave row 1; ONNX's test_resize_upsample_sizes_nearest).
 TEST(PrecisionTest, ResizeCoordinatesDivideExactly) {
   HostTensor x = testing::RandomF32({1, 1, 2, 2}, 951);
-  auto g = std::make_unique<ir::Graph>();
-  ir::Value* xv = g->AddInput("x", F32Type(x.shape));
-  Output(*g, ir::OpKind::kResize, {xv},
-         {{"mode", std::string("nearest")},
-          {"coord", std::string("half_pixel")},
-          {"nearest_mode", std::string("round_prefer_floor")},
-          {"cubic_a", -0.75},
-          {"exclude_outside", int64_t{0}},
-          {"extrapolation", 0.0},
-          {"sizes", Ints{1, 1, 7, 8}},
-          {"scales", std::vector<double>{1, 1, 3.5, 4}},
-          {"roi", std::vector<double>{}}},
-         "resize");
-  CompiledModel m = CompileIn(std::move(g), ComputeMode::kFp32);
+  // x resized in half-pixel nearest mode to 1 x 1 x h x w, compiled.
+  auto resized = [&](int64_t h, int64_t w) {
+    auto g = std::make_unique<ir::Graph>();
+    Output(*g, ir::OpKind::kResize, {g->AddInput("x", F32Type(x.shape))},
+           {{"mode", std::string("nearest")},
+            {"coord", std::string("half_pixel")},
+            {"nearest_mode", std::string("round_prefer_floor")},
+            {"cubic_a", -0.75},
+            {"exclude_outside", int64_t{0}},
+            {"extrapolation", 0.0},
+            {"sizes", Ints{1, 1, h, w}},
+            {"scales", std::vector<double>{1, 1, h / 2.0, w / 2.0}},
+            {"roi", std::vector<double>{}}},
+           "resize");
+    return CompileIn(std::move(g), ComputeMode::kFp32);
+  };
+  CompiledModel m = resized(7, 8);
   bool correct = testing::SharedContext()->info().fp32_correct_divide;
   EXPECT_EQ(m.graph->nodes().back()->attrs.Int("exact", 0), correct ? 1 : 0);
   EXPECT_EQ(m.executable->plan().build_options.find("correctly-rounded") != std::string::npos,
             correct);
+  // Twice the size: a power-of-two scale divides exactly, no mark, no option.
+  CompiledModel twice = resized(4, 4);
+  EXPECT_FALSE(twice.graph->nodes().back()->attrs.Has("exact"));
+  EXPECT_TRUE(twice.executable->plan().build_options.empty());
   auto got = runtime::Session(*m.executable).Run({{"x", x}});
   for (int64_t r = 0; r < 7; ++r)
     for (int64_t c = 0; c < 8; ++c)
@@ -677,9 +697,19 @@ TEST(PrecisionTest, Tf32x3TakesTheEngineForLargeProductsOnly) {
     for (const auto& n : g->nodes())
       EXPECT_EQ(n->attrs.Has("compute_mode"), want.at(n->name)) << n->name << " " << x3;
     EXPECT_EQ(passes::ProductMacs(*g->nodes()[0]), int64_t{1} << 30);
-    EXPECT_EQ(st["matrix-products"], 2);
+    EXPECT_EQ(passes::ProductMacs(*g->nodes()[2]), int64_t{56} * 56 * 64 * 64 * 9);
+    EXPECT_EQ(st["matrix-products"], x3 ? 1 : 2);
     EXPECT_EQ(st.count("small-products-fp32") ? st["small-products-fp32"] : 0, x3 ? 1 : 0);
+    EXPECT_EQ(st.count("convolutions-for-channels-last") ? st["convolutions-for-channels-last"] : 0,
+              x3 ? 1 : 0);
   }
+  // A transposed A: the depth is its second-to-last dimension.
+  ir::Graph t;
+  ir::Node* mm =
+      t.AddNode(ir::OpKind::kMatMul,
+                {t.AddInput("a", F32Type({300, 20})), t.AddInput("b", F32Type({300, 7}))},
+                {{"trans_a", int64_t{1}}}, "mm");
+  EXPECT_EQ(passes::ProductMacs(*mm), 20 * 7 * 300);
 }
 
 // A convolution over 3 images in fp16 (the implicit GEMM, its images folded into the columns:

@@ -449,18 +449,24 @@ TEST(WindowKernelTest, ChannelsLastRegions) {
 }
 
 // In tf32x3 a region of f32 convolutions becomes channels-last (and takes the matrix engine)
-// only where its convolutions have 2^30 multiply-adds on average (kTf32x3MinMacs): six 3x3
-// convolutions over 64 x 56 x 56 images, 0.12 G each for one image (left NCHW, the scalar
-// kernels) and 3.7 G for 32 (rewritten, the engine in tf32x3). Compiled for an H100's tiling on
+// only where its convolutions have 2^30 multiply-adds on average (kTf32x3MinMacs): five 3x3
+// convolutions and a 1x1 over 64 x 56 x 56 images, 0.12 G (3x3) for one image (left NCHW and
+// unmarked: the scalar kernels) and 3.7 G for 32 (rewritten, the 1x1's 0.4 G with them: the
+// engine in tf32x3). Compiled for an H100's tiling on
 // the emulated engine; their results are ChannelsLastConvOnTheMatrixEngine's.
 TEST(WindowKernelTest, ChannelsLastRegionsInTf32x3) {
-  HostTensor w = RandomF32({64, 64, 3, 3}, 950);
+  HostTensor w = RandomF32({64, 64, 3, 3}, 950), w1 = RandomF32({64, 64, 1, 1}, 951);
   for (int64_t images : {1, 32}) {
     auto g = std::make_unique<ir::Graph>();
     ir::Value* v = g->AddInput("x", F32Type({images, 64, 56, 56}));
     ir::Value* wv = Const(*g, "w", w);
+    ir::Value* w1v = Const(*g, "w1", w1);
     for (int i = 0; i < 6; ++i) {
-      v = g->AddNode(ir::OpKind::kConv, {v, wv}, ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1),
+      // The third a 1x1: 0.4 G for 32 images, under 2^30, and rewritten with its region.
+      bool one = i == 2;
+      v = g->AddNode(ir::OpKind::kConv, {v, one ? w1v : wv},
+                     one ? ConvAttrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1)
+                         : ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1),
                      fmt::format("conv{}", i))
               ->outputs[0];
       v = g->AddNode(ir::OpKind::kRelu, {v}, {}, fmt::format("relu{}", i))->outputs[0];
@@ -468,14 +474,18 @@ TEST(WindowKernelTest, ChannelsLastRegionsInTf32x3) {
     g->AddOutput(v);
     CompileOptions o;
     o.precision = ComputeMode::kTf32x3;
-    setenv("TEXEL_TARGET", "gpu:132:mma", 1);
-    CompiledModel m = CompileGraph(std::move(g), SharedContext(), o);
-    unsetenv("TEXEL_TARGET");
-    int nhwc = 0;
-    for (const auto& n : m.graph->nodes())
+    CompiledModel m = [&] {
+      testing::ScopedEnv target("TEXEL_TARGET", "gpu:132:mma");
+      return CompileGraph(std::move(g), SharedContext(), o);
+    }();
+    int nhwc = 0, marked = 0;
+    for (const auto& n : m.graph->nodes()) {
       nhwc += n->op == ir::OpKind::kConv && n->attrs.Int("channels_last", 0) == 1;
+      marked += n->op == ir::OpKind::kConv && n->attrs.Has("compute_mode");
+    }
     bool engine = images == 32;
     EXPECT_EQ(nhwc, engine ? 6 : 0) << images << " images";
+    EXPECT_EQ(marked, engine ? 6 : 0) << images << " images: NCHW ones compute in fp32";
     EXPECT_EQ(m.executable->plan().source.find("#define MODE 3") != std::string::npos, engine)
         << images << " images";
   }

@@ -268,7 +268,7 @@ std::optional<ChainCode> VectorChain(const std::vector<const ir::Node*>& ops,
     const ir::Node& n = *ops[k];
     const ExprRule* rule = FindRule(n.op);
     if (!rule || !*rule->vector_expr || n.outputs[0]->type.dtype != DType::kFloat32 ||
-        n.attrs.Has("exact"))
+        n.attrs.Int("exact", 0) == 2)
       return std::nullopt;
     std::map<std::string, std::string> names = AttrNames(n);
     names["TV"] = fmt::format("float{}", vw);
