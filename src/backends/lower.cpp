@@ -87,7 +87,7 @@ class PlanBuilder {
     }
     // Divisions (and Resize's coordinates) marked exact 1 by the precision pass: the device
     // divides correctly rounded under this option (NVIDIA's OpenCL divides 2.5 ulp off without).
-    if (exact) plan_.build_options = "-cl-fp32-correctly-rounded-divide-sqrt";
+    if (exact) plan_.build_options = runtime::kCorrectDivideOption;
     for (const std::vector<ir::Node*>& group : ir::FusionGroups(g))
       last_of_group_[group.back()] = {group.begin(), group.end()};
   }

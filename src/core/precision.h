@@ -27,7 +27,7 @@ inline constexpr EnumName<ComputeMode> kComputeModeNames[] = {
 // channels-last regions whose convolutions have that many on average (passes/precision.cpp,
 // passes/channels_last.cpp); the rest keep the scalar fp32 kernels, as accurate and faster
 // there. H200, everything on the engine against fp32 (docs/precision.md): ResNet-50 at batch 32
-// 1.15x faster (convolutions of 0.4-7.5 G multiply-adds), at batch 1 (at most 0.23 G) ResNet-50
+// 1.15x faster (convolutions of 0.4-3.8 G multiply-adds), at batch 1 (at most 0.12 G) ResNet-50
 // 1.6x, ResNet-18 1.3x, BERT-base 1.32x, ViT-B/16 1.23x slower; texel_gemm's tf32x3 reaches
 // texel's fp32 SGEMM at 1024^3 (2^30) and is 1.08-1.11x past it at 2048^3 and 4096^3.
 inline constexpr int64_t kTf32x3MinMacs = int64_t{1} << 30;

@@ -42,6 +42,8 @@
 #include <set>
 
 #include "backends/native/native_backend.h"
+#include "codegen/opencl/generator.h"
+#include "codegen/opencl/matmul.h"
 #include "core/error.h"
 #include "ir/host_eval.h"
 #include "passes/pipeline.h"
@@ -288,14 +290,9 @@ Stats ApplyPrecision(ir::Graph& g, const PassContext& ctx) {
 }
 
 int64_t ProductMacs(const ir::Node& n) {
-  const Shape& a = n.inputs[0]->type.shape;
-  const Shape& w = n.inputs[1]->type.shape;
-  int64_t depth = 1;
-  if (n.op == OpKind::kMatMul)
-    depth = n.attrs.Int("trans_a", 0) != 0 ? a[a.size() - 2] : a.back();
-  else
-    depth = NumElements(Shape(w.begin() + 1, w.end()));
-  return NumElements(n.outputs[0]->type.shape) * depth;
+  if (n.op == OpKind::kConv) return static_cast<int64_t>(codegen::ConvFlops(n) / 2);
+  codegen::GemmShape s = codegen::GemmShapeOf(n);
+  return s.batch * s.m * s.n * s.k;
 }
 
 }  // namespace texel::passes

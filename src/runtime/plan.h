@@ -91,6 +91,10 @@ struct DeviceNeeds {
   bool tensor_cores = false;  // mma.sync: compute capability 8.0 or newer
 };
 
+// The build option of plans with divisions marked exact (passes/precision.cpp): only devices with
+// CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT take it.
+inline constexpr const char* kCorrectDivideOption = "-cl-fp32-correctly-rounded-divide-sqrt";
+
 struct Plan {
   PlanInfo info;
   DeviceNeeds needs;

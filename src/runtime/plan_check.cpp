@@ -201,11 +201,10 @@ std::vector<std::string> MissingFeatures(const Plan& plan, const cl::DeviceInfo&
       missing.push_back(fmt::format("library routine '{}' (its library is not available)", call));
   for (const std::string& ext : EnabledExtensions(plan.source))
     if (!device.HasExtension(ext)) missing.push_back("extension " + ext);
-  // Exact divisions (passes/precision.cpp) build with this option, which only such devices take.
-  if (plan.build_options.find("-cl-fp32-correctly-rounded-divide-sqrt") != std::string::npos &&
+  if (plan.build_options.find(kCorrectDivideOption) != std::string::npos &&
       !device.fp32_correct_divide)
-    missing.push_back("correctly rounded f32 division (the program builds with "
-                      "-cl-fp32-correctly-rounded-divide-sqrt)");
+    missing.push_back(fmt::format("correctly rounded f32 division (the program builds with {})",
+                                  kCorrectDivideOption));
   // Inline PTX builds only in NVIDIA's OpenCL; mma.sync needs compute capability 8.0.
   bool ptx = plan.needs.inline_ptx;
   if (ptx && device.nv_warp_size == 0)

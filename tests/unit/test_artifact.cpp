@@ -202,7 +202,7 @@ TEST(ArtifactTest, MissingFeaturesAreNamed) {
   EXPECT_NE(missing[0].find("images"), std::string::npos);
 
   // Exact divisions' build option, on a device whose division is not correctly rounded.
-  a.plan.build_options = "-cl-fp32-correctly-rounded-divide-sqrt";
+  a.plan.build_options = runtime::kCorrectDivideOption;
   cl::DeviceInfo rough = device;
   rough.fp32_correct_divide = false;
   missing = runtime::MissingFeatures(a.plan, rough);

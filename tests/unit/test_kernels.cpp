@@ -607,8 +607,7 @@ TEST(PrecisionTest, DivisionsARoundReadsAreExact) {
     EXPECT_EQ(n->attrs.Int("exact", 0), n->name == "third" ? 0 : how) << n->name;
   }
   const runtime::Plan& plan = m.executable->plan();
-  EXPECT_EQ(plan.build_options.find("-cl-fp32-correctly-rounded-divide-sqrt") != std::string::npos,
-            how == 1);
+  EXPECT_EQ(plan.build_options.find(runtime::kCorrectDivideOption) != std::string::npos, how == 1);
   EXPECT_EQ(plan.source.find("(double)") != std::string::npos, how == 2);
   // Marked 2 (a device with cl_khr_fp64 only): the kernel divides in double.
   if (here.fp64) {
@@ -658,8 +657,9 @@ TEST(PrecisionTest, ResizeCoordinatesDivideExactly) {
   CompiledModel m = resized(7, 8);
   bool correct = testing::SharedContext()->info().fp32_correct_divide;
   EXPECT_EQ(m.graph->nodes().back()->attrs.Int("exact", 0), correct ? 1 : 0);
-  EXPECT_EQ(m.executable->plan().build_options.find("correctly-rounded") != std::string::npos,
-            correct);
+  EXPECT_EQ(
+      m.executable->plan().build_options.find(runtime::kCorrectDivideOption) != std::string::npos,
+      correct);
   // Twice the size: a power-of-two scale divides exactly, no mark, no option.
   CompiledModel twice = resized(4, 4);
   EXPECT_FALSE(twice.graph->nodes().back()->attrs.Has("exact"));
