@@ -144,15 +144,19 @@ struct GraphIndex {
 
 // The second rule: merges elementwise groups into the group whose result they read where all
 // of that result's uses are inside the two. Returns how many groups were merged away.
-int64_t MergeDiamonds(GraphIndex& ix) {
+int64_t MergeDiamonds(GraphIndex& ix, std::vector<const ir::Node*>& root) {
   int64_t merged = 0;
+  // Groups made here for producers that were alone (a Conv whose BatchNorm was folded into it,
+  // then SiLU) are added to ix.members while it is walked: std::map keeps the walk valid.
   for (auto& [h, mh] : ix.members) {
     if (mh.empty() || !IsElementwise(*mh.front())) continue;
     const ir::Value* out_h = mh.back()->outputs[0];
     for (const ir::Value* x : ir::ExternalInputs({mh.begin(), mh.end()})) {
-      const ir::Node* p = x->producer;
-      if (!p || p->group < 0 || p->group == h || ix.outputs[x->id]) continue;
-      std::vector<ir::Node*>& gm = ix.members[p->group];
+      ir::Node* p = x->producer;
+      if (!p || p->group == h || ix.outputs[x->id]) continue;
+      if (p->group < 0 && !((IsAnchor(*p) || IsElementwise(*p)) && BackendFuses(*p))) continue;
+      std::vector<ir::Node*> alone{p};
+      std::vector<ir::Node*>& gm = p->group >= 0 ? ix.members[p->group] : alone;
       if (gm.back()->outputs[0] != x || ix.pos[mh.front()] < ix.pos[gm.back()] ||
           !JoinsGroupOf(*gm.front(), x->type.shape, out_h->type.shape) ||
           p->backend != mh.front()->backend)
@@ -160,10 +164,17 @@ int64_t MergeDiamonds(GraphIndex& ix) {
       if (IsAnchor(*gm.front()) && !StoresAs(*gm.front(), out_h->type.dtype)) continue;
       bool inside = std::none_of(mh.begin(), mh.end(),
                                  [](const ir::Node* n) { return ir::ReadsThroughView(*n); });
-      for (const ir::Node* u : ix.users[x->id]) inside &= u->group == p->group || u->group == h;
+      for (const ir::Node* u : ix.users[x->id])
+        inside &= (p->group >= 0 && u->group == p->group) || u->group == h;
       if (!inside || gm.size() + mh.size() > kMaxGroupNodes) continue;
+      if (p->group < 0) {
+        p->group = static_cast<int>(root.size());
+        root.push_back(p);
+      }
+      std::vector<ir::Node*>& members = ix.members[p->group];
+      if (members.empty()) members = {p};
       for (ir::Node* n : mh) n->group = p->group;
-      gm.insert(gm.end(), mh.begin(), mh.end());
+      members.insert(members.end(), mh.begin(), mh.end());
       mh.clear();
       ++merged;
       break;
@@ -253,7 +264,7 @@ Stats Fuse(ir::Graph& g, const PassContext& ctx) {
     }
   }
   GraphIndex ix(g);
-  int64_t merged = MergeDiamonds(ix);
+  int64_t merged = MergeDiamonds(ix, root);
   int64_t norms = MergeNormPrologues(g, ix, root, ctx.storage == StoragePolicy::kBuffer);
   std::set<int> groups;
   for (const auto& node : g.nodes())

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -709,6 +710,81 @@ TEST(WindowKernelTest, DepthwiseEpilogueOnVectors) {
       p[i] = std::min(std::max(v, -0.5f), 0.25f);
     }
     ExpectClose(out[0], want, vector_form ? "vector epilogue" : "lane-by-lane epilogue");
+  }
+}
+
+// On a GPU (an H100's facts, run here), the matmul family's direct-kernel points (rows per
+// work-item, columns per group, pixels per vector, K split) for a depthwise convolution and a
+// squeeze-and-excitation block's 1x1 convolution on one pixel: every eighth point computes the
+// reference.
+TEST(WindowKernelTest, EveryGpuDirectPointComputesTheConvolution) {
+  codegen::Target gpu = testing::H100Target();
+  struct Case {
+    Shape x, w;
+    Ints pads;
+    int64_t group;
+  };
+  const Case cases[] = {{{1, 6, 9, 13}, {6, 1, 3, 3}, {1, 1, 1, 1}, 6},
+                        {{1, 40, 1, 1}, {12, 40, 1, 1}, {0, 0, 0, 0}, 1}};
+  uint32_t seed = 540;
+  for (const Case& c : cases) {
+    HostTensor x = RandomF32(c.x, ++seed), w = RandomF32(c.w, ++seed),
+               b = RandomF32({c.w[0]}, ++seed);
+    ir::Graph g;
+    ir::Attrs attrs = ConvAttrs({1, 1}, c.pads, {1, 1}, c.group);
+    ir::Node* conv = g.AddNode(
+        ir::OpKind::kConv, {g.AddInput("x", F32Type(x.shape)), Const(g, "w", w), Const(g, "b", b)},
+        attrs, "conv");
+    std::optional<codegen::Tunable> t = codegen::TunableOf(*conv, gpu);
+    ASSERT_TRUE(t.has_value());
+    EXPECT_EQ(t->family, "matmul");
+    size_t direct = 0;
+    for (size_t i = 0; i < t->candidates.size(); ++i) {
+      const codegen::TunePoint& p = t->candidates[i];
+      if (p.at("kind") != 1 || direct++ % 8 != 0) continue;
+      PointsInOrder source({p});
+      codegen::Target picked = gpu;
+      picked.tuning = &source;
+      HostTensor y = RunConvKernels(*conv, codegen::GenerateKernel(*conv, "conv", picked), x, w, b);
+      ExpectClose(y, RefConv(x, w, &b, {1, 1}, c.pads, {1, 1}, c.group),
+                  fmt::format("group {} {}", c.group, codegen::PointString(p)));
+    }
+    EXPECT_GT(direct, 24u) << "direct points";
+  }
+}
+
+// HardSwish (x * HardSigmoid(x)) and SiLU (x * Sigmoid(x)) after a depthwise convolution that
+// nothing else joined: fuse's second rule gives the Conv a group for them, so each is one
+// kernel, on CPUs with the activation on whole vectors (HardSigmoid's clamp on vectors).
+TEST(WindowKernelTest, HardSwishAndSiluInTheConvolution) {
+  HostTensor x = RandomF32({1, 6, 5, 33}, 530), w = RandomF32({6, 1, 3, 3}, 531);
+  for (ir::OpKind gate : {ir::OpKind::kHardSigmoid, ir::OpKind::kSigmoid}) {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* xv = g->AddInput("x", F32Type(x.shape));
+    ir::Value* y = g->AddNode(ir::OpKind::kConv, {xv, Const(*g, "w", w)},
+                              ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 6), "dw")
+                       ->outputs[0];
+    ir::Attrs a;
+    if (gate == ir::OpKind::kHardSigmoid) {
+      a.Set("alpha", 1.0 / 6);
+      a.Set("beta", 0.5);
+    }
+    ir::Value* s = g->AddNode(gate, {y}, a, "gate")->outputs[0];
+    g->AddOutput(g->AddNode(ir::OpKind::kMul, {y, s}, {}, "swish")->outputs[0]);
+    CompiledModel m = CompileGraph(std::move(g), SharedContext(), CompileOptions{});
+    EXPECT_EQ(m.executable->plan().steps.size(), 1u) << "one fused kernel";
+    if (!backends::NativeBackend::TargetOf(SharedContext()->info()).gpu) {
+      EXPECT_NE(m.executable->plan().source.find("_vchain("), std::string::npos);
+    }
+    runtime::Session session(*m.executable);
+    std::vector<HostTensor> out = session.Run({{"x", x}});
+    HostTensor want = RefConv(x, w, nullptr, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6);
+    for (float& v : std::span(want.data<float>(), want.size())) {
+      double gv = gate == ir::OpKind::kSigmoid ? 1 / (1 + std::exp(-double{v}))
+                                               : std::clamp(v / 6.0 + 0.5, 0.0, 1.0);
+      v = static_cast<float>(v * gv);
+    }
+    ExpectClose(out[0], want, std::string(OpName(gate)));
   }
 }
 

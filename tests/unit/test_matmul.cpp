@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -216,9 +217,18 @@ TEST(MatMulTest, GpuHeuristicChoices) {
     codegen::GemmShape s = codegen::GemmShapeOf(*node);
     MatMulParams p = codegen::ChooseMatMulParams(s, gpu);
     EXPECT_FALSE(codegen::CheckMatMulParams(p, s, gpu).has_value()) << p.ToString();
-    EXPECT_EQ(p.kind == MatMulParams::Kind::kTiled, s.m > 8) << p.ToString();
+    EXPECT_EQ(p.kind == MatMulParams::Kind::kTiled, s.m > 8 && s.n >= 8) << p.ToString();
     // PoCL accepts the GPU's work-group sizes; run the GPU's choice on the CPU target.
     ExpectMatches(RunKernel(a, b, &p, cpu), a, b, "gpu choice " + p.ToString());
+  }
+  // Few columns (a squeeze-and-excitation block's 1x1 convolutions on one pooled pixel): the
+  // direct kernel, K split across the work-group.
+  for (auto [m, n, k] : {std::array<int64_t, 3>{20, 1, 480}, {1152, 1, 48}, {200, 5, 96}}) {
+    HostTensor a = Random(DType::kFloat32, {m, k}, ++seed);
+    HostTensor b = Random(DType::kFloat32, {k, n}, ++seed);
+    MatMulParams p = codegen::ChooseMatMulParams({1, m, n, k, DType::kFloat32}, gpu);
+    EXPECT_EQ(p.kind, MatMulParams::Kind::kDirect) << p.ToString();
+    ExpectMatches(RunKernel(a, b, &p, cpu), a, b, "few columns " + p.ToString());
   }
   // A small device (64 work-items, 4 KiB of local memory) still gets parameters it can run.
   codegen::Target small = gpu;

@@ -192,6 +192,38 @@ TEST(PassGoldenTest, FuseGroupsEpiloguesAndChains) {
   EXPECT_EQ(stats["nodes-fused"], 6);
 }
 
+// SiLU after a Conv that nothing else joined (its BatchNorm folded into the filters): the
+// Sigmoid and the Mul read the Conv's result twice, so the first rule stops, and the second
+// makes the Conv a group of its own for them. Where the result has a third reader outside
+// (conv2's, read by Neg too), the Conv stays alone.
+TEST(PassTest, SiluJoinsALoneConv) {
+  ir::Graph g;
+  ir::Value* x = g.AddInput("x", F32({1, 2, 5, 5}));
+  ir::Value* w = g.AddConstant("w", RandomF32({4, 2, 3, 3}, 1));
+  ir::Attrs conv = {{"strides", Ints{1, 1}},
+                    {"pads", Ints{1, 1, 1, 1}},
+                    {"dilations", Ints{1, 1}},
+                    {"group", int64_t{1}}};
+  auto silu = [&](ir::Value* v, const std::string& name) {
+    return Op(g, ir::OpKind::kMul, {v, Op(g, ir::OpKind::kSigmoid, {v}, name + "_sig")}, name);
+  };
+  ir::Value* c = Op(g, ir::OpKind::kConv, {x, w}, "conv", conv);
+  g.AddOutput(silu(c, "silu"));
+  ir::Value* c2 = Op(g, ir::OpKind::kConv, {x, w}, "conv2", conv);
+  g.AddOutput(silu(c2, "silu2"));
+  g.AddOutput(Op(g, ir::OpKind::kNeg, {c2}, "neg"));
+  Stats stats = Fuse(g, PassContext{});
+  ASSERT_NO_THROW(ir::Verify(g));
+  EXPECT_EQ(stats["groups-merged"], 1);
+  const ir::Node* conv1 = FindValue(g, "conv")->producer;
+  EXPECT_GE(conv1->group, 0);
+  EXPECT_EQ(FindValue(g, "silu")->producer->group, conv1->group);
+  EXPECT_EQ(FindValue(g, "silu_sig")->producer->group, conv1->group);
+  const ir::Node* conv2 = FindValue(g, "conv2")->producer;
+  EXPECT_NE(FindValue(g, "silu2")->producer->group, conv2->group);
+  EXPECT_LT(conv2->group, 0);
+}
+
 // BatchNormalization's Mul + Add after a Conv move into its filters and bias (conv1, which
 // has a bias, and conv2, which gets one); a scale along W (conv3) and a Conv whose result is
 // also a graph output (conv4) stay as they are.

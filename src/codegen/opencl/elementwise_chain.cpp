@@ -271,7 +271,7 @@ std::optional<ChainCode> VectorChain(const std::vector<const ir::Node*>& ops,
         n.attrs.Int("exact", 0) == 2)
       return std::nullopt;
     std::map<std::string, std::string> names = AttrNames(n);
-    names["TV"] = fmt::format("float{}", vw);
+    names["TV"] = names["T_IN"] = fmt::format("float{}", vw);  // HardSigmoid's clamp bounds
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       auto it = var_of.find(n.inputs[k]);
       std::optional<std::string> x =

@@ -295,7 +295,10 @@ std::optional<MatMulParams> SmallProductParams(const GemmShape& s, const Target&
 }
 
 MatMulParams ChooseMatMulParams(const GemmShape& s, const Target& t) {
-  if (s.m <= 8 || !t.gpu) return ChooseDirect(s, t);
+  // Few rows or few columns: the tiles below would compute mostly padding. A squeeze-and-
+  // excitation block's 1x1 convolutions on one pooled pixel (N = 1, M = 20-1152) took 14-24 us
+  // each as one 16-128 row tile walking K alone, on an H200 in EfficientNet-B0.
+  if (s.m <= 8 || s.n < 8 || !t.gpu) return ChooseDirect(s, t);
   // Estimated time = waves x tile area / (efficiency x occupancy), where waves = work-groups
   // per compute unit rounded up, and occupancy sqrt(work-items per compute unit / 128) below
   // 128 (a lone small work-group hides little latency). The cheapest wins; the earlier on ties.
@@ -390,7 +393,28 @@ Tunable MatMulTunable(const GemmShape& s, const Target& t) {
         p.split_k = split;
         add(p);
       }
-    if (s.m <= 32) add(ChooseDirect(s, t));
+    // Few rows or columns (classifiers, depthwise and squeeze-and-excitation convolutions):
+    // the direct kernel's rows per work-item, columns per group, vector width (gathered B:
+    // 1, 2 or 4 pixels) and K split across the group.
+    if (s.m <= 32 || s.n < 8) {
+      add(ChooseDirect(s, t));
+      MatMulParams d = DirectFor(s, t);
+      for (int wm : {1, 2, 4, 8})
+        for (int vb : {1, 2, 4, 8})
+          for (int lx = 1; lx <= 64; lx *= 2)
+            for (int split = 1; lx * split <= 256; split *= 2) {
+              if ((wm > 1 && wm > s.m) || (split > 1 && s.k / split < 4) ||
+                  (vb != d.vec_b && !s.gather_b) || lx > 2 * CeilDiv(s.n, vb))
+                continue;
+              MatMulParams p = d;
+              p.wi_m = p.tile_m = wm;
+              p.vec_b = p.wi_n = vb;
+              p.tile_n = lx * vb;
+              p.split_k = split;
+              p.panel_k = 0;
+              add(p);
+            }
+    }
     return tn;
   }
   // CPU: the direct kernel's row blocks, column vectors per group and panels of B.
