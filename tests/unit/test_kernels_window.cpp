@@ -25,6 +25,7 @@
 #include "ir/graph.h"
 #include "ir/host_eval.h"
 #include "kernel_test_util.h"
+#include "row_reference.h"
 #include "runtime/cl/context.h"
 #include "runtime/cl/device.h"
 #include "runtime/session.h"
@@ -710,6 +711,27 @@ TEST(WindowKernelTest, DepthwiseEpilogueOnVectors) {
       p[i] = std::min(std::max(v, -0.5f), 0.25f);
     }
     ExpectClose(out[0], want, vector_form ? "vector epilogue" : "lane-by-lane epilogue");
+  }
+}
+
+// The rows family (reductions and softmax): every candidate computes the reference, on this
+// device's space and on a GPU's (TEXEL_TARGET=gpu:132: up to 256 work-items sharing a row), for
+// rows of adjacent elements (a global average pool, a softmax over the last axis) and a
+// reduction over a middle axis.
+TEST(WindowKernelTest, EveryRowsPointComputesTheReduction) {
+  HostTensor x = RandomF32({2, 5, 9, 31}, 560);
+  ir::Attrs pool{{"axes", Ints{2, 3}}, {"keepdims", int64_t{1}}};
+  ir::Attrs middle{{"axes", Ints{1}}, {"keepdims", int64_t{0}}};
+  ir::Attrs last{{"axis", int64_t{3}}};
+  for (const char* target : {"", "gpu:132"}) {
+    ScopedEnv env("TEXEL_TARGET", *target ? std::optional<std::string>(target) : std::nullopt);
+    size_t n = CheckCandidates(ir::OpKind::kReduceMean, pool, x, {}, RefReduceMean(x, {2, 3}, true),
+                               std::string("global average pool ") + target, 1);
+    n += CheckCandidates(ir::OpKind::kReduceSum, middle, x, {}, RefReduce(x, {1}, false, 's'),
+                         std::string("sum over channels ") + target, 1);
+    n += CheckCandidates(ir::OpKind::kSoftmax, last, x, {}, RefSoftmax(x, 3, false),
+                         std::string("softmax ") + target, 1);
+    EXPECT_GE(n, 8u) << target;
   }
 }
 

@@ -112,6 +112,10 @@ KernelSpec GeneratePool(const ir::Node& node, const std::string& kernel_name, co
                         const Chain& epilogue = {});
 std::vector<KernelSpec> GenerateMatMul(const ir::Node& node, const std::string& kernel_name,
                                        const Target& target, const Chain& epilogue = {});
+// The tunable family "rows" (tuning.h) of a reduction or softmax node: `lw`, the work-items that
+// share one row (1, or a power of two with a tree sum in local memory); nullopt where a row
+// cannot be shared (ArgMax / ArgMin, a softmax along an axis that is not innermost).
+std::optional<Tunable> RowsTunable(const ir::Node& node, const Target& target);
 KernelSpec GenerateReduce(const ir::Node& node, const std::string& kernel_name,
                           const Target& target, const Chain& epilogue = {});
 KernelSpec GenerateSoftmax(const ir::Node& node, const std::string& kernel_name,

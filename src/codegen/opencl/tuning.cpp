@@ -14,7 +14,11 @@ std::optional<Tunable> TunableOf(const ir::Node& n, const Target& target) {
     case ir::OpKind::kConv: return ConvTunable(n, target);
     case ir::OpKind::kMaxPool: return WindowRowsTunable(n, target);
     case ir::OpKind::kMatMul: return MatMulNodeTunable(n, target);
-    default: return std::nullopt;
+    case ir::OpKind::kSoftmax:
+    case ir::OpKind::kLogSoftmax: return RowsTunable(n, target);
+    default:
+      if (n.info().cls == ir::OpClass::kReduce) return RowsTunable(n, target);
+      return std::nullopt;
   }
 }
 
