@@ -14,7 +14,8 @@
 //     precision.cpp) then runs in the kernel that computes the output.
 // Then an elementwise group H joins the group G whose result X it reads when every use of X is
 // in G or H (X was read twice, so the rule above stopped): GELU's x * (1 + erf(x / sqrt 2)) / 2,
-// SiLU's x * sigmoid(x) and HardSwish after a MatMul or Conv then run in its epilogue.
+// SiLU's x * sigmoid(x) and HardSwish after a MatMul or Conv then run in its epilogue. X's
+// producer, if in no group yet (a Conv whose BatchNorm was folded into it), becomes one.
 // Then a LayerNorm (with its group) joins the group of the MatMul whose result X it normalises
 // over X's last dim: codegen computes the product as partial slices (split-K, or one) and the
 // LayerNorm sums them and applies the product's epilogue (bias, residual) as it reads them, so
@@ -142,8 +143,9 @@ struct GraphIndex {
   }
 };
 
-// The second rule: merges elementwise groups into the group whose result they read where all
-// of that result's uses are inside the two. Returns how many groups were merged away.
+// The second rule: merges elementwise groups into the group whose result they read (a group
+// made for a producer that is in none) where all of that result's uses are inside the two.
+// Returns how many groups were merged away.
 int64_t MergeDiamonds(GraphIndex& ix, std::vector<const ir::Node*>& root) {
   int64_t merged = 0;
   // Groups made here for producers that were alone (a Conv whose BatchNorm was folded into it,

@@ -716,23 +716,33 @@ TEST(WindowKernelTest, DepthwiseEpilogueOnVectors) {
 
 // The rows family (reductions and softmax): every candidate computes the reference, on this
 // device's space and on a GPU's (TEXEL_TARGET=gpu:132: up to 256 work-items sharing a row), for
-// rows of adjacent elements (a global average pool, a softmax over the last axis) and a
-// reduction over a middle axis.
+// rows of adjacent elements (a global average pool, a softmax over the last axis, 4400 rows of
+// 64: on the GPU a warp each, the heuristic's point) and a reduction over a middle axis (rows
+// whose elements lie 45 apart).
 TEST(WindowKernelTest, EveryRowsPointComputesTheReduction) {
-  HostTensor x = RandomF32({2, 5, 9, 31}, 560);
+  HostTensor x = RandomF32({2, 5, 9, 31}, 560), mid = RandomF32({2, 70, 9, 5}, 561),
+             many = RandomF32({4400, 64}, 562);
   ir::Attrs pool{{"axes", Ints{2, 3}}, {"keepdims", int64_t{1}}};
   ir::Attrs middle{{"axes", Ints{1}}, {"keepdims", int64_t{0}}};
-  ir::Attrs last{{"axis", int64_t{3}}};
+  ir::Attrs last{{"axis", int64_t{3}}}, rows{{"axes", Ints{1}}, {"keepdims", int64_t{1}}};
   for (const char* target : {"", "gpu:132"}) {
     ScopedEnv env("TEXEL_TARGET", *target ? std::optional<std::string>(target) : std::nullopt);
     size_t n = CheckCandidates(ir::OpKind::kReduceMean, pool, x, {}, RefReduceMean(x, {2, 3}, true),
                                std::string("global average pool ") + target, 1);
-    n += CheckCandidates(ir::OpKind::kReduceSum, middle, x, {}, RefReduce(x, {1}, false, 's'),
+    n += CheckCandidates(ir::OpKind::kReduceSum, middle, mid, {}, RefReduce(mid, {1}, false, 's'),
                          std::string("sum over channels ") + target, 1);
     n += CheckCandidates(ir::OpKind::kSoftmax, last, x, {}, RefSoftmax(x, 3, false),
                          std::string("softmax ") + target, 1);
-    EXPECT_GE(n, 8u) << target;
+    n += CheckCandidates(ir::OpKind::kReduceMax, rows, many, {}, RefReduce(many, {1}, true, 'x'),
+                         std::string("many rows ") + target, 1);
+    EXPECT_GE(n, 12u) << target;
   }
+  ir::Graph g;
+  ir::Node* r =
+      g.AddNode(ir::OpKind::kReduceMax, {g.AddInput("x", F32Type(many.shape))}, rows, "r");
+  std::optional<codegen::Tunable> t = codegen::TunableOf(*r, testing::H100Target());
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(codegen::PointString(t->candidates[0]), "lw=32") << "a warp per row of 64";
 }
 
 // On a GPU (an H100's facts, run here), the matmul family's direct-kernel points (rows per

@@ -228,6 +228,9 @@ TEST(MatMulTest, GpuHeuristicChoices) {
     HostTensor b = Random(DType::kFloat32, {k, n}, ++seed);
     MatMulParams p = codegen::ChooseMatMulParams({1, m, n, k, DType::kFloat32}, gpu);
     EXPECT_EQ(p.kind, MatMulParams::Kind::kDirect) << p.ToString();
+    if (k >= 96) {
+      EXPECT_GT(p.split_k, 1) << p.ToString();
+    }
     ExpectMatches(RunKernel(a, b, &p, cpu), a, b, "few columns " + p.ToString());
   }
   // A small device (64 work-items, 4 KiB of local memory) still gets parameters it can run.

@@ -339,7 +339,9 @@ MatMulParams ChooseMatMulParams(const GemmShape& s, const Target& t) {
 
 namespace {
 
-constexpr int kMatMulVersion = 1;
+// 2: the GPU's direct-kernel points for few rows or columns, and the direct kernel as the
+// heuristic's for fewer than 8 columns (entries tuned in the smaller space are not kept).
+constexpr int kMatMulVersion = 2;
 
 TunePoint PointOf(const MatMulParams& p) {
   return {{"kind", p.kind == MatMulParams::Kind::kDirect},

@@ -27,7 +27,7 @@ std::string FlatToOffset(const char* var, const char* acc, const std::vector<int
 // while rows are few.
 int RowWorkers(int64_t rows, int64_t r, bool contiguous, const Target& t) {
   bool many = rows >= 32 * static_cast<int64_t>(t.compute_units);
-  if (!t.gpu || r < 64 || (many && !contiguous)) return 1;
+  if (!t.gpu || r < 64 || (many && !contiguous) || t.max_work_group_size < 32) return 1;
   int lw = 32;
   while (!many && lw < 256 && lw * 8 <= r && lw * 2 <= static_cast<int>(t.max_work_group_size))
     lw *= 2;
@@ -101,7 +101,8 @@ void SetRowLaunch(KernelSpec& spec, int64_t rows, int lw) {
 
 std::optional<Tunable> RowsTunable(const ir::Node& n, const Target& t) {
   RowShape s = RowShapeOf(n);
-  if (!s.shared || s.rows == 0 || s.r == 0) return std::nullopt;
+  // An image's reduction is a texture kernel (generate_texture.cpp), which has no rows to share.
+  if (!s.shared || s.rows == 0 || s.r == 0 || n.outputs[0]->is_image()) return std::nullopt;
   Tunable tn;
   tn.family = "rows";
   tn.version = kRowsVersion;

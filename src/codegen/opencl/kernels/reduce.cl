@@ -1,6 +1,7 @@
 // Reduction over a set of axes. With LW == 1 one work-item per output element loops over the R
 // reduced elements (r is also the position along the axis when one axis is reduced, for
-// ArgMax). With LW > 1 (few outputs, long rows, on a GPU) a work-group of LW work-items shares
+// ArgMax). With LW > 1 (the rows family's choice, codegen/opencl/generate_reduce.cpp: on GPUs
+// rows of adjacent elements, or few long rows) a work-group of LW work-items shares
 // each output: work-item l takes r = l, l + LW, ... (adjacent work-items read adjacent elements
 // when the innermost axis is reduced), then the partial results meet in a tree through local
 // memory. ArgMax / ArgMin keep LW == 1.

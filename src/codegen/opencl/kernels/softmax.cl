@@ -1,6 +1,6 @@
 // Softmax / LogSoftmax along one axis of a tensor seen as [OUTER, AXIS, INNER].
 // LW == 1: one work-item per (outer, inner) row: max, sum of exponentials, then the normalised
-// values. LW > 1 (INNER == 1, on a GPU): a work-group of LW work-items per row, each taking
+// values. LW > 1 (INNER == 1; the rows family's choice): a work-group of LW work-items per row, each taking
 // k = l, l + LW, ... (coalesced), the max and the sum meeting in trees through local memory.
 // Parameters: KERNEL_NAME, T / T_STORE / LOAD / STORE (element storage), OUTER, AXIS, INNER,
 // LOG (0 or 1), LW (a power of two), ROW_MAX(v) / ROW_SUM(v) (v over the work-group's `part`,
