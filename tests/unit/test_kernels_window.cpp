@@ -745,44 +745,85 @@ TEST(WindowKernelTest, EveryRowsPointComputesTheReduction) {
   EXPECT_EQ(codegen::PointString(t->candidates[0]), "lw=32") << "a warp per row of 64";
 }
 
-// On a GPU (an H100's facts, run here), the matmul family's direct-kernel points (rows per
-// work-item, columns per group, pixels per vector, K split) for a depthwise convolution and a
-// squeeze-and-excitation block's 1x1 convolution on one pixel: every eighth point computes the
-// reference.
-TEST(WindowKernelTest, EveryGpuDirectPointComputesTheConvolution) {
+// On a GPU (an H100's facts, run here): a squeeze-and-excitation block's 1x1 convolution on one
+// pixel takes the matmul family, whose direct-kernel points (rows per work-item, columns per
+// group, pixels per vector, K split) each compute the reference (every twelfth run); depthwise
+// convolutions take the depthwise family, whose window point (the heuristic's for 5x5 windows
+// and larger) and GEMM points do too.
+TEST(WindowKernelTest, EveryGpuDepthwiseAndDirectPointComputesTheConvolution) {
   codegen::Target gpu = testing::H100Target();
   struct Case {
     Shape x, w;
-    Ints pads;
+    Ints strides, pads, dilations;
     int64_t group;
+    std::string family;
+    bool window;  // the heuristic's point
   };
-  const Case cases[] = {{{1, 6, 9, 13}, {6, 1, 3, 3}, {1, 1, 1, 1}, 6},
-                        {{1, 40, 1, 1}, {12, 40, 1, 1}, {0, 0, 0, 0}, 1}};
+  const Case cases[] = {
+      {{1, 6, 9, 13}, {6, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6, "depthwise", false},
+      {{2, 4, 11, 10}, {4, 1, 7, 7}, {1, 1}, {3, 3, 3, 3}, {1, 1}, 4, "depthwise", true},
+      {{1, 5, 13, 12}, {5, 1, 5, 5}, {2, 2}, {2, 1, 3, 2}, {2, 1}, 5, "depthwise", true},
+      {{1, 40, 1, 1}, {12, 40, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, "matmul", false}};
   uint32_t seed = 540;
   for (const Case& c : cases) {
     HostTensor x = RandomF32(c.x, ++seed), w = RandomF32(c.w, ++seed),
                b = RandomF32({c.w[0]}, ++seed);
     ir::Graph g;
-    ir::Attrs attrs = ConvAttrs({1, 1}, c.pads, {1, 1}, c.group);
+    ir::Attrs attrs = ConvAttrs(c.strides, c.pads, c.dilations, c.group);
     ir::Node* conv = g.AddNode(
         ir::OpKind::kConv, {g.AddInput("x", F32Type(x.shape)), Const(g, "w", w), Const(g, "b", b)},
         attrs, "conv");
     std::optional<codegen::Tunable> t = codegen::TunableOf(*conv, gpu);
     ASSERT_TRUE(t.has_value());
-    EXPECT_EQ(t->family, "matmul");
-    size_t direct = 0;
-    for (size_t i = 0; i < t->candidates.size(); ++i) {
-      const codegen::TunePoint& p = t->candidates[i];
-      if (p.at("kind") != 1 || direct++ % 8 != 0) continue;
+    EXPECT_EQ(t->family, c.family);
+    const codegen::TunePoint& first = t->candidates[0];
+    EXPECT_EQ(first.count("window") && first.at("window") == 1, c.window)
+        << codegen::PointString(first);
+    HostTensor want = RefConv(x, w, &b, c.strides, c.pads, c.dilations, c.group);
+    size_t direct = 0, window = 0;
+    for (const codegen::TunePoint& p : t->candidates) {
+      bool win = p.count("window") && p.at("window") == 1;
+      if (win) {
+        ++window;
+      } else if (p.at("kind") != 1 || direct++ % 12 != 0) {
+        continue;
+      }
       PointsInOrder source({p});
       codegen::Target picked = gpu;
       picked.tuning = &source;
-      HostTensor y = RunConvKernels(*conv, codegen::GenerateKernel(*conv, "conv", picked), x, w, b);
-      ExpectClose(y, RefConv(x, w, &b, {1, 1}, c.pads, {1, 1}, c.group),
+      std::vector<codegen::KernelSpec> specs = codegen::GenerateKernel(*conv, "conv", picked);
+      EXPECT_EQ(specs[0].source.find("wbase") != std::string::npos, win);
+      ExpectClose(RunConvKernels(*conv, std::move(specs), x, w, b), want,
                   fmt::format("group {} {}", c.group, codegen::PointString(p)));
     }
     EXPECT_GT(direct, 24u) << "direct points";
+    EXPECT_EQ(window, c.family == "depthwise" ? 1u : 0u);
   }
+}
+
+// A 7x7 depthwise convolution with SiLU after it, compiled for a GPU (TEXEL_TARGET=gpu:132):
+// one kernel, the window kernel with the activation in its epilogue.
+TEST(WindowKernelTest, DepthwiseWindowKernelWithItsEpilogue) {
+  ScopedEnv env("TEXEL_TARGET", std::string("gpu:132"));
+  HostTensor x = RandomF32({2, 8, 12, 14}, 550), w = RandomF32({8, 1, 7, 7}, 551),
+             b = RandomF32({8}, 552);
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value* y =
+      g->AddNode(ir::OpKind::kConv,
+                 {g->AddInput("x", F32Type(x.shape)), Const(*g, "w", w), Const(*g, "b", b)},
+                 ConvAttrs({1, 1}, {3, 3, 3, 3}, {1, 1}, 8), "dw")
+          ->outputs[0];
+  ir::Value* s = g->AddNode(ir::OpKind::kSigmoid, {y}, {}, "sig")->outputs[0];
+  g->AddOutput(g->AddNode(ir::OpKind::kMul, {y, s}, {}, "silu")->outputs[0]);
+  CompiledModel m = CompileGraph(std::move(g), SharedContext(), CompileOptions{});
+  EXPECT_EQ(m.executable->plan().steps.size(), 1u) << "one fused kernel";
+  EXPECT_NE(m.executable->plan().source.find("wbase"), std::string::npos);
+  runtime::Session session(*m.executable);
+  std::vector<HostTensor> out = session.Run({{"x", x}});
+  HostTensor want = RefConv(x, w, &b, {1, 1}, {3, 3, 3, 3}, {1, 1}, 8);
+  for (float& v : std::span(want.data<float>(), want.size()))
+    v = static_cast<float>(v / (1 + std::exp(-double{v})));
+  ExpectClose(out[0], want, "depthwise 7x7 with SiLU");
 }
 
 // HardSwish (x * HardSigmoid(x)) and SiLU (x * Sigmoid(x)) after a depthwise convolution that

@@ -286,7 +286,9 @@ std::optional<Tunable> ConvTunable(const ir::Node& n, const Target& target) {
   if (auto blocked = ConvBlockedTunable(n, target)) return blocked;
   GemmOperands g = ConvGemm(n, target);
   if (auto engine = ModelGemmTunable(g, target)) return engine;
-  return MatMulTunable(g.shape, target);
+  Tunable gemm = MatMulTunable(g.shape, target);
+  if (auto dw = DepthwiseTunable(n, target, gemm)) return dw;
+  return gemm;
 }
 
 double ConvFlops(const ir::Node& n) {
@@ -324,6 +326,11 @@ std::vector<KernelSpec> GenerateConv(const ir::Node& n, const std::string& kerne
   GemmOperands g = ConvGemm(n, target);
   if (auto engine = TunedModelGemm(g, target))
     return GenerateModelGemm(g, kernel_name, target, *engine, epilogue);
+  if (auto dw = DepthwiseTunable(n, target, MatMulTunable(g.shape, target))) {
+    const TunePoint& p = Choose(*dw, target);
+    if (p.at("window")) return {GenerateDepthwise(n, kernel_name, epilogue)};
+    return GenerateGemm(g, kernel_name, target, MatMulParamsOf(p), epilogue);
+  }
   return GenerateGemm(g, kernel_name, target, TunedMatMulParams(g.shape, target), epilogue);
 }
 

@@ -108,6 +108,13 @@ DType RequireConvTypes(const ir::Node& n);
 double ConvFlops(const ir::Node& node);
 KernelSpec GenerateConvTranspose(const ir::Node& node, const std::string& kernel_name,
                                  const Chain& epilogue = {});
+// The tunable family "depthwise" (tuning.h) of a depthwise Conv node on a GPU: `window` 1, the
+// window kernel (kernels/depthwise.cl: one output per work-item, adjacent work-items along the
+// row), or 0 with the points of `gemm`, its implicit GEMM's matmul family; nullopt elsewhere.
+std::optional<Tunable> DepthwiseTunable(const ir::Node& node, const Target& target,
+                                        const Tunable& gemm);
+KernelSpec GenerateDepthwise(const ir::Node& node, const std::string& kernel_name,
+                             const Chain& epilogue = {});
 KernelSpec GeneratePool(const ir::Node& node, const std::string& kernel_name, const Target& target,
                         const Chain& epilogue = {});
 std::vector<KernelSpec> GenerateMatMul(const ir::Node& node, const std::string& kernel_name,

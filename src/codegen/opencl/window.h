@@ -17,6 +17,10 @@ struct Window3 {
   int64_t in[3], out[3], k[3], s[3], pb[3], pe[3], d[3];  // depth, height, width
 };
 
+// Whether n is a depthwise convolution: one filter per channel (group == input channels ==
+// output channels, more than one).
+bool IsDepthwiseConv(const ir::Node& n);
+
 // The node's window; `kernel` holds its 1 to 3 kernel extents.
 Window3 ToWindow3(const ir::Node& n, const Shape& kernel);
 

@@ -14,12 +14,6 @@ namespace {
 
 constexpr int kVersion = 3;
 
-bool IsDepthwiseConv(const ir::Node& n) {
-  int64_t groups = n.attrs.Int("group", 1);
-  return n.op == ir::OpKind::kConv && groups > 1 && n.inputs[0]->type.shape[1] == groups &&
-         n.outputs[0]->type.shape[1] == groups;
-}
-
 // The first and last starts of vw outputs along the row whose windows stay inside it, loaded as
 // vectors (first > last: there are none).
 std::pair<int64_t, int64_t> VectorsInside(const Window3& w, int64_t vw) {
