@@ -172,6 +172,16 @@ inline void ExpectClose(const HostTensor& got, const HostTensor& want, const std
   EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << want.size() << " elements differ";
 }
 
+// Names one point for every tunable kernel generated (codegen::Target::tuning).
+class OnePoint : public codegen::TuningSource {
+ public:
+  explicit OnePoint(codegen::TunePoint p) : p_(std::move(p)) {}
+  std::optional<codegen::TunePoint> Pick(const codegen::Tunable&) const override { return p_; }
+
+ private:
+  codegen::TunePoint p_;
+};
+
 // Sets (or unsets, for nullopt) an environment variable and restores it on scope exit.
 class ScopedEnv {
  public:

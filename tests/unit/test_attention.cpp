@@ -5,8 +5,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <set>
 
 #include "backends/native/bound_kernels.h"
 #include "backends/native/native_backend.h"
@@ -196,6 +198,79 @@ TEST(AttentionTest, TiledKernelSplitsMergedBothWays) {
     testing::ExpectClose(got, want,
                          fmt::format("{}x{} causal {} handoff {} async {}", var.rows, var.rm,
                                      causal, handoff, var.async));
+  }
+}
+
+// The attention family (AttentionTunable): the heuristic's point first, and every third point
+// of the space (some splitting the keys) computes the reference, for the kernels a CPU, a GPU (the
+// tiled kernel, its own merge of the splits or a merge kernel) and a GPU with a matrix engine (f16,
+// emulated here) get.
+TEST(AttentionTest, EveryAttentionPointComputesTheReference) {
+  const cl::Context& ctx = *testing::SharedContext();
+  struct Case {
+    const char* what;
+    DType t;
+    int64_t sk, d, dv;
+    bool gpu, handoff, engine;
+  };
+  // Keys enough for two splits of two tiles each (32 keys a tile, 64 on the engine).
+  for (const Case& c :
+       {Case{"cpu", DType::kFloat32, 70, 64, 64, false, false, false},
+        Case{"gpu tiled", DType::kFloat32, 140, 64, 64, true, true, false},
+        Case{"gpu tiled, merge kernel", DType::kFloat32, 140, 64, 64, true, false, false},
+        Case{"gpu engine", DType::kFloat16, 260, 48, 32, true, false, true}}) {
+    const int64_t b = 3, sq = 70;
+    HostTensor q = testing::RandomF32({b, sq, c.d}, 31), k = testing::RandomF32({b, c.sk, c.d}, 32),
+               v = testing::RandomF32({b, c.sk, c.dv}, 33);
+    bool half = c.t == DType::kFloat16;
+    HostTensor qs = half ? testing::ToF16(q) : q, ks = half ? testing::ToF16(k) : k,
+               vs = half ? testing::ToF16(v) : v;
+    size_t out_bytes = static_cast<size_t>(b * sq * c.dv) * (half ? 2 : 4);
+    cl::Buffer dq(ctx, qs.bytes.size()), dk(ctx, ks.bytes.size()), dv(ctx, vs.bytes.size()),
+        dout(ctx, out_bytes);
+    dq.Write(ctx, qs.bytes.data(), qs.bytes.size());
+    dk.Write(ctx, ks.bytes.data(), ks.bytes.size());
+    dv.Write(ctx, vs.bytes.data(), vs.bytes.size());
+    ir::Graph g;
+    ir::Value* in[3] = {g.AddInput("q", {c.t, qs.shape}), g.AddInput("k", {c.t, ks.shape}),
+                        g.AddInput("v", {c.t, vs.shape})};
+    ir::Node* node = g.AddNode(OpKind::kAttention, {in[0], in[1], in[2]},
+                               {{"scale", 0.125}, {"causal", int64_t{1}}}, "attention");
+    codegen::Target target = backends::NativeBackend::TargetOf(ctx.info());
+    target.gpu = c.gpu;
+    target.group_handoff = c.handoff;
+    target.mma_emulated = c.engine && !target.mma_sync;
+    target.local_mem_bytes = std::min<uint64_t>(target.local_mem_bytes, 48 * 1024);
+    std::optional<codegen::Tunable> t = codegen::TunableOf(*node, target);
+    ASSERT_TRUE(t.has_value()) << c.what;
+    EXPECT_EQ(t->family, "attention");
+    EXPECT_EQ(t->candidates[0].at("kernel"), c.engine ? 2 : c.gpu ? 1 : 0) << c.what;
+    ASSERT_GE(t->candidates.size(), 4u) << c.what;
+    // The reference on the inputs as stored (f16: rounded), the causal mask's upper triangle.
+    HostTensor want = RefAttention(
+        half ? testing::ToF32(qs) : q, half ? testing::ToF32(ks) : k, half ? testing::ToF32(vs) : v,
+        0.125,
+        [&](int64_t, int64_t i, int64_t j) { return j > i + (c.sk - sq) ? -INFINITY : 0.0; });
+    std::set<int64_t> splits;
+    for (const codegen::TunePoint& p : t->candidates) splits.insert(p.at("splits"));
+    EXPECT_EQ(splits.size(), c.gpu ? 2u : 1u) << c.what;
+    for (size_t i = 0; i < t->candidates.size(); i += 3) {
+      testing::OnePoint source(t->candidates[i]);
+      codegen::Target picked = target;
+      picked.tuning = &source;
+      backends::BoundKernels run(
+          ctx, codegen::GenerateKernel(*node, "att", picked), [&](int id) -> const cl::Buffer& {
+            return id == in[0]->id ? dq : id == in[1]->id ? dk : id == in[2]->id ? dv : dout;
+          });
+      std::vector<char> nan(out_bytes, '\xff');
+      dout.Write(ctx, nan.data(), nan.size());
+      run.Launch(ctx);
+      HostTensor got(c.t, {b, sq, c.dv});
+      dout.Read(ctx, got.bytes.data(), got.bytes.size());
+      testing::ExpectClose(half ? testing::ToF32(got) : got, want,
+                           fmt::format("{} {}", c.what, codegen::PointString(t->candidates[i])),
+                           half ? 2e-2f : 1e-4f);
+    }
   }
 }
 

@@ -341,16 +341,6 @@ TEST(MatMulTest, TransposedOperands) {
   }
 }
 
-// Names one point for every tunable kernel generated.
-class OnePoint : public codegen::TuningSource {
- public:
-  explicit OnePoint(codegen::TunePoint p) : p_(std::move(p)) {}
-  std::optional<codegen::TunePoint> Pick(const codegen::Tunable&) const override { return p_; }
-
- private:
-  codegen::TunePoint p_;
-};
-
 // The warp_gemm family (ModelWarpGemmTunable): a model product on the matrix engine declares its
 // tilings, the heuristic's first, every one valid on the device; each of every fifth point,
 // picked as the tuner picks it (Target::tuning), computes the product (tf32x3, whose emulation

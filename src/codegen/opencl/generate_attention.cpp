@@ -3,9 +3,12 @@
 // attention_tiled.cl (GPUs, fp32 arithmetic) or attention_mma.cl (f16 on NVIDIA's matrix engine).
 // Parameters (AttentionParams, explicit so that a tuner or benchmark can choose them): BQ query
 // rows per work-group, BK keys per local-memory tile, VW lanes per vector access, the splits.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
 #include <optional>
+#include <vector>
 
 #include "codegen/opencl/generator.h"
 #include "core/error.h"
@@ -201,9 +204,112 @@ std::string VectorStore(int64_t rs, int64_t cs, int vw, DType t) {
 
 }  // namespace
 
+namespace {
+
+// What decides an Attention node's kernel beside its target: its layout, storage, mask, biases
+// and whether K's and V's rows can be copied as 16-byte pieces of f16 (f16_rows) or f32.
+struct AttentionShape {
+  ir::AttentionLayout layout;
+  DType t;
+  bool causal, f16_rows, f32_rows;
+  size_t biases;
+};
+
+AttentionShape AttentionShapeOf(const ir::Node& n) {
+  const ir::Attrs& a = n.attrs;
+  AttentionShape s{ir::AttentionLayoutOf(a, n.inputs[0]->type.shape, n.inputs[1]->type.shape,
+                                         n.inputs[2]->type.shape),
+                   RequireOneFloatType(n),
+                   a.Int("causal", 0) != 0,
+                   false,
+                   false,
+                   n.inputs.size() - 3};
+  const ir::IndexMap &k = s.layout.k, &v = s.layout.v;
+  s.f16_rows = RowsAligned(k, 8) && RowsAligned(v, 8);
+  s.f32_rows = RowsAligned(k, 4) && RowsAligned(v, 4);
+  return s;
+}
+
+// The heuristic's parameters: ChooseAttentionParams', or the fp32-arithmetic kernels' where
+// the matrix-engine kernel cannot copy K's and V's rows.
+AttentionParams HeuristicAttention(const AttentionShape& s, const Target& target) {
+  const ir::AttentionLayout& l = s.layout;
+  int64_t nb = NumElements(l.batch);
+  AttentionParams p = ChooseAttentionParams(l.sq, l.sk, nb, l.d, l.dv, s.t, s.causal, target);
+  if (p.mma && !s.f16_rows) {
+    Target plain = target;
+    plain.mma_sync = plain.mma_emulated = false;
+    p = ChooseAttentionParams(l.sq, l.sk, nb, l.d, l.dv, s.t, s.causal, plain);
+  }
+  return p;
+}
+
+// Whether p's rows per work-group, rows per work-item and splits fit the target (the kernel's
+// other parameters being the heuristic's, which CheckAttentionParams accepts).
+bool AttentionFits(const AttentionParams& p, const AttentionShape& s, const Target& t) {
+  const ir::AttentionLayout& l = s.layout;
+  size_t items = static_cast<size_t>(p.mma ? p.bq / 16 * 32 : p.tiled ? p.bq / p.rm * 8 : p.bq);
+  if (items > t.max_work_group_size || p.splits < 1 || p.splits > 16) return false;
+  if (p.splits > 1 && int64_t{p.splits} * 2 * p.bk > l.sk) return false;  // two tiles a split
+  if (p.mma) return MmaLocalBytes(p, l.d, l.dv, !t.mma_sync) <= t.local_mem_bytes;
+  if (p.tiled) return TiledLocalBytes(p, l.d, l.dv) <= t.local_mem_bytes;
+  return true;
+}
+
+constexpr int kAttentionVersion = 1;
+
+TunePoint AttentionPoint(const AttentionParams& p) {
+  return {{"kernel", p.mma     ? 2
+                     : p.tiled ? 1
+                               : 0},
+          {"bq", p.bq},
+          {"rm", p.rm},
+          {"splits", p.splits}};
+}
+
+}  // namespace
+
+std::optional<Tunable> AttentionTunable(const ir::Node& n, const Target& target) {
+  AttentionShape s = AttentionShapeOf(n);
+  const ir::AttentionLayout& l = s.layout;
+  AttentionParams h = HeuristicAttention(s, target);
+  Tunable tn;
+  tn.family = "attention";
+  tn.version = kAttentionVersion;
+  tn.signature =
+      fmt::format("b={},sq={},sk={},d={},dv={},dtype={},causal={},biases={},rows16={},rows4={}",
+                  NumElements(l.batch), l.sq, l.sk, l.d, l.dv, DTypeName(s.t), int{s.causal},
+                  s.biases, int{s.f16_rows}, int{s.f32_rows});
+  // The heuristic's kernel (its other choices follow from the shape and the device), with its
+  // rows per work-group, rows per work-item (tiled) and key splits varied.
+  tn.candidates.push_back(AttentionPoint(h));
+  std::vector<int> bqs = h.mma     ? std::vector<int>{16, 32, 64}
+                         : h.tiled ? std::vector<int>{32, 64}
+                                   : std::vector<int>{16, 32, 64, 128};
+  for (int bq : bqs)
+    for (int rm : h.tiled ? std::vector<int>{4, 8} : std::vector<int>{h.rm})
+      for (int splits : {1, 2, 3, 4, 8}) {
+        if (splits == 3 && h.tiled) continue;  // the tiled kernel's own merge: powers of two
+        AttentionParams p = h;
+        p.bq = bq, p.rm = rm, p.splits = splits;
+        TunePoint pt = AttentionPoint(p);
+        if (AttentionFits(p, s, target) &&
+            std::find(tn.candidates.begin(), tn.candidates.end(), pt) == tn.candidates.end())
+          tn.candidates.push_back(std::move(pt));
+      }
+  return tn;
+}
+
 std::vector<KernelSpec> GenerateAttention(const ir::Node& n, const std::string& kernel_name,
                                           const Target& target) {
-  return GenerateAttentionWith(n, kernel_name, target, nullptr);
+  AttentionParams p = HeuristicAttention(AttentionShapeOf(n), target);
+  if (std::optional<Tunable> t = AttentionTunable(n, target)) {
+    const TunePoint& pt = Choose(*t, target);
+    p.bq = static_cast<int>(pt.at("bq"));
+    p.rm = static_cast<int>(pt.at("rm"));
+    p.splits = static_cast<int>(pt.at("splits"));
+  }
+  return GenerateAttentionWith(n, kernel_name, target, &p);
 }
 
 // Refuses parameters the kernels cannot take (kUnsupported, naming why) and settles the ones

@@ -171,6 +171,9 @@ struct AttentionParams {
 };
 AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int64_t d, int64_t dv,
                                       DType storage, bool causal, const Target& target);
+// The tunable family "attention" (tuning.h): the heuristic's kernel for the node with its rows
+// per work-group (bq), rows per work-item (rm, the tiled kernel) and key splits varied.
+std::optional<Tunable> AttentionTunable(const ir::Node& node, const Target& target);
 std::vector<KernelSpec> GenerateAttention(const ir::Node& node, const std::string& kernel_name,
                                           const Target& target);
 // The same with explicit parameters (null: the heuristic's), for benchmarks and tuning.

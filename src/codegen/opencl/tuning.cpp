@@ -14,6 +14,7 @@ std::optional<Tunable> TunableOf(const ir::Node& n, const Target& target) {
     case ir::OpKind::kConv: return ConvTunable(n, target);
     case ir::OpKind::kMaxPool: return WindowRowsTunable(n, target);
     case ir::OpKind::kMatMul: return MatMulNodeTunable(n, target);
+    case ir::OpKind::kAttention: return AttentionTunable(n, target);
     case ir::OpKind::kSoftmax:
     case ir::OpKind::kLogSoftmax: return RowsTunable(n, target);
     default:
