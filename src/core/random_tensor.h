@@ -11,4 +11,8 @@ namespace texel {
 
 HostTensor RandomTensor(DType dtype, const Shape& shape, std::mt19937_64& rng);
 
+// Floats uniform in [-1, 1), element i a hash of (seed, i); integers and booleans 0. Cheap enough
+// for the tuner's inputs at batch 32 (tens of millions of elements, each build of candidates).
+HostTensor UniformTensor(DType dtype, const Shape& shape, uint64_t seed);
+
 }  // namespace texel

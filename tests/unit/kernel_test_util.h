@@ -182,6 +182,31 @@ class OnePoint : public codegen::TuningSource {
   codegen::TunePoint p_;
 };
 
+// Expects every point of `points` to make node's generator emit different kernels (source and
+// launch sizes) on target: a family whose generator ignored its point would pass a check of each
+// point's results alone.
+inline void ExpectPointsChangeTheKernel(const ir::Node& node, const codegen::Target& target,
+                                        const std::vector<codegen::TunePoint>& points,
+                                        const std::string& what) {
+  std::map<std::string, std::string> seen;  // kernels -> the point that made them
+  for (const codegen::TunePoint& p : points) {
+    OnePoint source(p);
+    codegen::Target picked = target;
+    picked.tuning = &source;
+    std::string kernels;
+    for (const codegen::KernelSpec& k : codegen::GenerateKernel(node, "k", picked)) {
+      kernels += k.source + "|";
+      for (size_t g : k.global) kernels += std::to_string(g) + ",";
+      kernels += "|";
+      for (size_t l : k.local) kernels += std::to_string(l) + ",";
+      kernels += "\n";
+    }
+    auto [it, fresh] = seen.emplace(kernels, codegen::PointString(p));
+    EXPECT_TRUE(fresh) << what << ": " << codegen::PointString(p) << " generates what "
+                       << it->second << " does";
+  }
+}
+
 // Sets (or unsets, for nullopt) an environment variable and restores it on scope exit.
 class ScopedEnv {
  public:

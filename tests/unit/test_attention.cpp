@@ -254,6 +254,7 @@ TEST(AttentionTest, EveryAttentionPointComputesTheReference) {
     std::set<int64_t> splits;
     for (const codegen::TunePoint& p : t->candidates) splits.insert(p.at("splits"));
     EXPECT_EQ(splits.size(), c.gpu ? 2u : 1u) << c.what;
+    testing::ExpectPointsChangeTheKernel(*node, target, t->candidates, c.what);
     for (size_t i = 0; i < t->candidates.size(); i += 3) {
       testing::OnePoint source(t->candidates[i]);
       codegen::Target picked = target;

@@ -562,6 +562,7 @@ size_t CheckCandidates(ir::OpKind op, const ir::Attrs& attrs, const HostTensor& 
   if (!t) return 0;
   std::vector<codegen::TunePoint> points;
   for (size_t i = 0; i < t->candidates.size(); i += every) points.push_back(t->candidates[i]);
+  ExpectPointsChangeTheKernel(*probe, backends::NativeBackend::TargetOf(ctx->info()), points, what);
   g.AddOutput(probe->outputs[0]);
   for (size_t i = 1; i < points.size(); ++i)
     g.AddOutput(g.AddNode(op, in, attrs, fmt::format("c{}", i))->outputs[0]);
@@ -748,8 +749,8 @@ TEST(WindowKernelTest, EveryRowsPointComputesTheReduction) {
 // On a GPU (an H100's facts, run here): a squeeze-and-excitation block's 1x1 convolution on one
 // pixel takes the matmul family, whose direct-kernel points (rows per work-item, columns per
 // group, pixels per vector, K split) each compute the reference (every twelfth run); depthwise
-// convolutions take the depthwise family, whose window point (the heuristic's for 5x5 windows
-// and larger) and GEMM points do too.
+// convolutions take the depthwise family, whose window points (outputs per work-item, work-items
+// along the row; the heuristic's for 5x5 windows and larger) and GEMM points do too.
 TEST(WindowKernelTest, EveryGpuDepthwiseAndDirectPointComputesTheConvolution) {
   codegen::Target gpu = testing::H100Target();
   struct Case {
@@ -761,6 +762,7 @@ TEST(WindowKernelTest, EveryGpuDepthwiseAndDirectPointComputesTheConvolution) {
   };
   const Case cases[] = {
       {{1, 6, 9, 13}, {6, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6, "depthwise", false},
+      {{1, 6, 9, 13}, {6, 1, 3, 3}, {1, 2}, {1, 2, 1, 2}, {1, 2}, 6, "depthwise", false},
       {{2, 4, 11, 10}, {4, 1, 7, 7}, {1, 1}, {3, 3, 3, 3}, {1, 1}, 4, "depthwise", true},
       {{1, 5, 13, 12}, {5, 1, 5, 5}, {2, 2}, {2, 1, 3, 2}, {2, 1}, 5, "depthwise", true},
       {{1, 40, 1, 1}, {12, 40, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, "matmul", false}};
@@ -797,7 +799,12 @@ TEST(WindowKernelTest, EveryGpuDepthwiseAndDirectPointComputesTheConvolution) {
                   fmt::format("group {} {}", c.group, codegen::PointString(p)));
     }
     EXPECT_GT(direct, 24u) << "direct points";
-    EXPECT_EQ(window, c.family == "depthwise" ? 1u : 0u);
+    if (c.family == "depthwise") {
+      EXPECT_GE(window, 3u) << "outputs per work-item and work-items along the row";
+      ExpectPointsChangeTheKernel(*conv, gpu, t->candidates, "depthwise");
+    } else {
+      EXPECT_EQ(window, 0u);
+    }
   }
 }
 

@@ -202,10 +202,6 @@ std::string VectorStore(int64_t rs, int64_t cs, int vw, DType t) {
   return s + " } while (0)";
 }
 
-}  // namespace
-
-namespace {
-
 // What decides an Attention node's kernel beside its target: its layout, storage, mask, biases
 // and whether K's and V's rows can be copied as 16-byte pieces of f16 (f16_rows) or f32.
 struct AttentionShape {
@@ -267,12 +263,10 @@ TunePoint AttentionPoint(const AttentionParams& p) {
           {"splits", p.splits}};
 }
 
-}  // namespace
-
-std::optional<Tunable> AttentionTunable(const ir::Node& n, const Target& target) {
-  AttentionShape s = AttentionShapeOf(n);
+// The heuristic's kernel h (its other choices follow from the shape and the device), with its
+// rows per work-group, rows per work-item (tiled) and key splits varied.
+Tunable AttentionSpace(const AttentionShape& s, const AttentionParams& h, const Target& target) {
   const ir::AttentionLayout& l = s.layout;
-  AttentionParams h = HeuristicAttention(s, target);
   Tunable tn;
   tn.family = "attention";
   tn.version = kAttentionVersion;
@@ -280,8 +274,6 @@ std::optional<Tunable> AttentionTunable(const ir::Node& n, const Target& target)
       fmt::format("b={},sq={},sk={},d={},dv={},dtype={},causal={},biases={},rows16={},rows4={}",
                   NumElements(l.batch), l.sq, l.sk, l.d, l.dv, DTypeName(s.t), int{s.causal},
                   s.biases, int{s.f16_rows}, int{s.f32_rows});
-  // The heuristic's kernel (its other choices follow from the shape and the device), with its
-  // rows per work-group, rows per work-item (tiled) and key splits varied.
   tn.candidates.push_back(AttentionPoint(h));
   std::vector<int> bqs = h.mma     ? std::vector<int>{16, 32, 64}
                          : h.tiled ? std::vector<int>{32, 64}
@@ -300,11 +292,20 @@ std::optional<Tunable> AttentionTunable(const ir::Node& n, const Target& target)
   return tn;
 }
 
+}  // namespace
+
+Tunable AttentionTunable(const ir::Node& n, const Target& target) {
+  AttentionShape s = AttentionShapeOf(n);
+  return AttentionSpace(s, HeuristicAttention(s, target), target);
+}
+
 std::vector<KernelSpec> GenerateAttention(const ir::Node& n, const std::string& kernel_name,
                                           const Target& target) {
-  AttentionParams p = HeuristicAttention(AttentionShapeOf(n), target);
-  if (std::optional<Tunable> t = AttentionTunable(n, target)) {
-    const TunePoint& pt = Choose(*t, target);
+  AttentionShape s = AttentionShapeOf(n);
+  AttentionParams p = HeuristicAttention(s, target);
+  if (target.tuning != nullptr) {  // without a database the heuristic's point is the choice
+    Tunable space = AttentionSpace(s, p, target);
+    const TunePoint& pt = Choose(space, target);
     p.bq = static_cast<int>(pt.at("bq"));
     p.rm = static_cast<int>(pt.at("rm"));
     p.splits = static_cast<int>(pt.at("splits"));

@@ -22,14 +22,16 @@ void DefineWindow(KernelSource& src, const Window3& w) {
   for (const auto& [key, value] : WindowDefines(w)) src.Define(key, value);
 }
 
-// One work-item per output: 8 along the output row by up to 8 rows per work-group (the kernels
-// skip items past the edges). Work-groups of 8 alone filled a quarter of an NVIDIA warp:
-// ResNet-50's max pooling took 20 us on the H100 at batch 1.
-void SetWindowGeometry(const Window3& w, int64_t planes, KernelSpec& spec) {
-  size_t rows = static_cast<size_t>(w.out[0] * w.out[1]), ly = std::clamp<size_t>(rows, 1, 8);
-  spec.global = {RoundUp(static_cast<size_t>(w.out[2]), 8), RoundUp(rows, ly),
+// One work-item per ox outputs of a row: lx along the output row by up to 64 / lx rows per
+// work-group (the kernels skip items past the edges). Work-groups of 8 alone filled a quarter of
+// an NVIDIA warp: ResNet-50's max pooling took 20 us on the H100 at batch 1.
+void SetWindowGeometry(const Window3& w, int64_t planes, KernelSpec& spec, int ox = 1, int lx = 8) {
+  size_t rows = static_cast<size_t>(w.out[0] * w.out[1]);
+  size_t ly = std::clamp<size_t>(rows, 1, 64 / static_cast<size_t>(lx));
+  size_t items = static_cast<size_t>((w.out[2] + ox - 1) / ox);
+  spec.global = {RoundUp(items, static_cast<size_t>(lx)), RoundUp(rows, ly),
                  static_cast<size_t>(planes)};
-  spec.local = {8, ly, 1};
+  spec.local = {static_cast<size_t>(lx), ly, 1};
 }
 
 }  // namespace
@@ -176,42 +178,60 @@ KernelSpec GenerateConvTranspose(const ir::Node& n, const std::string& kernel_na
   return spec;
 }
 
-std::optional<Tunable> DepthwiseTunable(const ir::Node& n, const Target& t, const Tunable& gemm) {
+std::optional<bool> DepthwiseOnWindowKernel(const ir::Node& n, const Target& t) {
   if (!t.gpu || !IsDepthwiseConv(n) || n.outputs[0]->is_image()) return std::nullopt;
+  const Shape& wt = n.inputs[1]->type.shape;
+  // H200, heuristic points, batch 32 (docs/tuning.md): 7x7 windows (ConvNeXt-T) 3.2x faster on
+  // the window kernel than as direct GEMMs, 5x5 ones about 2.8x; 3x3 ones up to 1.2x slower.
+  return NumElements(Shape(wt.begin() + 2, wt.end())) >= 25;
+}
+
+DepthwiseWindow DepthwiseWindowOf(const TunePoint& p) {
+  return {static_cast<int>(p.at("ox")), static_cast<int>(p.at("lx"))};
+}
+
+std::optional<Tunable> DepthwiseTunable(const ir::Node& n, const Target& t, const Tunable& gemm) {
+  std::optional<bool> window = DepthwiseOnWindowKernel(n, t);
+  if (!window) return std::nullopt;
   const Shape& x = n.inputs[0]->type.shape;
   const Shape& wt = n.inputs[1]->type.shape;
   Window3 w = ToWindow3(n, Shape(wt.begin() + 2, wt.end()));
   Tunable tn;
   tn.family = "depthwise";
-  tn.version = 1;
+  tn.version = 2;
   tn.signature = fmt::format(
       "n={},c={},id={},ih={},iw={},od={},oh={},ow={},kd={},kh={},kw={},sd={},sh={},sw={},dd={},"
       "dh={},dw={},dtype={}",
       x[0], x[1], w.in[0], w.in[1], w.in[2], w.out[0], w.out[1], w.out[2], w.k[0], w.k[1], w.k[2],
       w.s[0], w.s[1], w.s[2], w.d[0], w.d[1], w.d[2], DTypeName(n.inputs[0]->type.dtype));
-  // H200, heuristic points, batch 32 (docs/tuning.md): 7x7 windows (ConvNeXt-T) 3.2x faster on
-  // the window kernel than as direct GEMMs, 5x5 ones about 2.8x; 3x3 ones up to 1.2x slower.
-  bool window = w.k[0] * w.k[1] * w.k[2] >= 25;
-  const TunePoint on = {{"window", 1}};
-  if (window) tn.candidates.push_back(on);
+  // The window kernel's outputs per work-item and work-items along the row (the heuristic's: 1
+  // and 8), none with more work-items than the row has outputs for them.
+  std::vector<TunePoint> windows;
+  for (int ox : {1, 2, 4})
+    for (int lx : {8, 16, 32}) {
+      if (ox > w.out[2] || (lx > 8 && static_cast<size_t>(lx * ox) > RoundUp(w.out[2], 8)))
+        continue;
+      windows.push_back({{"window", 1}, {"ox", ox}, {"lx", lx}});
+    }
+  if (*window) tn.candidates = windows;
   for (TunePoint p : gemm.candidates) {
     p["window"] = 0;
     tn.candidates.push_back(std::move(p));
   }
-  if (!window) tn.candidates.push_back(on);
+  if (!*window) tn.candidates.insert(tn.candidates.end(), windows.begin(), windows.end());
   return tn;
 }
 
 // x, w[, b] -> y with one filter per channel.
 KernelSpec GenerateDepthwise(const ir::Node& n, const std::string& kernel_name,
-                             const Chain& epilogue) {
+                             const DepthwiseWindow& p, const Chain& epilogue) {
   const Shape& wt = n.inputs[1]->type.shape;
   const Shape& y = n.outputs[0]->type.shape;
   KernelSource src(kernel_name, "depthwise");
   Window3 win = DefineConvWindow(n, src);
-  src.Define("C", y[1]);
+  src.Define("C", y[1]).Define("OX", p.ox);
   KernelSpec spec = FinishConvKernel(n, src, kernel_name, epilogue);
-  SetWindowGeometry(win, y[0] * y[1], spec);
+  SetWindowGeometry(win, y[0] * y[1], spec, p.ox, p.lx);
   spec.flops =
       2.0 * static_cast<double>(NumElements(y)) * static_cast<double>(NumElements(wt) / wt[0]);
   return spec;

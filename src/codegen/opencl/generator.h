@@ -108,13 +108,21 @@ DType RequireConvTypes(const ir::Node& n);
 double ConvFlops(const ir::Node& node);
 KernelSpec GenerateConvTranspose(const ir::Node& node, const std::string& kernel_name,
                                  const Chain& epilogue = {});
+// Whether the heuristic runs a depthwise Conv node on a GPU on the window kernel (windows of 25
+// taps or more) rather than its implicit GEMM; nullopt where the depthwise family does not apply.
+std::optional<bool> DepthwiseOnWindowKernel(const ir::Node& node, const Target& target);
 // The tunable family "depthwise" (tuning.h) of a depthwise Conv node on a GPU: `window` 1, the
-// window kernel (kernels/depthwise.cl: one output per work-item, adjacent work-items along the
-// row), or 0 with the points of `gemm`, its implicit GEMM's matmul family; nullopt elsewhere.
+// window kernel (kernels/depthwise.cl: `ox` outputs per work-item, `lx` work-items along the row),
+// or 0 with the points of `gemm`, its implicit GEMM's matmul family; nullopt elsewhere.
 std::optional<Tunable> DepthwiseTunable(const ir::Node& node, const Target& target,
                                         const Tunable& gemm);
+// The window kernel's parameters: outputs per work-item (ox) and work-items along the row (lx).
+struct DepthwiseWindow {
+  int ox = 1, lx = 8;
+};
+DepthwiseWindow DepthwiseWindowOf(const TunePoint& point);  // a "depthwise" point with window 1
 KernelSpec GenerateDepthwise(const ir::Node& node, const std::string& kernel_name,
-                             const Chain& epilogue = {});
+                             const DepthwiseWindow& params, const Chain& epilogue = {});
 KernelSpec GeneratePool(const ir::Node& node, const std::string& kernel_name, const Target& target,
                         const Chain& epilogue = {});
 std::vector<KernelSpec> GenerateMatMul(const ir::Node& node, const std::string& kernel_name,
@@ -173,7 +181,7 @@ AttentionParams ChooseAttentionParams(int64_t sq, int64_t sk, int64_t batch, int
                                       DType storage, bool causal, const Target& target);
 // The tunable family "attention" (tuning.h): the heuristic's kernel for the node with its rows
 // per work-group (bq), rows per work-item (rm, the tiled kernel) and key splits varied.
-std::optional<Tunable> AttentionTunable(const ir::Node& node, const Target& target);
+Tunable AttentionTunable(const ir::Node& node, const Target& target);
 std::vector<KernelSpec> GenerateAttention(const ir::Node& node, const std::string& kernel_name,
                                           const Target& target);
 // The same with explicit parameters (null: the heuristic's), for benchmarks and tuning.
