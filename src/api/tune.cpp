@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -10,6 +11,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <thread>
 #include <type_traits>
 
 #include "backends/lower.h"
@@ -94,20 +96,30 @@ double StepCostUs(const std::shared_ptr<cl::Context>& ctx) {
   return std::max(0.0, extra[extra.size() / 2]);
 }
 
-// The trials' kernels as one program (one build for all of them) run back to back, each node
-// alone on seeded random inputs (its constants kept: packed filters need them): per trial the
-// median over `runs` runs of its profiled time plus step_us for each of its kernels, and its
-// output.
-std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx, cl::ProgramCache& cache,
-                                const std::vector<Trial>& trials, int runs, uint64_t seed,
-                                double step_us) {
+// Where the builds' wall-clock time went (seconds), for the tune's last log line.
+struct BuildPhases {
+  int builds = 0;
+  double lower = 0, program = 0, inputs = 0, runs = 0, outputs = 0;
+};
+
+// The trials' nodes as one graph lowered to one plan: each node alone, reading inputs of its own
+// (constants shared): consecutive runs of a kernel then find its inputs no warmer in the caches
+// than in its model, where another kernel wrote them (inputs shared by eight trials stayed in an
+// H100's 50 MB L2 at batch 32, and the points chosen so ran 17% slower in MobileNetV2).
+struct TrialPlan {
+  runtime::Plan plan;
+  struct Input {
+    const ir::Value* original;
+    std::string name;
+    ir::TensorType type;
+  };
+  std::vector<Input> inputs;
+};
+
+TrialPlan LowerTrials(const cl::DeviceInfo& dev, const std::vector<Trial>& trials) {
   ir::Graph g;
-  // Each trial reads inputs of its own (constants shared): consecutive runs of a kernel then
-  // find its inputs no warmer in the caches than in its model, where another kernel wrote them
-  // (inputs shared by eight trials stayed in an H100's 50 MB L2 at batch 32, and the points
-  // chosen so ran 17% slower in MobileNetV2).
+  TrialPlan tp;
   std::map<const ir::Value*, ir::Value*> constants;
-  std::vector<std::pair<const ir::Value*, ir::Value*>> inputs;  // original, copy
   std::vector<std::pair<const codegen::Tunable*, TunePoint>> points;
   for (size_t i = 0; i < trials.size(); ++i) {
     const ir::Node& n = *trials[i].node;
@@ -118,8 +130,8 @@ std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx, cl::Pro
         if (!c) c = g.AddConstant(fmt::format("c{}", constants.size()), v->constant);
         in.push_back(c);
       } else {
-        in.push_back(g.AddInput(fmt::format("in{}", inputs.size()), v->type));
-        inputs.emplace_back(v, in.back());
+        in.push_back(g.AddInput(fmt::format("in{}", tp.inputs.size()), v->type));
+        tp.inputs.push_back({v, in.back()->name, v->type});
       }
     }
     ir::Node* m = g.AddNode(n.op, in, n.attrs, fmt::format("trial{}", i));
@@ -128,23 +140,79 @@ std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx, cl::Pro
     points.emplace_back(trials[i].tunable, trials[i].point);
   }
   PointsInOrder source(points);
-  runtime::Executable exe(ctx, backends::LowerToPlan(g, ctx->info(), &source), &cache);
+  tp.plan = backends::LowerToPlan(g, dev, &source);
   TEXEL_CHECK(source.done(), "tuning: a trial's kernel took no point");
+  return tp;
+}
+
+// Programs compiled ahead of their builds, by source.
+using Prebuilt = std::map<std::string, std::vector<uint8_t>>;
+
+// Compiles the plans' programs on `contexts.size()` threads, each with a context of its own on
+// the device, into binaries by source (a plan that fails to compile gets none: its build then
+// fails as it runs, trial by trial). NVIDIA's driver compiles a program on one core: a tune at
+// batch 32 spent 33 of its builds' 41 s there, one build after another.
+Prebuilt CompileInParallel(const std::vector<std::shared_ptr<cl::Context>>& contexts,
+                           cl::ProgramCache& cache,
+                           const std::vector<const runtime::Plan*>& plans) {
+  std::vector<std::vector<uint8_t>> binaries(plans.size());
+  std::atomic<size_t> next{0};
+  auto work = [&](const cl::Context& ctx) {
+    for (size_t i; (i = next++) < plans.size();) {
+      try {
+        cl::Program program(ctx, plans[i]->source, plans[i]->build_options, &cache);
+        binaries[i] = program.Binary();
+      } catch (const Error&) {
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < std::min(contexts.size(), plans.size()); ++t)
+    threads.emplace_back(work, std::cref(*contexts[t]));
+  work(*contexts[0]);
+  for (std::thread& t : threads) t.join();
+  Prebuilt out;
+  for (size_t i = 0; i < plans.size(); ++i)
+    if (!binaries[i].empty()) out[plans[i]->source] = std::move(binaries[i]);
+  return out;
+}
+
+// The trials' kernels as one program (one build for all of them; its binary from `prebuilt` where
+// that has it) run back to back, each node alone on seeded random inputs (its constants kept:
+// packed filters need them): per trial the median over `runs` runs of its profiled time plus
+// step_us for each of its kernels, and its output.
+std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx, cl::ProgramCache& cache,
+                                const std::vector<Trial>& trials, int runs, uint64_t seed,
+                                double step_us, const Prebuilt& prebuilt, BuildPhases& phases) {
+  auto t = Clock::now();
+  auto lap = [&t](double& phase) {
+    auto now = Clock::now();
+    phase += std::chrono::duration<double>(now - t).count();
+    t = now;
+  };
+  ++phases.builds;
+  TrialPlan tp = LowerTrials(ctx->info(), trials);
+  lap(phases.lower);
+  auto binary = prebuilt.find(tp.plan.source);
+  runtime::Executable exe(ctx, std::move(tp.plan), &cache,
+                          binary == prebuilt.end() ? nullptr : &binary->second);
   runtime::Session session(exe);
+  lap(phases.program);
   // Each input's values follow from the original value, whichever trials share the build: made
   // once for the trials of one node (at batch 32, eight copies of tens of millions of values had
   // taken most of a build's 6-10 s on the H200 machine's host).
   std::map<const ir::Value*, HostTensor> values;
-  for (const auto& [original, copy] : inputs) {
-    auto it = values.find(original);
+  for (const TrialPlan::Input& in : tp.inputs) {
+    auto it = values.find(in.original);
     if (it == values.end())
       it = values
-               .emplace(original,
-                        UniformTensor(copy->type.dtype, copy->type.shape,
-                                      seed * 1000003 + static_cast<uint64_t>(original->id)))
+               .emplace(in.original,
+                        UniformTensor(in.type.dtype, in.type.shape,
+                                      seed * 1000003 + static_cast<uint64_t>(in.original->id)))
                .first;
-    session.SetInput(copy->name, it->second);
+    session.SetInput(in.name, it->second);
   }
+  lap(phases.inputs);
   session.Execute();  // warm-up
   std::vector<std::vector<double>> times(trials.size());
   std::vector<int> kernels(trials.size(), 0);
@@ -160,12 +228,14 @@ std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx, cl::Pro
       if (r == 0) ++kernels[i];
     }
   }
+  lap(phases.runs);
   std::vector<Measured> out;
   for (size_t i = 0; i < trials.size(); ++i) {
     std::sort(times[i].begin(), times[i].end());
     double us = times[i].empty() ? 0 : times[i][times[i].size() / 2] * 1e3;
     out.push_back({us + kernels[i] * step_us, session.GetOutput(i)});
   }
+  lap(phases.outputs);
   return out;
 }
 
@@ -175,10 +245,12 @@ std::vector<std::optional<Measured>> RunEach(const std::shared_ptr<cl::Context>&
                                              cl::ProgramCache& cache,
                                              const std::vector<Trial>& trials, int runs,
                                              uint64_t seed, double step_us,
+                                             const Prebuilt& prebuilt, BuildPhases& phases,
                                              std::vector<std::string>* why) {
   why->assign(trials.size(), "");
   try {
-    std::vector<Measured> all = RunTrials(ctx, cache, trials, runs, seed, step_us);
+    std::vector<Measured> all =
+        RunTrials(ctx, cache, trials, runs, seed, step_us, prebuilt, phases);
     return {all.begin(), all.end()};
   } catch (const Error& e) {
     if (trials.size() == 1) {
@@ -189,7 +261,7 @@ std::vector<std::optional<Measured>> RunEach(const std::shared_ptr<cl::Context>&
   std::vector<std::optional<Measured>> out;
   for (size_t i = 0; i < trials.size(); ++i) {
     std::vector<std::string> w;
-    out.push_back(RunEach(ctx, cache, {trials[i]}, runs, seed, step_us, &w)[0]);
+    out.push_back(RunEach(ctx, cache, {trials[i]}, runs, seed, step_us, prebuilt, phases, &w)[0]);
     (*why)[i] = w[0];
   }
   return out;
@@ -343,8 +415,17 @@ class Tuner {
   }
   std::vector<std::optional<Measured>> Run(const std::vector<Trial>& trials, uint64_t seed,
                                            std::vector<std::string>* why) {
-    return RunEach(ctx_, cache_, trials, options_.runs, seed, step_us_, why);
+    return RunEach(ctx_, cache_, trials, options_.runs, seed, step_us_, {}, phases_, why);
   }
+  // Builds compiled at once: TuneOptions::jobs.
+  size_t WaveSize() const;
+  // The builds' trials measured one build after another, their programs compiled first in
+  // parallel where a wave has more than one (per build: RunEach's results and reasons).
+  struct Measurements {
+    std::vector<std::optional<Measured>> measured;
+    std::vector<std::string> why;
+  };
+  std::vector<Measurements> RunWave(const std::vector<std::vector<Trial>>& builds, uint64_t seed);
   // Work i's search until `end`; returns the best point's time relative to the heuristic's.
   double SearchKernel(size_t i, Clock::time_point end, std::mt19937_64& rng, TunePoint* best);
   // The best point timed again beside the heuristic's, interleaved: its ratio there.
@@ -363,8 +444,11 @@ class Tuner {
   cl::ProgramCache cache_;
   std::vector<Work> work_;
   double step_us_ = 0;
+  BuildPhases phases_;  // every build's time, by phase
+  // Contexts on the device for the compiling threads of a wave ([0] is ctx_), made as needed.
+  std::vector<std::shared_ptr<cl::Context>> compilers_;
   double reserve_ = 0;     // seconds kept for the model check at the end
-  double last_build_ = 0;  // seconds the last build of candidates took
+  double last_build_ = 0;  // seconds a build of candidates took in the last wave
   ChosenPoints heuristic_points_;
   std::optional<ModelRun> heuristic_model_;
 };
@@ -436,28 +520,71 @@ void Tuner::PrepareModelCheck(const ir::Graph& graph) {
   }
 }
 
+size_t Tuner::WaveSize() const {
+  if (options_.jobs > 0) return static_cast<size_t>(options_.jobs);
+  if (dev_.kind != cl::DeviceKind::kGpu) return 1;  // CPU drivers compile on the tune's cores
+  return std::clamp<size_t>(std::thread::hardware_concurrency() / 2, 1, 8);
+}
+
+std::vector<Tuner::Measurements> Tuner::RunWave(const std::vector<std::vector<Trial>>& builds,
+                                                uint64_t seed) {
+  Prebuilt prebuilt;
+  if (builds.size() > 1) {
+    auto t = Clock::now();
+    std::vector<runtime::Plan> plans;
+    for (const std::vector<Trial>& trials : builds) {
+      try {
+        plans.push_back(LowerTrials(dev_, trials).plan);
+      } catch (const Error&) {  // the build says why as it runs
+      }
+    }
+    if (compilers_.empty()) compilers_.push_back(ctx_);
+    while (compilers_.size() < std::min(WaveSize(), plans.size())) {
+      try {
+        compilers_.push_back(std::make_shared<cl::Context>(dev_));
+      } catch (const Error&) {
+        break;  // fewer threads
+      }
+    }
+    std::vector<const runtime::Plan*> pointers;
+    for (const runtime::Plan& p : plans) pointers.push_back(&p);
+    prebuilt = CompileInParallel(compilers_, cache_, pointers);
+    phases_.program += Since(t);
+  }
+  std::vector<Measurements> out(builds.size());
+  for (size_t b = 0; b < builds.size(); ++b)
+    out[b].measured = RunEach(ctx_, cache_, builds[b], options_.runs, seed, step_us_, prebuilt,
+                              phases_, &out[b].why);
+  return out;
+}
+
 // Every kernel's heuristic point first, a few kernels per build: the times that share out the
 // rest of the budget.
 void Tuner::TimeHeuristics() {
-  for (size_t i = 0; i < work_.size() && Left() > 0; i += kPerBuild) {
-    std::vector<Trial> trials;
-    for (size_t j = i; j < std::min(work_.size(), i + kPerBuild); ++j)
-      trials.push_back({work_[j].node, &work_[j].tunable, work_[j].tunable.candidates[0],
-                        work_[j].product_only});
-    std::vector<std::string> why;
-    auto measured = Run(trials, options_.seed, &why);
-    for (size_t j = 0; j < trials.size(); ++j) {
-      Work& w = work_[i + j];
-      w.k.tried = 1;
-      if (!measured[j]) {
-        Say(fmt::format("{} {}: the heuristic's kernel failed, not tuned: {}", w.k.family,
-                        w.k.signature, why[j]));
-        continue;
-      }
-      w.ok = true;
-      w.k.heuristic_us = w.k.tuned_us = measured[j]->us;
-      Report(i + j);
+  for (size_t i = 0; i < work_.size() && Left() > 0;) {
+    std::vector<std::vector<Trial>> wave;
+    std::vector<size_t> first;  // work index of each build's first trial
+    for (; i < work_.size() && wave.size() < WaveSize(); i += kPerBuild) {
+      first.push_back(i);
+      wave.emplace_back();
+      for (size_t j = i; j < std::min(work_.size(), i + kPerBuild); ++j)
+        wave.back().push_back({work_[j].node, &work_[j].tunable, work_[j].tunable.candidates[0],
+                               work_[j].product_only});
     }
+    std::vector<Measurements> results = RunWave(wave, options_.seed);
+    for (size_t b = 0; b < wave.size(); ++b)
+      for (size_t j = 0; j < wave[b].size(); ++j) {
+        Work& w = work_[first[b] + j];
+        w.k.tried = 1;
+        if (!results[b].measured[j]) {
+          Say(fmt::format("{} {}: the heuristic's kernel failed, not tuned: {}", w.k.family,
+                          w.k.signature, results[b].why[j]));
+          continue;
+        }
+        w.ok = true;
+        w.k.heuristic_us = w.k.tuned_us = results[b].measured[j]->us;
+        Report(first[b] + j);
+      }
   }
 }
 
@@ -521,46 +648,63 @@ double Tuner::SearchKernel(size_t i, Clock::time_point end, std::mt19937_64& rng
     return std::nullopt;
   };
   // Each build runs the heuristic's kernel beside its candidates, which are judged by their time
-  // relative to it in the same runs: a busy machine slows both alike.
+  // relative to it in the same runs: a busy machine slows both alike. The builds go in waves
+  // whose programs compile in parallel (WaveSize), as many as the slice has time for.
   double best_ratio = 1;
-  // A build is not started that the last one's duration says would overrun the budget (with one
-  // more for the confirmation).
+  // A wave is not started that the last builds' durations say would overrun the budget (with
+  // one more build for the confirmation).
   while (Clock::now() < end && Left() > 2 * last_build_) {
-    auto build_start = Clock::now();
-    std::vector<Trial> trials = {{w.node, &t, t.candidates[0], w.product_only}};
-    for (size_t n = 1; n < kPerBuild; ++n) {
-      std::optional<size_t> c = next();
-      if (!c) break;
-      tried[*c] = true;
-      trials.push_back({w.node, &t, t.candidates[*c], w.product_only});
+    auto wave_start = Clock::now();
+    double to_end = std::chrono::duration<double>(end - wave_start).count();
+    size_t room = last_build_ > 0 ? static_cast<size_t>(to_end / last_build_) : WaveSize();
+    std::vector<std::vector<Trial>> wave;
+    while (wave.size() < std::clamp<size_t>(room, 1, WaveSize())) {
+      std::vector<Trial> trials = {{w.node, &t, t.candidates[0], w.product_only}};
+      for (size_t n = 1; n < kPerBuild; ++n) {
+        std::optional<size_t> c = next();
+        if (!c) break;
+        tried[*c] = true;
+        trials.push_back({w.node, &t, t.candidates[*c], w.product_only});
+      }
+      if (trials.size() == 1) break;
+      wave.push_back(std::move(trials));
     }
-    if (trials.size() == 1) break;
-    std::vector<std::string> why;
-    auto measured = Run(trials, options_.seed, &why);
-    if (!measured[0]) break;  // the heuristic's kernel ran before: the device is failing
-    for (size_t j = 1; j < trials.size(); ++j) {
-      ++w.k.tried;
-      std::string p = codegen::PointString(trials[j].point);
-      if (measured[j]) why[j] = Differs(measured[0]->out, measured[j]->out);
-      if (!why[j].empty()) {
-        ++w.k.discarded;
-        Say(fmt::format("{} {} {}: discarded: {}", t.family, t.signature, p, why[j]));
+    if (wave.empty()) break;
+    std::vector<Measurements> results = RunWave(wave, options_.seed);
+    bool failing = false;
+    for (size_t b = 0; b < wave.size(); ++b) {
+      const std::vector<Trial>& trials = wave[b];
+      auto& measured = results[b].measured;
+      auto& why = results[b].why;
+      if (!measured[0]) {  // the heuristic's kernel ran before: the device is failing
+        failing = true;
         continue;
       }
-      double ratio = measured[j]->us / std::max(measured[0]->us, 1e-9);
-      if (options_.log_candidates)
-        Say(fmt::format("{} {} {}: {:.1f} us (heuristic {:.1f} us)", t.family, t.signature, p,
-                        measured[j]->us, measured[0]->us));
-      if (ratio < best_ratio) {
-        best_ratio = ratio;
-        *best = trials[j].point;
-        w.k.best = p;
-        w.k.heuristic_us = measured[0]->us;
-        w.k.tuned_us = measured[j]->us;
+      for (size_t j = 1; j < trials.size(); ++j) {
+        ++w.k.tried;
+        std::string p = codegen::PointString(trials[j].point);
+        if (measured[j]) why[j] = Differs(measured[0]->out, measured[j]->out);
+        if (!why[j].empty()) {
+          ++w.k.discarded;
+          Say(fmt::format("{} {} {}: discarded: {}", t.family, t.signature, p, why[j]));
+          continue;
+        }
+        double ratio = measured[j]->us / std::max(measured[0]->us, 1e-9);
+        if (options_.log_candidates)
+          Say(fmt::format("{} {} {}: {:.1f} us (heuristic {:.1f} us)", t.family, t.signature, p,
+                          measured[j]->us, measured[0]->us));
+        if (ratio < best_ratio) {
+          best_ratio = ratio;
+          *best = trials[j].point;
+          w.k.best = p;
+          w.k.heuristic_us = measured[0]->us;
+          w.k.tuned_us = measured[j]->us;
+        }
       }
     }
-    last_build_ = Since(build_start);
+    last_build_ = Since(wave_start) / static_cast<double>(wave.size());
     Report(i);
+    if (failing) break;
   }
   return best_ratio;
 }
@@ -629,6 +773,12 @@ void Tuner::CheckInModel(const ir::Graph& graph) {
 }
 
 void Tuner::Finish() {
+  const BuildPhases& p = phases_;
+  Say(fmt::format(
+      "{} builds of candidates took {:.1f} s: lowering {:.1f}, programs {:.1f}, inputs {:.1f}, "
+      "runs {:.1f}, outputs {:.1f}",
+      p.builds, p.lower + p.program + p.inputs + p.runs + p.outputs, p.lower, p.program, p.inputs,
+      p.runs, p.outputs));
   for (Work& w : work_) {
     if (w.ok)
       result_.kernels.push_back(w.k);

@@ -35,6 +35,10 @@ struct TuneOptions {
   ModelCheck model_check = ModelCheck::kAuto;
   // Every measured candidate's time goes to the log as well, not only the discarded ones.
   bool log_candidates = false;
+  // Builds of candidates whose programs compile at once, each on a thread with a context of its
+  // own (0: on GPUs half the host's cores, at most 8; on CPUs 1, their drivers compiling on the
+  // cores the tune measures on).
+  int jobs = 0;
 };
 
 struct TunedKernel {

@@ -3,10 +3,12 @@
 // BatchNorm, activations, residual adds and scales after a conv; long elementwise chains).
 // A node N joins the group of the producer P of one of its inputs when
 //   - N is elementwise (unary, binary, ternary) with P's output shape (up to leading dims of
-//     size 1; exactly after a Gather),
+//     size 1; exactly after a Gather or Concat),
 //   - P is an anchor (Conv, ConvTranspose, MatMul, pooling, reduction, LayerNorm, an f32 or
-//     f16 Gather: their kernels apply an epilogue; the Gather's is an embedding's position term)
-//     or elementwise, and P's result is used once, by N, and is not a graph output,
+//     f16 Gather or, where activations stay in buffers, Concat: their kernels apply an
+//     epilogue; the Gather's is an embedding's position term, the Concat's DenseNet's BatchNorm
+//     and ReLU before each layer's convolution) or elementwise, and P's result is used once, by
+//     N, and is not a graph output,
 //   - both run on one backend that fuses epilogues (an unassigned node counts as native),
 //   - for an anchor's group, every output keeps the anchor's float type, except that the
 //     kernels of MatMul and LayerNorm store their group's result as f16 or f32 whatever they
@@ -60,9 +62,11 @@ bool IsElementwise(const ir::Node& n) {
   return elementwise && !(n.op == OpKind::kPow && !IsFloat(n.inputs[0]->type.dtype));
 }
 
-bool IsAnchor(const ir::Node& n) {
+// buffers: no value may become an image (a Concat of images is a texture kernel's, which takes
+// no epilogue).
+bool IsAnchor(const ir::Node& n, bool buffers) {
   OpClass c = n.info().cls;
-  if (n.op == OpKind::kGather)
+  if (n.op == OpKind::kGather || (n.op == OpKind::kConcat && buffers))
     return n.outputs[0]->type.dtype == DType::kFloat32 ||
            n.outputs[0]->type.dtype == DType::kFloat16;
   return (c == OpClass::kConv || c == OpClass::kMatMul ||
@@ -89,7 +93,8 @@ bool BackendFuses(const ir::Node& n) {
 // same layout up to leading unit dims, except after a Gather, whose kernel indexes the chain
 // by its own coordinates: there the shapes must be equal.
 bool JoinsGroupOf(const ir::Node& first, const Shape& x, const Shape& out) {
-  if (first.op == OpKind::kGather) return first.outputs[0]->type.shape == out;
+  if (first.op == OpKind::kGather || first.op == OpKind::kConcat)
+    return first.outputs[0]->type.shape == out;
   return SameLayout(x, out);
 }
 
@@ -146,7 +151,7 @@ struct GraphIndex {
 // The second rule: merges elementwise groups into the group whose result they read (a group
 // made for a producer that is in none) where all of that result's uses are inside the two.
 // Returns how many groups were merged away.
-int64_t MergeDiamonds(GraphIndex& ix, std::vector<const ir::Node*>& root) {
+int64_t MergeDiamonds(GraphIndex& ix, std::vector<const ir::Node*>& root, bool buffers) {
   int64_t merged = 0;
   // Groups made here for producers that were alone (a Conv whose BatchNorm was folded into it,
   // then SiLU) are added to ix.members while it is walked: std::map keeps the walk valid.
@@ -156,14 +161,15 @@ int64_t MergeDiamonds(GraphIndex& ix, std::vector<const ir::Node*>& root) {
     for (const ir::Value* x : ir::ExternalInputs({mh.begin(), mh.end()})) {
       ir::Node* p = x->producer;
       if (!p || p->group == h || ix.outputs[x->id]) continue;
-      if (p->group < 0 && !((IsAnchor(*p) || IsElementwise(*p)) && BackendFuses(*p))) continue;
+      if (p->group < 0 && !((IsAnchor(*p, buffers) || IsElementwise(*p)) && BackendFuses(*p)))
+        continue;
       std::vector<ir::Node*> alone{p};
       std::vector<ir::Node*>& gm = p->group >= 0 ? ix.members[p->group] : alone;
       if (gm.back()->outputs[0] != x || ix.pos[mh.front()] < ix.pos[gm.back()] ||
           !JoinsGroupOf(*gm.front(), x->type.shape, out_h->type.shape) ||
           p->backend != mh.front()->backend)
         continue;
-      if (IsAnchor(*gm.front()) && !StoresAs(*gm.front(), out_h->type.dtype)) continue;
+      if (IsAnchor(*gm.front(), buffers) && !StoresAs(*gm.front(), out_h->type.dtype)) continue;
       bool inside = std::none_of(mh.begin(), mh.end(),
                                  [](const ir::Node* n) { return ir::ReadsThroughView(*n); });
       for (const ir::Node* u : ix.users[x->id])
@@ -202,7 +208,8 @@ int64_t MergeNormPrologues(ir::Graph& g, GraphIndex& ix, std::vector<const ir::N
     bool has_norm = std::any_of(producer.begin(), producer.end(),
                                 [](const ir::Node* m) { return m->op == OpKind::kLayerNorm; });
     const ir::Node& head = *producer.front();
-    bool gathers = head.op == OpKind::kGather && IsAnchor(head) && !ir::ReadsThroughView(head);
+    bool gathers =
+        head.op == OpKind::kGather && IsAnchor(head, buffers_only) && !ir::ReadsThroughView(head);
     // An elementwise group reads one operand as stored (codegen::ElementwiseSeed).
     bool computes = buffers_only && IsElementwise(head) && codegen::ElementwiseSeed(head) &&
                     std::none_of(producer.begin(), producer.end(),
@@ -238,6 +245,7 @@ int64_t MergeNormPrologues(ir::Graph& g, GraphIndex& ix, std::vector<const ir::N
 }  // namespace
 
 Stats Fuse(ir::Graph& g, const PassContext& ctx) {
+  const bool buffers = ctx.storage == StoragePolicy::kBuffer;
   int64_t converted = ConvertInputsInConvolutions(g, ctx);
   std::vector<int> uses = g.UseCounts();
   std::vector<const ir::Node*> root;  // group id -> the group's first node
@@ -249,10 +257,10 @@ Stats Fuse(ir::Graph& g, const PassContext& ctx) {
     for (ir::Value* in : n.inputs) {
       ir::Node* p = in->producer;
       if (!p || uses[in->id] != 1) continue;
-      if (p->backend != n.backend || !(IsAnchor(*p) || IsElementwise(*p))) continue;
+      if (p->backend != n.backend || !(IsAnchor(*p, buffers) || IsElementwise(*p))) continue;
       const ir::Node* first = p->group >= 0 ? root[p->group] : p;
       if (!JoinsGroupOf(*first, in->type.shape, n.outputs[0]->type.shape)) continue;
-      if (IsAnchor(*first) && !StoresAs(*first, n.outputs[0]->type.dtype)) continue;
+      if (IsAnchor(*first, buffers) && !StoresAs(*first, n.outputs[0]->type.dtype)) continue;
       if (p->group >= 0 && size[p->group] >= kMaxGroupNodes) continue;
       if (p->group < 0) {
         p->group = static_cast<int>(root.size());
@@ -266,8 +274,8 @@ Stats Fuse(ir::Graph& g, const PassContext& ctx) {
     }
   }
   GraphIndex ix(g);
-  int64_t merged = MergeDiamonds(ix, root);
-  int64_t norms = MergeNormPrologues(g, ix, root, ctx.storage == StoragePolicy::kBuffer);
+  int64_t merged = MergeDiamonds(ix, root, buffers);
+  int64_t norms = MergeNormPrologues(g, ix, root, buffers);
   std::set<int> groups;
   for (const auto& node : g.nodes())
     if (node->group >= 0) groups.insert(node->group);

@@ -33,6 +33,17 @@ done
 grep -q '"family":"conv_blocked"' "$d/db.jsonl" || fail "no conv_blocked entry: $(cat "$d/db.jsonl")"
 grep -q '"family":"matmul"' "$d/db.jsonl" || fail "no matmul entry (the second tune lost the first's?)"
 
+echo "== builds compiled in parallel waves (--jobs 2) give entries too; a bad --jobs is refused"
+"$texel" tune "$data/tiny_conv.onnx" --budget 8 --jobs 2 --db "$d/jobs.jsonl" >"$d/out" 2>"$d/err" ||
+  fail "tune --jobs 2: $(cat "$d/err")"
+grep -q '"family":"conv_blocked"' "$d/jobs.jsonl" || fail "no entry from the waves: $(cat "$d/err")"
+grep -Eq "[0-9]+ builds of candidates took [0-9.]+ s: lowering" "$d/err" ||
+  fail "no account of the builds: $(cat "$d/err")"
+if "$texel" tune "$data/tiny_conv.onnx" --budget 8 --jobs -1 >"$d/out" 2>"$d/err"; then
+  fail "--jobs -1 was accepted"
+fi
+grep -q "jobs" "$d/err" || fail "--jobs -1 refused without naming it: $(cat "$d/err")"
+
 echo "== the next compile finds them exactly"
 "$texel" compile "$data/tiny_conv.onnx" --db "$d/db.jsonl" --stats >"$d/out" 2>"$d/err"
 [[ $(count exact "$d/out") -ge 1 && $(count heuristic "$d/out") -eq 0 ]] ||

@@ -383,6 +383,42 @@ TEST(KernelTest, FusedEpiloguesAndChains) {
   EXPECT_EQ(m.executable->plan().steps.size(), 8u) << "the chains should be fused";
 }
 
+// On a GPU's facts (run here), pointwise kernels over a million elements or more compute 4 a
+// work-item (PointwiseItems): a broadcast chain, a transpose and a Concat with its epilogue, each
+// output a size that leaves the last work-items some elements short.
+TEST(KernelTest, PointwiseItemsOnGpus) {
+  ScopedEnv env("TEXEL_TARGET", std::string("gpu:132"));
+  HostTensor x = RandomF32({3, 7, 211, 239}, 311), y = RandomF32({7, 1, 239}, 312),
+             x2 = RandomF32({3, 2, 211, 239}, 313), scale = RandomF32({9, 1, 1}, 314);
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value* xv = g->AddInput("x", F32Type(x.shape));
+  ir::Value* sum =
+      g->AddNode(ir::OpKind::kAdd, {xv, g->AddInput("y", F32Type(y.shape))}, {}, "add")->outputs[0];
+  g->AddOutput(g->AddNode(ir::OpKind::kRelu, {sum}, {}, "relu")->outputs[0]);
+  g->AddOutput(
+      g->AddNode(ir::OpKind::kTranspose, {xv}, {{"perm", Ints{0, 2, 1, 3}}}, "t")->outputs[0]);
+  ir::Value* cat = g->AddNode(ir::OpKind::kConcat, {xv, g->AddInput("x2", F32Type(x2.shape))},
+                              {{"axis", int64_t{1}}}, "cat")
+                       ->outputs[0];
+  g->AddOutput(
+      g->AddNode(ir::OpKind::kMul, {cat, Const(*g, "scale", scale)}, {}, "mul")->outputs[0]);
+  CompiledModel m = CompileGraph(std::move(g), SharedContext(), CompileOptions{});
+  EXPECT_EQ(m.executable->plan().steps.size(), 3u);
+  EXPECT_NE(m.executable->plan().source.find("#define ITEMS 4"), std::string::npos);
+  runtime::Session session(*m.executable);
+  std::vector<HostTensor> out = session.Run({{"x", x}, {"y", y}, {"x2", x2}});
+  HostTensor relu(DType::kFloat32, x.shape), cat_want = RefConcat({&x, &x2}, 1);
+  for (int64_t i = 0; i < x.size(); ++i) {
+    int64_t w = i % 239, c = i / (239 * 211) % 7;
+    relu.data<float>()[i] = std::max(0.0f, x.data<float>()[i] + y.data<float>()[c * 239 + w]);
+  }
+  for (int64_t i = 0; i < cat_want.size(); ++i)
+    cat_want.data<float>()[i] *= scale.data<float>()[i / (239 * 211) % 9];
+  ExpectClose(out[0], relu, "broadcast add and relu");
+  ExpectClose(out[1], RefTranspose(x, {0, 2, 1, 3}), "transpose");
+  ExpectClose(out[2], cat_want, "concat and its scale");
+}
+
 TEST(KernelTest, DataMovement) {
   HostTensor tx = RandomF32({2, 3, 4, 5}, 301);
   HostTensor c0 = RandomF32({2, 1, 3}, 302);
@@ -878,6 +914,47 @@ TEST(PrecisionTest, Fp16EmbeddingAndPositionOneKernel) {
   auto got = runtime::Session(*half.executable).Run(in);
   ASSERT_EQ(got.size(), 1u);
   ExpectClose(got[0], want[0], "embedding + position, f16", 1e-2f);
+}
+
+// DenseNet's layer head: Concat, then BatchNorm's Mul and Add and ReLU: one kernel (the Concat's,
+// fuse's Concat anchor) in fp32 and fp16, the fp16 one reading its halves as float.
+TEST(PrecisionTest, ConcatWithBatchNormAndReluOneKernel) {
+  HostTensor a = testing::RandomF32({2, 3, 4, 5}, 931), b = testing::RandomF32({2, 5, 4, 5}, 932);
+  HostTensor scale = testing::RandomF32({8, 1, 1}, 933), shift = testing::RandomF32({8, 1, 1}, 934);
+  auto build = [&] {
+    auto g = std::make_unique<ir::Graph>();
+    ir::Value* c =
+        g->AddNode(ir::OpKind::kConcat,
+                   {g->AddInput("a", F32Type(a.shape)), g->AddInput("b", F32Type(b.shape))},
+                   {{"axis", int64_t{1}}}, "cat")
+            ->outputs[0];
+    ir::Value* m =
+        g->AddNode(ir::OpKind::kMul, {c, Const(*g, "scale", scale)}, {}, "bn_mul")->outputs[0];
+    ir::Value* t =
+        g->AddNode(ir::OpKind::kAdd, {m, Const(*g, "shift", shift)}, {}, "bn_add")->outputs[0];
+    g->AddOutput(g->AddNode(ir::OpKind::kRelu, {t}, {}, "relu")->outputs[0]);
+    return g;
+  };
+  HostTensor want(DType::kFloat32, {2, 8, 4, 5});
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t ch = 0; ch < 8; ++ch)
+      for (int64_t p = 0; p < 20; ++p) {
+        float v = ch < 3 ? a.data<float>()[(n * 3 + ch) * 20 + p]
+                         : b.data<float>()[(n * 5 + ch - 3) * 20 + p];
+        v = v * scale.data<float>()[ch] + shift.data<float>()[ch];
+        want.data<float>()[(n * 8 + ch) * 20 + p] = std::max(v, 0.0f);
+      }
+  std::map<std::string, HostTensor> in{{"a", a}, {"b", b}};
+  for (ComputeMode mode : {ComputeMode::kFp32, ComputeMode::kFp16}) {
+    CompiledModel m = CompileIn(build(), mode);
+    size_t kernels = m.executable->plan().steps.size();
+    bool half = mode == ComputeMode::kFp16;
+    // fp16: the inputs' and the output's conversions are kernels of their own.
+    EXPECT_EQ(kernels, half ? 4u : 1u) << "fp16 " << half;
+    auto got = runtime::Session(*m.executable).Run(in);
+    ExpectClose(got[0], want, half ? "concat + bn + relu, fp16" : "concat + bn + relu",
+                half ? 1e-2f : 1e-5f);
+  }
 }
 
 // A finite constant beyond half's range is saturated to ±65504 when converted for f16 nodes,

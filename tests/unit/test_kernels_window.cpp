@@ -750,7 +750,8 @@ TEST(WindowKernelTest, EveryRowsPointComputesTheReduction) {
 // pixel takes the matmul family, whose direct-kernel points (rows per work-item, columns per
 // group, pixels per vector, K split) each compute the reference (every twelfth run); depthwise
 // convolutions take the depthwise family, whose window points (outputs per work-item, work-items
-// along the row; the heuristic's for 5x5 windows and larger) and GEMM points do too.
+// along the row; the heuristic's first: 4 outputs at stride 1, 2 at stride 2) and GEMM points do
+// too.
 TEST(WindowKernelTest, EveryGpuDepthwiseAndDirectPointComputesTheConvolution) {
   codegen::Target gpu = testing::H100Target();
   struct Case {
@@ -761,8 +762,8 @@ TEST(WindowKernelTest, EveryGpuDepthwiseAndDirectPointComputesTheConvolution) {
     bool window;  // the heuristic's point
   };
   const Case cases[] = {
-      {{1, 6, 9, 13}, {6, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6, "depthwise", false},
-      {{1, 6, 9, 13}, {6, 1, 3, 3}, {1, 2}, {1, 2, 1, 2}, {1, 2}, 6, "depthwise", false},
+      {{1, 6, 9, 13}, {6, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 6, "depthwise", true},
+      {{1, 6, 9, 13}, {6, 1, 3, 3}, {1, 2}, {1, 2, 1, 2}, {1, 2}, 6, "depthwise", true},
       {{2, 4, 11, 10}, {4, 1, 7, 7}, {1, 1}, {3, 3, 3, 3}, {1, 1}, 4, "depthwise", true},
       {{1, 5, 13, 12}, {5, 1, 5, 5}, {2, 2}, {2, 1, 3, 2}, {2, 1}, 5, "depthwise", true},
       {{1, 40, 1, 1}, {12, 40, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, "matmul", false}};
@@ -781,6 +782,11 @@ TEST(WindowKernelTest, EveryGpuDepthwiseAndDirectPointComputesTheConvolution) {
     const codegen::TunePoint& first = t->candidates[0];
     EXPECT_EQ(first.count("window") && first.at("window") == 1, c.window)
         << codegen::PointString(first);
+    if (c.window) {
+      EXPECT_EQ(codegen::PointString(first),
+                c.strides[1] == 1 ? "lx=8,ox=4,window=1" : "lx=8,ox=2,window=1")
+          << "rows of " << c.x[3];
+    }
     HostTensor want = RefConv(x, w, &b, c.strides, c.pads, c.dilations, c.group);
     size_t direct = 0, window = 0;
     for (const codegen::TunePoint& p : t->candidates) {

@@ -20,12 +20,15 @@ struct TuneArgs {
   int runs = 7;
   std::string model_check = "auto";
   bool log_candidates = false;
+  int jobs = 0;
   CompilerFlags compile;
 };
 
 int RunTune(const TuneArgs& a) {
   if (!(a.budget > 0)) Fail(ErrorCode::kInvalidArgument, "--budget must be positive seconds");
   if (a.runs < 1) Fail(ErrorCode::kInvalidArgument, "--runs must be at least 1");
+  if (a.jobs < 0 || a.jobs > 64)
+    Fail(ErrorCode::kInvalidArgument, "--jobs must be 0 (automatic) to 64, not {}", a.jobs);
   if (IsArtifactFile(a.model))
     Fail(ErrorCode::kInvalidArgument,
          "{}: an artifact is compiled already; tune the model it was made from", a.model);
@@ -40,6 +43,7 @@ int RunTune(const TuneArgs& a) {
                   : a.model_check == "off" ? TuneOptions::ModelCheck::kOff
                                            : TuneOptions::ModelCheck::kAuto;
   o.log_candidates = a.log_candidates;
+  o.jobs = a.jobs;
   std::printf("device   %s\n", dev.Label().c_str());
   bool tty = isatty(fileno(stderr));
   TuneResult r = TuneModel(
@@ -93,6 +97,9 @@ Runner AddTuneCommand(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_flag("--log-candidates", a->log_candidates,
                 "log every measured candidate's time (stderr), not only the discarded ones");
+  cmd->add_option("--jobs", a->jobs,
+                  "builds of candidates compiled at once, each on a thread of its own (default 0: "
+                  "on GPUs half the host's cores, at most 8; on CPUs 1)");
   cmd->add_option("--device,-d", a->device, "gpu, cpu, P:D or a name substring (env TEXEL_DEVICE)");
   AddCompilerFlags(cmd, &a->compile);
   return [a] { return RunTune(*a); };

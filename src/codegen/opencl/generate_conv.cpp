@@ -304,7 +304,7 @@ KernelTraits ConvTraits(const ir::Node& n, const Target& target) {
   if (ChannelsLast(n)) return t;  // copied as a stored matrix is
   // The CPU families read x along its rows; the implicit GEMM may gather it.
   if (WindowRowsTunable(n, target) || ConvBlockedTunable(n, target)) return t;
-  if (DepthwiseOnWindowKernel(n, target).value_or(false)) return t;  // the heuristic's kernel
+  if (TakesDepthwiseFamily(n, target)) return t;  // the heuristic's window kernel
   Window3 win = ToWindow3(n, Shape(wt.begin() + 2, wt.end()));
   t.gathers_b = GathersImage(win, win.out[0] * win.out[1] * win.out[2], target);
   return t;
@@ -327,22 +327,15 @@ std::vector<KernelSpec> GenerateConv(const ir::Node& n, const std::string& kerne
   GemmOperands g = ConvGemm(n, target);
   if (auto engine = TunedModelGemm(g, target))
     return GenerateModelGemm(g, kernel_name, target, *engine, epilogue);
-  if (std::optional<bool> window = DepthwiseOnWindowKernel(n, target)) {
-    // Without a database the heuristic's choice, without building the matmul space.
-    std::optional<MatMulParams> params;
-    DepthwiseWindow on;
-    if (target.tuning != nullptr) {
-      Tunable dw = *DepthwiseTunable(n, target, MatMulTunable(g.shape, target));
-      const TunePoint& p = Choose(dw, target);
-      window = p.at("window") != 0;
-      if (*window)
-        on = DepthwiseWindowOf(p);
-      else
-        params = MatMulParamsOf(p);
-    }
-    if (*window) return {GenerateDepthwise(n, kernel_name, on, epilogue)};
-    return GenerateGemm(g, kernel_name, target,
-                        params ? *params : ChooseMatMulParams(g.shape, target), epilogue);
+  if (TakesDepthwiseFamily(n, target)) {
+    // Without a database the heuristic's window point, without building the matmul space.
+    if (target.tuning == nullptr)
+      return {GenerateDepthwise(n, kernel_name, DepthwiseHeuristic(n), epilogue)};
+    Tunable dw = *DepthwiseTunable(n, target, MatMulTunable(g.shape, target));
+    const TunePoint& p = Choose(dw, target);
+    if (p.at("window") != 0)
+      return {GenerateDepthwise(n, kernel_name, DepthwiseWindowOf(p), epilogue)};
+    return GenerateGemm(g, kernel_name, target, MatMulParamsOf(p), epilogue);
   }
   return GenerateGemm(g, kernel_name, target, TunedMatMulParams(g.shape, target), epilogue);
 }

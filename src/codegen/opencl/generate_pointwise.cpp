@@ -44,7 +44,7 @@ std::string FlatConcatBody(const ir::Node& n) {
     ir::IndexMap m = ir::IndexMap::Load(n.attrs, fmt::format("in{}", k), n.inputs[k]->type.shape);
     if (!m.IsContiguous()) return "";
     int64_t len = m.shape[axis] * inner, end = start + len;
-    std::string read = fmt::format("v = in{}[{} * {} + r - {}];", k, block, len, start);
+    std::string read = fmt::format("v = LOAD_X(in{}, {} * {} + r - {});", k, block, len, start);
     s += k + 1 == n.inputs.size() ? fmt::format(" {{ {} }}", read)
                                   : fmt::format(" if (r < {}) {{ {} }} else", end, read);
     start = end;
@@ -174,8 +174,8 @@ std::string ConcatBody(const ir::Node& n) {
     std::string off = OffsetExpr(kst);
     if (start * kst[axis] != m.offset)
       off = fmt::format("({} + {})", off, m.offset - start * kst[axis]);
-    s += last ? fmt::format("{{ v = in{}[{}]; }}", k, off)
-              : fmt::format("if (c{} < {}) {{ v = in{}[{}]; }} else ", axis, end, k, off);
+    s += last ? fmt::format("{{ v = LOAD_X(in{}, {}); }}", k, off)
+              : fmt::format("if (c{} < {}) {{ v = LOAD_X(in{}, {}); }} else ", axis, end, k, off);
     start = end;
   }
   return s;
@@ -241,10 +241,12 @@ void DefineGatherLoad(KernelSource& src, bool half_as_float) {
 // The pointwise template over `params` and `body`, writing `out` (`wide`: 64-bit coordinates).
 // With `epilogue` (ops consuming `seed`, the value BODY leaves in v), the kernel applies them
 // (ApplyEpilogue: EPILOGUE(v, i), its operands after PARAMS) and writes their result.
-// LOAD_X(p, i): a Gather's element i of its data p (f16 data with an epilogue is read as float).
+// LOAD_X(p, i): element i of a Gather's data or a Concat's input p (f16 data with an epilogue is
+// read as float).
 KernelSpec PointwiseKernel(const std::string& kernel_name, const std::string& params,
                            const std::string& body, const ir::Value* out, bool movement, bool wide,
-                           KernelSpec spec, const std::vector<const ir::Node*>& epilogue = {},
+                           const Target& target, KernelSpec spec,
+                           const std::vector<const ir::Node*>& epilogue = {},
                            const ir::Value* seed = nullptr, bool half_x = false) {
   KernelSource src(kernel_name, "pointwise");
   DefineGatherLoad(src, half_x);
@@ -257,17 +259,24 @@ KernelSpec PointwiseKernel(const std::string& kernel_name, const std::string& pa
       .Define("N", fmt::format("{}L", count))
       .Define("COORDS", CoordsCode(out->type.shape, wide))
       .Define("BODY", body);
+  int items = PointwiseItems(count, target);
+  src.Define("ITEMS", items);
   spec.name = kernel_name;
   spec.source = src.Render();
-  spec.global = {RoundUp(static_cast<size_t>(std::max<int64_t>(count, 1)), 64)};
+  int64_t work_items = (std::max<int64_t>(count, 1) + items - 1) / items;
+  spec.global = {RoundUp(static_cast<size_t>(work_items), 64)};
   spec.local = {64};
   return spec;
 }
 
 }  // namespace
 
+int PointwiseItems(int64_t count, const Target& target) {
+  return target.gpu && count >= (int64_t{1} << 20) ? 4 : 1;
+}
+
 KernelSpec GenerateElementwise(const std::vector<const ir::Node*>& ops,
-                               const std::string& kernel_name) {
+                               const std::string& kernel_name, const Target& target) {
   const ir::Value* out = ops.back()->outputs[0];
   // Operands from outside the chain, each one parameter in<k> in first-use order.
   std::vector<const ir::Value*> ext = ir::ExternalInputs(ops);
@@ -299,7 +308,7 @@ KernelSpec GenerateElementwise(const std::vector<const ir::Node*>& ops,
   spec.flops = flops;
   std::vector<const ir::Value*> operands = ext;
   operands.push_back(out);
-  return PointwiseKernel(kernel_name, params, body, out, false, WideIndex(operands),
+  return PointwiseKernel(kernel_name, params, body, out, false, WideIndex(operands), target,
                          std::move(spec));
 }
 
@@ -334,25 +343,28 @@ void CheckMovement(const ir::Node& n) {
 }
 
 KernelSpec GeneratePointwise(const ir::Node& n, const std::string& kernel_name,
-                             const std::vector<const ir::Node*>& epilogue) {
-  if (n.info().cls != ir::OpClass::kMovement) return GenerateElementwise({&n}, kernel_name);
+                             const Target& target, const std::vector<const ir::Node*>& epilogue) {
+  if (n.info().cls != ir::OpClass::kMovement) return GenerateElementwise({&n}, kernel_name, target);
   CheckMovement(n);
   const ir::Value* out = epilogue.empty() ? n.outputs[0] : epilogue.back()->outputs[0];
-  // An epilogue (fuse lets one follow an f32 or f16 Gather: an embedding lookup and the
-  // position embedding added to it) computes in float from the moved value (f16 data read by
-  // vload_half), at the movement's own coordinates (fuse requires equal shapes).
+  // An epilogue (fuse lets one follow an f32 or f16 Gather, an embedding lookup and the
+  // position embedding added to it, or Concat) computes in float from the moved value (f16 data
+  // read by vload_half), at the movement's own coordinates (fuse requires equal shapes).
   DType moved = n.outputs[0]->type.dtype;
   bool half_x = !epilogue.empty() && moved == DType::kFloat16;
   TEXEL_CHECK(
-      epilogue.empty() ||
-          (n.op == OpKind::kGather && (moved == DType::kFloat32 || moved == DType::kFloat16) &&
-           out->type.dtype == moved && out->type.shape == n.outputs[0]->type.shape),
-      "{} takes an epilogue only as an f32 or f16 Gather, of its own shape", OpName(n.op));
+      epilogue.empty() || ((n.op == OpKind::kGather || n.op == OpKind::kConcat) &&
+                           (moved == DType::kFloat32 || moved == DType::kFloat16) &&
+                           out->type.dtype == moved && out->type.shape == n.outputs[0]->type.shape),
+      "{} takes an epilogue only as an f32 or f16 Gather or Concat, of its own shape",
+      OpName(n.op));
   std::string params;
   KernelSpec spec;
   for (size_t k = 0; k < n.inputs.size(); ++k) {
+    // The data read through LOAD_X: a Gather's table, every input of a Concat.
+    bool read_x = k == 0 || n.op == OpKind::kConcat;
     params += fmt::format("__global const {}* in{}, ",
-                          PointerType(n.inputs[k]->type.dtype, !(half_x && k == 0)), k);
+                          PointerType(n.inputs[k]->type.dtype, !(half_x && read_x)), k);
     spec.args.push_back(n.inputs[k]->id);
   }
   std::string body = MovementBody(n);
@@ -366,7 +378,7 @@ KernelSpec GeneratePointwise(const ir::Node& n, const std::string& kernel_name,
   std::vector<const ir::Value*> operands(n.inputs.begin(), n.inputs.end());
   operands.push_back(out);
   return PointwiseKernel(kernel_name, params, body, out, epilogue.empty(), WideIndex(operands),
-                         std::move(spec), epilogue, n.outputs[0], half_x);
+                         target, std::move(spec), epilogue, n.outputs[0], half_x);
 }
 
 }  // namespace texel::codegen

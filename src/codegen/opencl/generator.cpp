@@ -193,7 +193,7 @@ std::vector<KernelSpec> GenerateGroup(const Chain& nodes, const std::string& ker
       // LayerNorm applying the group to the seed as it reads it.
       NormPrologue pro;
       auto ln = SplitAtNorm(epilogue, &pro);
-      if (ln == epilogue.end()) return {GenerateElementwise(nodes, kernel_name)};
+      if (ln == epilogue.end()) return {GenerateElementwise(nodes, kernel_name, target)};
       pro.seed = ElementwiseSeed(node);
       pro.chain.insert(pro.chain.begin(), &node);
       return {NormKernel(ln, epilogue, kernel_name, target, pro)};
@@ -230,14 +230,14 @@ std::vector<KernelSpec> GenerateGroup(const Chain& nodes, const std::string& ker
         pro.gather = &node;
         return {NormKernel(ln, epilogue, kernel_name, target, pro)};
       }
-      if (!epilogue.empty()) return {GeneratePointwise(node, kernel_name, epilogue)};
+      if (!epilogue.empty()) return {GeneratePointwise(node, kernel_name, target, epilogue)};
       break;
     }
     default: break;
   }
   TEXEL_CHECK(epilogue.empty(), "{} takes no fused epilogue", OpName(node.op));
   switch (node.info().cls) {
-    case ir::OpClass::kMovement: return {GeneratePointwise(node, kernel_name)};
+    case ir::OpClass::kMovement: return {GeneratePointwise(node, kernel_name, target)};
     case ir::OpClass::kNormalize: return {GenerateSoftmax(node, kernel_name, target)};
     case ir::OpClass::kSelect: return {GenerateNonMaxSuppression(node, kernel_name)};
     case ir::OpClass::kAttention: return GenerateAttention(node, kernel_name, target);

@@ -66,9 +66,15 @@ std::vector<KernelSpec> GenerateGroup(const std::vector<const ir::Node*>& nodes,
 uint64_t GeneratedGroups();
 
 // Family generators, dispatched by op class. A movement node takes an elementwise epilogue
-// (f32; fuse gives one to a Gather only).
+// (f32 or f16; fuse gives one to a Gather or Concat only). Pointwise kernels on GPUs compute
+// several elements a work-item where the output is large (PointwiseItems).
 KernelSpec GeneratePointwise(const ir::Node& node, const std::string& kernel_name,
+                             const Target& target,
                              const std::vector<const ir::Node*>& epilogue = {});
+// Elements per work-item of a pointwise kernel with `count` outputs on target: on GPUs, 4 for a
+// million or more (their loads all issued before the first store: one 4-byte load a work-item
+// in flight held a lone Relu over 58 MB at 811 GB/s on an H200), else 1.
+int PointwiseItems(int64_t count, const Target& target);
 // Places `float NAME(__global const TABLE* in0, __global const INDEX* in1, long i)` before src's
 // template: element i (flat) of Gather node n's result as float, in0 its table, in1 its indices
 // (and defines the LOAD_X it uses). For kernels that gather as they read (a LayerNorm's
@@ -79,7 +85,7 @@ struct GatherElement {
 GatherElement DefineGatherElement(KernelSource& src, const ir::Node& n, const std::string& name);
 // A chain of elementwise nodes (fusion) as one pointwise kernel.
 KernelSpec GenerateElementwise(const std::vector<const ir::Node*>& ops,
-                               const std::string& kernel_name);
+                               const std::string& kernel_name, const Target& target);
 // Anchors take the elementwise chain fused after them (passes/fuse.cpp), applied to each result.
 using Chain = std::vector<const ir::Node*>;
 // Conv node's tunable family on target: window_rows, conv_blocked, or its implicit GEMM's
@@ -108,9 +114,8 @@ DType RequireConvTypes(const ir::Node& n);
 double ConvFlops(const ir::Node& node);
 KernelSpec GenerateConvTranspose(const ir::Node& node, const std::string& kernel_name,
                                  const Chain& epilogue = {});
-// Whether the heuristic runs a depthwise Conv node on a GPU on the window kernel (windows of 25
-// taps or more) rather than its implicit GEMM; nullopt where the depthwise family does not apply.
-std::optional<bool> DepthwiseOnWindowKernel(const ir::Node& node, const Target& target);
+// Whether a depthwise Conv node takes the depthwise family (tuning.h): on a GPU, into a buffer.
+bool TakesDepthwiseFamily(const ir::Node& node, const Target& target);
 // The tunable family "depthwise" (tuning.h) of a depthwise Conv node on a GPU: `window` 1, the
 // window kernel (kernels/depthwise.cl: `ox` outputs per work-item, `lx` work-items along the row),
 // or 0 with the points of `gemm`, its implicit GEMM's matmul family; nullopt elsewhere.
@@ -121,6 +126,7 @@ struct DepthwiseWindow {
   int ox = 1, lx = 8;
 };
 DepthwiseWindow DepthwiseWindowOf(const TunePoint& point);  // a "depthwise" point with window 1
+DepthwiseWindow DepthwiseHeuristic(const ir::Node& node);   // the family's first point
 KernelSpec GenerateDepthwise(const ir::Node& node, const std::string& kernel_name,
                              const DepthwiseWindow& params, const Chain& epilogue = {});
 KernelSpec GeneratePool(const ir::Node& node, const std::string& kernel_name, const Target& target,
