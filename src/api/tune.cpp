@@ -98,7 +98,7 @@ double StepCostUs(const std::shared_ptr<cl::Context>& ctx) {
 
 // Where the builds' wall-clock time went (seconds), for the tune's last log line.
 struct BuildPhases {
-  int builds = 0;
+  int builds = 0, prebuilt = 0;  // prebuilt: their programs compiled in a wave, in parallel
   double lower = 0, program = 0, inputs = 0, runs = 0, outputs = 0;
 };
 
@@ -157,18 +157,23 @@ Prebuilt CompileInParallel(const std::vector<std::shared_ptr<cl::Context>>& cont
                            const std::vector<const runtime::Plan*>& plans) {
   std::vector<std::vector<uint8_t>> binaries(plans.size());
   std::atomic<size_t> next{0};
-  auto work = [&](const cl::Context& ctx) {
+  auto work = [&](const cl::Context& ctx) noexcept {
     for (size_t i; (i = next++) < plans.size();) {
       try {
         cl::Program program(ctx, plans[i]->source, plans[i]->build_options, &cache);
         binaries[i] = program.Binary();
-      } catch (const Error&) {
+      } catch (...) {  // no binary: the build compiles (and fails) as it runs
       }
     }
   };
   std::vector<std::thread> threads;
-  for (size_t t = 1; t < std::min(contexts.size(), plans.size()); ++t)
-    threads.emplace_back(work, std::cref(*contexts[t]));
+  for (size_t t = 1; t < std::min(contexts.size(), plans.size()); ++t) {
+    try {
+      threads.emplace_back(work, std::cref(*contexts[t]));
+    } catch (const std::system_error&) {
+      break;  // fewer threads
+    }
+  }
   work(*contexts[0]);
   for (std::thread& t : threads) t.join();
   Prebuilt out;
@@ -285,6 +290,10 @@ std::string Differs(const HostTensor& ref, const HostTensor& got) {
       double a = value(r[i]), b = value(g[i]);
       if (std::isnan(a) != std::isnan(b)) return fmt::format("NaN at element {}", i);
       if (std::isnan(a)) continue;
+      if (std::isinf(a) || std::isinf(b)) {  // their difference would make the error NaN
+        if (a != b) return fmt::format("an infinity at element {} differs", i);
+        continue;
+      }
       err += (a - b) * (a - b);
       norm += a * a;
     }
@@ -292,7 +301,7 @@ std::string Differs(const HostTensor& ref, const HostTensor& got) {
   });
   if (!nan.empty()) return nan;
   double rel = std::sqrt(err / std::max(norm, 1e-30));
-  return rel > 1e-4 ? fmt::format("relative L2 error {:.2g} against the heuristic's", rel) : "";
+  return !(rel <= 1e-4) ? fmt::format("relative L2 error {:.2g} against the heuristic's", rel) : "";
 }
 
 // Points that differ in exactly one parameter.
@@ -444,11 +453,18 @@ class Tuner {
   cl::ProgramCache cache_;
   std::vector<Work> work_;
   double step_us_ = 0;
-  BuildPhases phases_;  // every build's time, by phase
+  BuildPhases phases_;         // every build's time, by phase
+  double wave_compile_s_ = 0;  // the last RunWave's parallel compilation
   // Contexts on the device for the compiling threads of a wave ([0] is ctx_), made as needed.
   std::vector<std::shared_ptr<cl::Context>> compilers_;
-  double reserve_ = 0;     // seconds kept for the model check at the end
-  double last_build_ = 0;  // seconds a build of candidates took in the last wave
+  double reserve_ = 0;  // seconds kept for the model check at the end
+  // The last wave's times: its programs' parallel compilation (0 for a wave of one build, which
+  // compiles as it runs) and each build's run after it. A wave of n builds is predicted to take
+  // wave_compile_ + n * build_run_, and a build alone (the confirmation) last_build_.
+  double wave_compile_ = 0, build_run_ = 0, last_build_ = 0;
+  void Timed(double compile_s, double wave_s, size_t builds);
+  // Builds that fit `seconds` in one wave (at most WaveSize(); a first wave: `first`).
+  size_t BuildsThatFit(double seconds, size_t first) const;
   ChosenPoints heuristic_points_;
   std::optional<ModelRun> heuristic_model_;
 };
@@ -520,6 +536,21 @@ void Tuner::PrepareModelCheck(const ir::Graph& graph) {
   }
 }
 
+void Tuner::Timed(double compile_s, double wave_s, size_t builds) {
+  wave_compile_ = compile_s;
+  build_run_ = (wave_s - compile_s) / static_cast<double>(std::max<size_t>(builds, 1));
+  // A build alone compiles its own program: a wave's compilation is about one build's.
+  last_build_ = compile_s + build_run_;
+}
+
+size_t Tuner::BuildsThatFit(double seconds, size_t first) const {
+  if (last_build_ <= 0) return std::clamp<size_t>(first, 1, WaveSize());
+  if (wave_compile_ <= 0)  // builds compiled as they run
+    return std::clamp<size_t>(static_cast<size_t>(seconds / last_build_), 1, WaveSize());
+  double n = (seconds - wave_compile_) / std::max(build_run_, 1e-3);
+  return std::clamp<size_t>(n > 0 ? static_cast<size_t>(n) : 1, 1, WaveSize());
+}
+
 size_t Tuner::WaveSize() const {
   if (options_.jobs > 0) return static_cast<size_t>(options_.jobs);
   if (dev_.kind != cl::DeviceKind::kGpu) return 1;  // CPU drivers compile on the tune's cores
@@ -549,7 +580,10 @@ std::vector<Tuner::Measurements> Tuner::RunWave(const std::vector<std::vector<Tr
     std::vector<const runtime::Plan*> pointers;
     for (const runtime::Plan& p : plans) pointers.push_back(&p);
     prebuilt = CompileInParallel(compilers_, cache_, pointers);
-    phases_.program += Since(t);
+    phases_.prebuilt += static_cast<int>(prebuilt.size());
+    phases_.program += wave_compile_s_ = Since(t);
+  } else {
+    wave_compile_s_ = 0;
   }
   std::vector<Measurements> out(builds.size());
   for (size_t b = 0; b < builds.size(); ++b)
@@ -564,8 +598,7 @@ void Tuner::TimeHeuristics() {
   for (size_t i = 0; i < work_.size() && Left() > 0;) {
     // As many builds as the last wave's time per build says fit what is left (the first wave:
     // two, which says it): a wave of DenseNet-121's eight at batch 32 overran a 40 s budget.
-    size_t size = last_build_ > 0 ? static_cast<size_t>(Left() / last_build_) : 2;
-    size = std::clamp<size_t>(size, 1, WaveSize());
+    size_t size = BuildsThatFit(Left(), 2);
     auto wave_start = Clock::now();
     std::vector<std::vector<Trial>> wave;
     std::vector<size_t> first;  // work index of each build's first trial
@@ -590,7 +623,7 @@ void Tuner::TimeHeuristics() {
         w.k.heuristic_us = w.k.tuned_us = results[b].measured[j]->us;
         Report(first[b] + j);
       }
-    last_build_ = Since(wave_start) / static_cast<double>(wave.size());
+    Timed(wave_compile_s_, Since(wave_start), wave.size());
   }
 }
 
@@ -631,6 +664,8 @@ void Tuner::Search() {
     // As it goes: an interrupted tune keeps it.
     runtime::TuningDb::Store(result_.db, {EntryOf(dev_, w.tunable, best, w.k)});
   }
+  // The compiling threads' contexts hold device memory (a CUDA context each on NVIDIA's).
+  compilers_.resize(std::min<size_t>(compilers_.size(), 1));
 }
 
 double Tuner::SearchKernel(size_t i, Clock::time_point end, std::mt19937_64& rng, TunePoint* best) {
@@ -661,10 +696,11 @@ double Tuner::SearchKernel(size_t i, Clock::time_point end, std::mt19937_64& rng
   // one more build for the confirmation).
   while (Clock::now() < end && Left() > 2 * last_build_) {
     auto wave_start = Clock::now();
+    // What the slice has left, and the budget less a build alone for the confirmation.
     double to_end = std::chrono::duration<double>(end - wave_start).count();
-    size_t room = last_build_ > 0 ? static_cast<size_t>(to_end / last_build_) : WaveSize();
+    size_t room = BuildsThatFit(std::min(to_end, Left() - last_build_), WaveSize());
     std::vector<std::vector<Trial>> wave;
-    while (wave.size() < std::clamp<size_t>(room, 1, WaveSize())) {
+    while (wave.size() < room) {
       std::vector<Trial> trials = {{w.node, &t, t.candidates[0], w.product_only}};
       for (size_t n = 1; n < kPerBuild; ++n) {
         std::optional<size_t> c = next();
@@ -708,7 +744,7 @@ double Tuner::SearchKernel(size_t i, Clock::time_point end, std::mt19937_64& rng
         }
       }
     }
-    last_build_ = Since(wave_start) / static_cast<double>(wave.size());
+    Timed(wave_compile_s_, Since(wave_start), wave.size());
     Report(i);
     if (failing) break;
   }
@@ -781,10 +817,10 @@ void Tuner::CheckInModel(const ir::Graph& graph) {
 void Tuner::Finish() {
   const BuildPhases& p = phases_;
   Say(fmt::format(
-      "{} builds of candidates took {:.1f} s: lowering {:.1f}, programs {:.1f}, inputs {:.1f}, "
-      "runs {:.1f}, outputs {:.1f}",
-      p.builds, p.lower + p.program + p.inputs + p.runs + p.outputs, p.lower, p.program, p.inputs,
-      p.runs, p.outputs));
+      "{} builds of candidates ({} compiled in parallel waves) took {:.1f} s: lowering {:.1f}, "
+      "programs {:.1f}, inputs {:.1f}, runs {:.1f}, outputs {:.1f}",
+      p.builds, p.prebuilt, p.lower + p.program + p.inputs + p.runs + p.outputs, p.lower, p.program,
+      p.inputs, p.runs, p.outputs));
   for (Work& w : work_) {
     if (w.ok)
       result_.kernels.push_back(w.k);
@@ -800,6 +836,9 @@ TuneResult TuneModel(const std::string& model_path, const std::shared_ptr<cl::Co
                      const TuneOptions& options,
                      const std::function<void(const TuneProgress&)>& progress,
                      const std::function<void(const std::string&)>& log) {
+  if (options.jobs < 0 || options.jobs > 64)
+    Fail(ErrorCode::kInvalidArgument, "tune: jobs must be 0 (automatic) to 64, not {}",
+         options.jobs);
   TuneResult result;
   result.db = options.db.empty() ? runtime::TuningDb::DefaultPath(ctx->info()) : options.db;
   if (result.db.empty())

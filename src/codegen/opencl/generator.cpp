@@ -227,6 +227,8 @@ std::vector<KernelSpec> GenerateGroup(const Chain& nodes, const std::string& ker
       NormPrologue pro;
       auto ln = SplitAtNorm(epilogue, &pro);
       if (ln != epilogue.end()) {
+        TEXEL_CHECK(node.op == ir::OpKind::kGather, "a LayerNorm after a {} in one kernel",
+                    OpName(node.op));  // fuse's third rule: after a Gather only
         pro.gather = &node;
         return {NormKernel(ln, epilogue, kernel_name, target, pro)};
       }
