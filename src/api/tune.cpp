@@ -167,7 +167,8 @@ class Tuner {
   // Builds compiled at once: TuneOptions::jobs.
   size_t WaveSize() const;
   // The builds' trials measured one build after another, their programs compiled first in
-  // parallel where a wave has more than one (per build: RunEach's results and reasons).
+  // parallel where a wave has more than one (per build: RunEach's results and reasons); the
+  // wave's times go to Timed.
   struct Measurements {
     std::vector<std::optional<Measured>> measured;
     std::vector<std::string> why;
@@ -191,8 +192,7 @@ class Tuner {
   cl::ProgramCache cache_;
   std::vector<Work> work_;
   double step_us_ = 0;
-  BuildPhases phases_;         // every build's time, by phase
-  double wave_compile_s_ = 0;  // the last RunWave's parallel compilation
+  BuildPhases phases_;  // every build's time, by phase
   // Contexts on the device for the compiling threads of a wave ([0] is ctx_), made as needed.
   std::vector<std::shared_ptr<cl::Context>> compilers_;
   double reserve_ = 0;  // seconds kept for the model check at the end
@@ -297,9 +297,10 @@ size_t Tuner::WaveSize() const {
 
 std::vector<Tuner::Measurements> Tuner::RunWave(const std::vector<std::vector<Trial>>& builds,
                                                 uint64_t seed) {
+  auto start = Clock::now();
+  double compile_s = 0;  // a wave of one build compiles as it runs
   Prebuilt prebuilt;
   if (builds.size() > 1) {
-    auto t = Clock::now();
     std::vector<runtime::Plan> plans;
     for (const std::vector<Trial>& trials : builds) {
       try {
@@ -319,14 +320,13 @@ std::vector<Tuner::Measurements> Tuner::RunWave(const std::vector<std::vector<Tr
     for (const runtime::Plan& p : plans) pointers.push_back(&p);
     prebuilt = CompileInParallel(compilers_, cache_, pointers);
     phases_.prebuilt += static_cast<int>(prebuilt.size());
-    phases_.program += wave_compile_s_ = Since(t);
-  } else {
-    wave_compile_s_ = 0;
+    phases_.program += compile_s = Since(start);
   }
   std::vector<Measurements> out(builds.size());
   for (size_t b = 0; b < builds.size(); ++b)
     out[b].measured = RunEach(ctx_, cache_, builds[b], options_.runs, seed, step_us_, prebuilt,
                               phases_, &out[b].why);
+  Timed(compile_s, Since(start), builds.size());
   return out;
 }
 
@@ -337,7 +337,6 @@ void Tuner::TimeHeuristics() {
     // As many builds as the last wave's time per build says fit what is left (the first wave:
     // two, which says it): a wave of DenseNet-121's eight at batch 32 overran a 40 s budget.
     size_t size = BuildsThatFit(Left(), 2);
-    auto wave_start = Clock::now();
     std::vector<std::vector<Trial>> wave;
     std::vector<size_t> first;  // work index of each build's first trial
     for (; i < work_.size() && wave.size() < size; i += kPerBuild) {
@@ -361,7 +360,6 @@ void Tuner::TimeHeuristics() {
         w.k.heuristic_us = w.k.tuned_us = results[b].measured[j]->us;
         Report(first[b] + j);
       }
-    Timed(wave_compile_s_, Since(wave_start), wave.size());
   }
 }
 
@@ -433,9 +431,8 @@ double Tuner::SearchKernel(size_t i, Clock::time_point end, std::mt19937_64& rng
   // A wave is not started that the last builds' durations say would overrun the budget (with
   // one more build for the confirmation).
   while (Clock::now() < end && Left() > 2 * last_build_) {
-    auto wave_start = Clock::now();
     // What the slice has left, and the budget less a build alone for the confirmation.
-    double to_end = std::chrono::duration<double>(end - wave_start).count();
+    double to_end = std::chrono::duration<double>(end - Clock::now()).count();
     size_t room = BuildsThatFit(std::min(to_end, Left() - last_build_), WaveSize());
     std::vector<std::vector<Trial>> wave;
     while (wave.size() < room) {
@@ -482,7 +479,6 @@ double Tuner::SearchKernel(size_t i, Clock::time_point end, std::mt19937_64& rng
         }
       }
     }
-    Timed(wave_compile_s_, Since(wave_start), wave.size());
     Report(i);
     if (failing) break;
   }

@@ -197,7 +197,7 @@ DepthwiseWindow DepthwiseHeuristic(const ir::Node& n) {
   Window3 w = ToWindow3(n, Shape(wt.begin() + 2, wt.end()));
   // H200, every point at MobileNetV2's and EfficientNet-B0's shapes (docs/tuning.md): at stride
   // 1, 4 outputs a work-item (a 3x3 window's row read as 6 inputs, not 12) and 8 work-items along
-  // the row, 1.8-2.0x faster than the implicit GEMM's heuristic point at batch 32 and 1.26x at
+  // the row, 1.7-2.0x faster than the implicit GEMM's heuristic point at batch 32 and 1.26x at
   // batch 1; at stride 2, 2 outputs and 16 work-items, 1.7x.
   DepthwiseWindow p = w.s[2] == 1 ? DepthwiseWindow{4, 8} : DepthwiseWindow{2, 16};
   if (!WindowFits(p, w.out[2])) p.lx = 8;
