@@ -14,6 +14,7 @@
 #include "backends/native/native_backend.h"
 #include "core/error.h"
 #include "core/random_tensor.h"
+#include "runtime/cl/compile_workers.h"
 #include "runtime/executable.h"
 #include "runtime/session.h"
 
@@ -140,13 +141,26 @@ Prebuilt CompileInParallel(const std::vector<std::shared_ptr<cl::Context>>& cont
   return out;
 }
 
+Prebuilt CompileInWorkers(const std::string& worker, const cl::DeviceInfo& dev, size_t processes,
+                          const std::vector<const runtime::Plan*>& plans) {
+  std::vector<cl::ProgramSource> programs;
+  for (const runtime::Plan* p : plans) programs.push_back({p->source, p->build_options});
+  cl::CompileJob job(worker, dev, programs, processes);
+  std::vector<cl::CompileJob::Compiled> compiled = job.Wait();
+  Prebuilt out;
+  for (size_t i = 0; i < plans.size(); ++i)
+    if (!compiled[i].binary.empty()) out[plans[i]->source] = std::move(compiled[i].binary);
+  return out;
+}
+
 // The trials' kernels as one program (one build for all of them; its binary from `prebuilt` where
 // that has it) run back to back, each node alone on seeded random inputs (its constants kept:
 // packed filters need them): per trial the median over `runs` runs of its profiled time plus
 // step_us for each of its kernels, and its output.
 std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx, cl::ProgramCache& cache,
                                 const std::vector<Trial>& trials, int runs, uint64_t seed,
-                                double step_us, const Prebuilt& prebuilt, BuildPhases& phases) {
+                                double step_us, const Prebuilt& prebuilt, BuildPhases& phases,
+                                std::optional<TrialPlan> lowered) {
   auto t = Clock::now();
   auto lap = [&t](double& phase) {
     auto now = Clock::now();
@@ -154,7 +168,7 @@ std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx, cl::Pro
     t = now;
   };
   ++phases.builds;
-  TrialPlan tp = LowerTrials(ctx->info(), trials);
+  TrialPlan tp = lowered ? std::move(*lowered) : LowerTrials(ctx->info(), trials);
   lap(phases.lower);
   auto binary = prebuilt.find(tp.plan.source);
   runtime::Executable exe(ctx, std::move(tp.plan), &cache,
@@ -209,11 +223,12 @@ std::vector<std::optional<Measured>> RunEach(const std::shared_ptr<cl::Context>&
                                              const std::vector<Trial>& trials, int runs,
                                              uint64_t seed, double step_us,
                                              const Prebuilt& prebuilt, BuildPhases& phases,
-                                             std::vector<std::string>* why) {
+                                             std::vector<std::string>* why,
+                                             std::optional<TrialPlan> lowered) {
   why->assign(trials.size(), "");
   try {
     std::vector<Measured> all =
-        RunTrials(ctx, cache, trials, runs, seed, step_us, prebuilt, phases);
+        RunTrials(ctx, cache, trials, runs, seed, step_us, prebuilt, phases, std::move(lowered));
     return {all.begin(), all.end()};
   } catch (const Error& e) {
     if (trials.size() == 1) {

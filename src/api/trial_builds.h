@@ -79,13 +79,21 @@ TrialPlan LowerTrials(const cl::DeviceInfo& dev, const std::vector<Trial>& trial
 Prebuilt CompileInParallel(const std::vector<std::shared_ptr<cl::Context>>& contexts,
                            cl::ProgramCache& cache, const std::vector<const runtime::Plan*>& plans);
 
+// The same in up to `processes` worker processes (cl::CompileJob: `worker compile-worker DIR`),
+// which NVIDIA's driver runs side by side where it serialises threads. Throws Error(kIo) when no
+// worker can be started.
+Prebuilt CompileInWorkers(const std::string& worker, const cl::DeviceInfo& dev, size_t processes,
+                          const std::vector<const runtime::Plan*>& plans);
+
 // The trials' kernels as one program (one build for all of them; its binary from `prebuilt` where
 // that has it) run back to back, each node alone on seeded random inputs (its constants kept:
 // packed filters need them): per trial the median over `runs` runs of its profiled time plus
-// step_us for each of its kernels, and its output.
+// step_us for each of its kernels, and its output. `lowered`, when given, is LowerTrials(trials)
+// already made (for its program's compilation), taken instead of lowering them again.
 std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx, cl::ProgramCache& cache,
                                 const std::vector<Trial>& trials, int runs, uint64_t seed,
-                                double step_us, const Prebuilt& prebuilt, BuildPhases& phases);
+                                double step_us, const Prebuilt& prebuilt, BuildPhases& phases,
+                                std::optional<TrialPlan> lowered = std::nullopt);
 
 // RunTrials, and where the program fails to build or run, each trial alone, so that only the
 // failing ones are lost (nullopt, with the reason in *why).
@@ -94,7 +102,8 @@ std::vector<std::optional<Measured>> RunEach(const std::shared_ptr<cl::Context>&
                                              const std::vector<Trial>& trials, int runs,
                                              uint64_t seed, double step_us,
                                              const Prebuilt& prebuilt, BuildPhases& phases,
-                                             std::vector<std::string>* why);
+                                             std::vector<std::string>* why,
+                                             std::optional<TrialPlan> lowered = std::nullopt);
 
 // Why got differs from the heuristic's ref beyond reordered sums (relative L2 above 1e-4, NaNs or
 // infinities elsewhere), or "".

@@ -8,9 +8,10 @@
 // with a line in the log. Search: every candidate where the space is small, else random candidates
 // and then the neighbours of the best (points differing in one parameter). The budget (seconds,
 // import and passes included) is honoured (no build of candidates starts that the last one's
-// duration says would overrun it): after the heuristics' times, the slowest kernels go
-// first, each with a share of what is left in proportion to its time. A kernel whose best is within
-// 5% of the heuristic's keeps the heuristic's point. Thread safety: one tune per context at a time.
+// duration says would overrun it): after the heuristics' times, every kernel is searched at
+// once, in waves of builds, each kernel with a share of what is left in proportion to its time. A
+// kernel whose best is within 5% of the heuristic's keeps the heuristic's point. Thread safety: one
+// tune per context at a time.
 #pragma once
 
 #include <functional>
@@ -35,10 +36,14 @@ struct TuneOptions {
   ModelCheck model_check = ModelCheck::kAuto;
   // Every measured candidate's time goes to the log as well, not only the discarded ones.
   bool log_candidates = false;
-  // Builds of candidates whose programs compile at once, each on a thread with a context of its
-  // own (0: on GPUs half the host's cores, at most 8; on CPUs 1, their drivers compiling on the
-  // cores the tune measures on).
+  // Builds of candidates whose programs compile at once, each in a worker process (or on a
+  // thread) with a context of its own (0: on GPUs half the host's cores, at most 8; on CPUs 1,
+  // their drivers compiling on the cores the tune measures on).
   int jobs = 0;
+  // An executable that compiles programs as `WORKER compile-worker DIR` (the texel command; the
+  // CLI names itself): a wave's programs then compile in that many processes instead of
+  // threads, which NVIDIA's driver runs one at a time (runtime/cl/compile_workers.h). "": threads.
+  std::string compile_worker;
 };
 
 struct TunedKernel {

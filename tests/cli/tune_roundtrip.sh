@@ -33,12 +33,17 @@ done
 grep -q '"family":"conv_blocked"' "$d/db.jsonl" || fail "no conv_blocked entry: $(cat "$d/db.jsonl")"
 grep -q '"family":"matmul"' "$d/db.jsonl" || fail "no matmul entry (the second tune lost the first's?)"
 
-echo "== builds compiled in parallel waves (--jobs 2) give entries too; a bad --jobs is refused"
-"$texel" tune "$data/tiny_conv.onnx" --budget 8 --jobs 2 --db "$d/jobs.jsonl" >"$d/out" 2>"$d/err" ||
-  fail "tune --jobs 2: $(cat "$d/err")"
+echo "== builds compiled in parallel waves by worker processes (--jobs 2) give entries too, and"
+echo "   the model check's model compiled by a worker; a bad --jobs is refused"
+mkdir "$d/tmp"
+TMPDIR=$d/tmp "$texel" tune "$data/tiny_conv.onnx" --budget 8 --jobs 2 --model-check on \
+  --db "$d/jobs.jsonl" >"$d/out" 2>"$d/err" || fail "tune --jobs 2: $(cat "$d/err")"
 grep -q '"family":"conv_blocked"' "$d/jobs.jsonl" || fail "no entry from the waves: $(cat "$d/err")"
-grep -Eq "[0-9]+ builds of candidates \([1-9][0-9]* compiled in parallel waves\) took [0-9.]+ s: lowering" "$d/err" ||
-  fail "no builds compiled in parallel waves: $(cat "$d/err")"
+grep -Eq "[0-9]+ builds of candidates \([1-9][0-9]* compiled in parallel waves, in worker processes\) took [0-9.]+ s: lowering" "$d/err" ||
+  fail "no builds compiled in parallel waves by workers: $(cat "$d/err")"
+grep -Eq "the model (check has nothing to compare|with the heuristic's points)" "$d/err" ||
+  fail "no model check: $(cat "$d/err")"
+[[ -z $(ls -A "$d/tmp") ]] || fail "compile jobs' directories left behind: $(ls "$d/tmp")"
 if "$texel" tune "$data/tiny_conv.onnx" --budget 8 --jobs -1 >"$d/out" 2>"$d/err"; then
   fail "--jobs -1 was accepted"
 fi

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <map>
 
 #include "api/tune.h"
@@ -23,6 +24,13 @@ struct TuneArgs {
   int jobs = 0;
   CompilerFlags compile;
 };
+
+// This executable's path ("" where /proc does not say: the tune then compiles on threads).
+std::string SelfPath() {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : self.string();
+}
 
 int RunTune(const TuneArgs& a) {
   if (!(a.budget > 0)) Fail(ErrorCode::kInvalidArgument, "--budget must be positive seconds");
@@ -44,6 +52,7 @@ int RunTune(const TuneArgs& a) {
                                            : TuneOptions::ModelCheck::kAuto;
   o.log_candidates = a.log_candidates;
   o.jobs = a.jobs;
+  o.compile_worker = SelfPath();  // this program's compile-worker command
   std::printf("device   %s\n", dev.Label().c_str());
   bool tty = isatty(fileno(stderr));
   TuneResult r = TuneModel(
@@ -98,7 +107,7 @@ Runner AddTuneCommand(CLI::App& app) {
   cmd->add_flag("--log-candidates", a->log_candidates,
                 "log every measured candidate's time (stderr), not only the discarded ones");
   cmd->add_option("--jobs", a->jobs,
-                  "builds of candidates compiled at once, each on a thread of its own (default 0: "
+                  "builds of candidates compiled at once, each in a process of its own (default 0: "
                   "on GPUs half the host's cores, at most 8; on CPUs 1)");
   cmd->add_option("--device,-d", a->device, "gpu, cpu, P:D or a name substring (env TEXEL_DEVICE)");
   AddCompilerFlags(cmd, &a->compile);

@@ -23,6 +23,7 @@ Runner AddBenchCommand(CLI::App& app);
 Runner AddPartitionCommand(CLI::App& app);
 Runner AddInspectCommand(CLI::App& app);
 Runner AddTuneCommand(CLI::App& app);
+Runner AddCompileWorkerCommand(CLI::App& app);  // hidden: texel tune's compiling processes
 
 // Shared option parsing: "name=value" pairs (SplitAssignment, ParseInputShapes:
 // api/assignments.h).

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   add(texel::cli::AddPartitionCommand);
   add(texel::cli::AddInspectCommand);
   add(texel::cli::AddTuneCommand);
+  add(texel::cli::AddCompileWorkerCommand);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

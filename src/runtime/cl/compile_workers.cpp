@@ -1,0 +1,153 @@
+#include "runtime/cl/compile_workers.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/file_io.h"
+#include "runtime/cl/context.h"
+
+extern char** environ;
+
+namespace texel::cl {
+namespace {
+
+std::optional<std::string> ReadWhole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string At(const std::string& dir, size_t i, const char* ext) {
+  return dir + "/" + std::to_string(i) + ext;
+}
+
+}  // namespace
+
+CompileJob::CompileJob(const std::string& worker, const DeviceInfo& dev,
+                       const std::vector<ProgramSource>& programs, size_t processes)
+    : count_(programs.size()) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/texel-compile-XXXXXX";
+  if (!mkdtemp(pattern.data()))
+    Fail(ErrorCode::kIo, "compile workers: cannot make a directory {}: {}", pattern,
+         std::strerror(errno));
+  dir_ = pattern;
+  WriteFileAtomically(dir_ + "/device", std::to_string(dev.platform_index) + ":" +
+                                            std::to_string(dev.device_index) + "\n" + dev.name +
+                                            "\n");
+  for (size_t i = 0; i < programs.size(); ++i) {
+    WriteFileAtomically(At(dir_, i, ".cl"), programs[i].source);
+    WriteFileAtomically(At(dir_, i, ".opt"), programs[i].options);
+  }
+  WriteFileAtomically(dir_ + "/count", std::to_string(count_));
+  std::string sub = "compile-worker";
+  for (size_t p = 0; p < std::min(processes, count_); ++p) {
+    // The worker's own output (a driver's complaints) goes to a log beside its programs.
+    posix_spawn_file_actions_t files;
+    posix_spawn_file_actions_init(&files);
+    std::string log = dir_ + "/worker" + std::to_string(p) + ".log";
+    posix_spawn_file_actions_addopen(&files, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&files, 1, 2);
+    std::vector<char*> argv = {const_cast<char*>(worker.c_str()), sub.data(), dir_.data(), nullptr};
+    pid_t pid = 0;
+    int rc = posix_spawn(&pid, worker.c_str(), &files, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&files);
+    if (rc != 0) {
+      if (!pids_.empty()) break;  // fewer workers
+      Fail(ErrorCode::kIo, "compile workers: cannot start {}: {}", worker, std::strerror(rc));
+    }
+    pids_.push_back(pid);
+  }
+}
+
+CompileJob::~CompileJob() {
+  for (pid_t pid : pids_) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+std::vector<CompileJob::Compiled> CompileJob::Wait() {
+  for (pid_t pid : pids_)
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  pids_.clear();
+  std::vector<Compiled> out(count_);
+  for (size_t i = 0; i < count_; ++i) {
+    if (std::optional<std::string> bin = ReadWhole(At(dir_, i, ".bin"))) {
+      out[i].binary.assign(bin->begin(), bin->end());
+    } else {
+      std::optional<std::string> why = ReadWhole(At(dir_, i, ".err"));
+      out[i].error = why ? *why : "its compile worker stopped before it was done";
+    }
+    if (std::optional<std::string> sec = ReadWhole(At(dir_, i, ".sec")))
+      out[i].seconds = std::strtod(sec->c_str(), nullptr);
+  }
+  return out;
+}
+
+int RunCompileWorker(const std::string& dir) {
+  std::optional<std::string> device = ReadWhole(dir + "/device");
+  std::optional<std::string> count = ReadWhole(dir + "/count");
+  if (!device || !count) {
+    std::fprintf(stderr, "texel: compile-worker: %s is not a compile job\n", dir.c_str());
+    return 2;
+  }
+  std::istringstream lines(*device);
+  std::string spec, name;
+  std::getline(lines, spec);
+  std::getline(lines, name);
+  try {
+    DeviceInfo dev = SelectDevice(spec);
+    if (dev.name != name) {
+      std::fprintf(stderr, "texel: compile-worker: device %s is %s, not %s\n", spec.c_str(),
+                   dev.name.c_str(), name.c_str());
+      return 2;
+    }
+    Context ctx(dev);
+    size_t n = std::stoul(*count);
+    for (size_t i = 0; i < n; ++i) {
+      int claim = open(At(dir, i, ".claim").c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+      if (claim < 0) continue;  // another worker's
+      close(claim);
+      auto t0 = std::chrono::steady_clock::now();
+      std::optional<std::string> source = ReadWhole(At(dir, i, ".cl"));
+      std::optional<std::string> options = ReadWhole(At(dir, i, ".opt"));
+      try {
+        if (!source || !options) Fail(ErrorCode::kIo, "compile worker: program {} unreadable", i);
+        Program program(ctx, *source, *options, nullptr);
+        std::vector<uint8_t> binary = program.Binary();
+        if (binary.empty()) Fail(ErrorCode::kDevice, "the driver gave no binary");
+        WriteFileAtomically(At(dir, i, ".bin"),
+                            {reinterpret_cast<const char*>(binary.data()), binary.size()});
+      } catch (const std::exception& e) {
+        WriteFileAtomically(At(dir, i, ".err"), e.what());
+      }
+      std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+      WriteFileAtomically(At(dir, i, ".sec"), std::to_string(took.count()));
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "texel: compile-worker: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace texel::cl

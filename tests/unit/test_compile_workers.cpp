@@ -1,0 +1,69 @@
+// Programs compiled in worker processes (runtime/cl/compile_workers.h), through the texel
+// command's hidden compile-worker: each program's binary builds and runs in this process; a
+// program that does not compile comes back with its build error, the others unharmed; a worker
+// that cannot start is an error naming it; a directory that is no job is refused.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "kernel_test_util.h"
+#include "runtime/cl/compile_workers.h"
+#include "runtime/cl/context.h"
+#include "temp_dir.h"
+
+namespace texel {
+namespace {
+
+std::string Scale(float by) {
+  return "__kernel void scale(__global float* x) { x[get_global_id(0)] *= " + std::to_string(by) +
+         "f; }\n";
+}
+
+TEST(CompileWorkersTest, BinariesBuildAndRunHereAndErrorsSayWhy) {
+  const cl::Context& ctx = *testing::SharedContext();
+  std::vector<cl::ProgramSource> programs = {
+      {Scale(2), ""}, {"__kernel void broken( { }\n", ""}, {Scale(3), "-cl-fast-relaxed-math"}};
+  cl::CompileJob job(TEXEL_BINARY, ctx.info(), programs, 2);
+  std::vector<cl::CompileJob::Compiled> out = job.Wait();
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_TRUE(out[1].binary.empty());
+  EXPECT_NE(out[1].error.find("failed to build"), std::string::npos) << out[1].error;
+  for (int i : {0, 2}) {
+    ASSERT_FALSE(out[i].binary.empty()) << out[i].error;
+    EXPECT_GE(out[i].seconds, 0.0);
+    cl::Program program(ctx, programs[i].source, programs[i].options, nullptr, &out[i].binary);
+    EXPECT_TRUE(program.from_binary());
+    HostTensor x = testing::RandomF32({64}, 7 + i);
+    cl::Buffer buf(ctx, 64 * sizeof(float));
+    buf.Write(ctx, x.data<float>(), buf.bytes());
+    cl::Kernel kernel(program.get(), "scale");
+    kernel.SetArg(0, buf);
+    cl::Launch(ctx, kernel, {64}, {});
+    HostTensor y(DType::kFloat32, {64});
+    buf.Read(ctx, y.data<float>(), buf.bytes());
+    for (int64_t e = 0; e < 64; ++e)
+      EXPECT_FLOAT_EQ(y.data<float>()[e], x.data<float>()[e] * (i == 0 ? 2 : 3));
+  }
+}
+
+TEST(CompileWorkersTest, AWorkerThatCannotStartIsAnError) {
+  const cl::Context& ctx = *testing::SharedContext();
+  try {
+    cl::CompileJob job("/nonexistent/texel", ctx.info(), {{Scale(2), ""}}, 1);
+    FAIL() << "started a worker that does not exist";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/texel"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CompileWorkersTest, ADirectoryThatIsNoJobIsRefused) {
+  testing::TempDir dir;
+  EXPECT_EQ(cl::RunCompileWorker(dir.path().string()), 2);
+  EXPECT_EQ(cl::RunCompileWorker(dir.path().string() + "/missing"), 2);
+}
+
+}  // namespace
+}  // namespace texel
