@@ -471,13 +471,16 @@ void Tuner::Search() {
   std::stable_sort(hunts.begin(), hunts.end(), [&](const Hunt& a, const Hunt& b) {
     return work_[a.work].k.heuristic_us > work_[b.work].k.heuristic_us;
   });
+  // What a build costs a kernel's share: a build alone at first, then the last wave's time per
+  // build.
+  double per_build = last_build_ > 0 ? last_build_ : 1.0;
+  bool reshared = false;
   // A wave is not started that the last builds' durations say would overrun the budget (with a
   // build's time kept for the confirmations).
   while (Left() > 2 * last_build_) {
     std::vector<std::vector<Trial>> wave;
     std::vector<Hunt*> owner;
     size_t room = BuildsThatFit(Left() - last_build_, WaveSize());
-    double per_build = last_build_ > 0 ? last_build_ : 1.0;
     // Rounds over the kernels, most share left first: one build each per round.
     for (bool more = true; more && wave.size() < room;) {
       more = false;
@@ -510,7 +513,20 @@ void Tuner::Search() {
         more = true;
       }
     }
-    if (wave.empty()) break;
+    if (wave.empty()) {
+      // Every share spent with time left (builds cheaper than their estimate, small spaces done):
+      // what is left is shared out again among the kernels with candidates left, once.
+      double active_us = 0;
+      for (const Hunt& h : hunts)
+        if (!h.stopped) active_us += work_[h.work].k.heuristic_us;
+      if (reshared || active_us <= 0) break;
+      for (Hunt& h : hunts)
+        if (!h.stopped)
+          h.share_s = h.spent_s + (Left() - last_build_) * work_[h.work].k.heuristic_us / active_us;
+      reshared = true;
+      continue;
+    }
+    reshared = false;
     auto start = Clock::now();
     std::vector<Measurements> results = RunWave(wave, options_.seed);
     double cost = Since(start) / static_cast<double>(wave.size());
@@ -519,6 +535,7 @@ void Tuner::Search() {
       Judge(*owner[b], wave[b], results[b]);
       Report(owner[b]->work);
     }
+    per_build = cost;
   }
   Confirm(hunts, keep_below);
   std::vector<runtime::TuningEntry> entries;
