@@ -142,10 +142,12 @@ Prebuilt CompileInParallel(const std::vector<std::shared_ptr<cl::Context>>& cont
 }
 
 Prebuilt CompileInWorkers(const std::string& worker, const cl::DeviceInfo& dev, size_t processes,
+                          const cl::ProgramCache& cache,
                           const std::vector<const runtime::Plan*>& plans) {
+  if (plans.empty()) return {};
   std::vector<cl::ProgramSource> programs;
   for (const runtime::Plan* p : plans) programs.push_back({p->source, p->build_options});
-  cl::CompileJob job(worker, dev, programs, processes);
+  cl::CompileJob job(worker, dev, programs, processes, cache.enabled() ? cache.dir() : "");
   std::vector<cl::CompileJob::Compiled> compiled = job.Wait();
   Prebuilt out;
   for (size_t i = 0; i < plans.size(); ++i)

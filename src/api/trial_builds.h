@@ -41,7 +41,8 @@ struct Measured {
 
 // Where the builds' wall-clock time went (seconds), for the tune's last log line.
 struct BuildPhases {
-  int builds = 0, prebuilt = 0;  // prebuilt: their programs compiled in a wave, in parallel
+  // prebuilt: their programs compiled in a wave, in parallel; by workers: in worker processes
+  int builds = 0, prebuilt = 0, by_workers = 0;
   double lower = 0, program = 0, inputs = 0, runs = 0, outputs = 0;
 };
 
@@ -83,6 +84,7 @@ Prebuilt CompileInParallel(const std::vector<std::shared_ptr<cl::Context>>& cont
 // which NVIDIA's driver runs side by side where it serialises threads. Throws Error(kIo) when no
 // worker can be started.
 Prebuilt CompileInWorkers(const std::string& worker, const cl::DeviceInfo& dev, size_t processes,
+                          const cl::ProgramCache& cache,
                           const std::vector<const runtime::Plan*>& plans);
 
 // The trials' kernels as one program (one build for all of them; its binary from `prebuilt` where

@@ -230,6 +230,7 @@ class Tuner {
   // The heuristic's model being compiled by a worker (PrepareModelCheck to ReadyModelCheck).
   std::unique_ptr<cl::CompileJob> model_job_;
   std::optional<runtime::Plan> model_plan_;
+  Clock::time_point model_t0_;
   // The check's model built (from a worker's binary, which took compile_s), and its share of
   // the budget kept, where it fits; NoModelCheck says why there is none.
   void BuildModelCheck(runtime::Plan plan, const std::vector<uint8_t>* binary, double compile_s);
@@ -284,12 +285,16 @@ void Tuner::PrepareModelCheck(const ir::Graph& graph) {
     return;
   try {
     runtime::Plan plan = backends::LowerToPlan(graph, dev_, &heuristic_points_);
-    if (!worker_.empty()) {  // compiled in a worker while the heuristics' kernels are timed
+    // Compiled in a worker while the heuristics' kernels are timed, where builds compile in
+    // parallel (not on CPU devices by default: there the worker would take the cores measured
+    // on). The heuristics are not held back for it: a kernel they leave untimed is not tuned.
+    if (!worker_.empty() && WaveSize() > 1) {
       try {
         model_job_ = std::make_unique<cl::CompileJob>(
-            worker_, dev_, std::vector<cl::ProgramSource>{{plan.source, plan.build_options}}, 1);
+            worker_, dev_, std::vector<cl::ProgramSource>{{plan.source, plan.build_options}}, 1,
+            cache_.enabled() ? cache_.dir() : "");
         model_plan_ = std::move(plan);
-        reserve_ = options_.budget_seconds / 3;  // at most the check's share, until it is built
+        model_t0_ = Clock::now();
         return;
       } catch (const Error&) {  // built here
       }
@@ -302,16 +307,35 @@ void Tuner::PrepareModelCheck(const ir::Graph& graph) {
 
 void Tuner::ReadyModelCheck() {
   if (!model_job_) return;
-  std::vector<cl::CompileJob::Compiled> compiled = model_job_->Wait();
-  model_job_.reset();
-  reserve_ = 0;
+  std::unique_ptr<cl::CompileJob> job = std::move(model_job_);
+  runtime::Plan plan = std::move(*model_plan_);
+  model_plan_.reset();
+  // Waited for while two thirds of the budget are not spent (a third is the check's at most).
+  auto deadline = t0_ + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(options_.budget_seconds * 2 / 3));
+  if (!job->DoneBy(deadline)) {
+    Say(fmt::format(
+        "the model check's model was not compiled within two thirds of the budget ({:.0f} s so "
+        "far): not run (points are judged by their kernels alone)",
+        Since(model_t0_)));
+    return;  // the job's destructor stops its worker
+  }
   try {
-    if (compiled[0].binary.empty()) Fail(ErrorCode::kBuild, "{}", compiled[0].error);
-    BuildModelCheck(std::move(*model_plan_), &compiled[0].binary, compiled[0].seconds);
+    std::vector<cl::CompileJob::Compiled> compiled = job->Wait();
+    if (!compiled[0].binary.empty()) {
+      BuildModelCheck(std::move(plan), &compiled[0].binary, compiled[0].seconds);
+      return;
+    }
+    if (!compiled[0].died) Fail(ErrorCode::kBuild, "{}", compiled[0].error);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kDevice) return NoModelCheck(e);
+  }
+  // The worker failed, not the program: built here.
+  try {
+    BuildModelCheck(std::move(plan), nullptr, 0);
   } catch (const Error& e) {
     NoModelCheck(e);
   }
-  model_plan_.reset();
 }
 
 void Tuner::BuildModelCheck(runtime::Plan plan, const std::vector<uint8_t>* binary,
@@ -324,7 +348,7 @@ void Tuner::BuildModelCheck(runtime::Plan plan, const std::vector<uint8_t>* bina
   // third, and its points chosen by their kernels alone ran 2.7% slower in the model (H200).
   reserve_ = 1.3 * heuristic_model_->build_s + 1.5;
   if (options_.model_check == TuneOptions::ModelCheck::kAuto &&
-      reserve_ > options_.budget_seconds / 3) {
+      (reserve_ > options_.budget_seconds / 3 || Left() <= 0)) {
     Say(fmt::format(
         "the model check would take about {:.0f} s of the {:.0f} s budget: not run (points are "
         "judged by their kernels alone)",
@@ -366,7 +390,9 @@ size_t Tuner::WaveSize() const {
 Prebuilt Tuner::Compile(const std::vector<const runtime::Plan*>& plans) {
   if (!worker_.empty()) {
     try {
-      return CompileInWorkers(worker_, dev_, WaveSize(), plans);
+      Prebuilt out = CompileInWorkers(worker_, dev_, WaveSize(), cache_, plans);
+      phases_.by_workers += static_cast<int>(out.size());
+      return out;
     } catch (const Error& e) {
       Say(fmt::format("compiling on threads instead of worker processes: {}", e.what()));
       worker_.clear();
@@ -697,14 +723,11 @@ void Tuner::CheckInModel(const ir::Graph& graph) {
 void Tuner::Finish() {
   const BuildPhases& p = phases_;
   Say(fmt::format(
-      "{} builds of candidates ({} compiled in parallel waves{}) took {:.1f} s: lowering {:.1f}, "
-      "programs {:.1f}, inputs {:.1f}, runs {:.1f}, outputs {:.1f}",
-      p.builds, p.prebuilt,
-      p.prebuilt == 0   ? ""
-      : worker_.empty() ? ", on threads"
-                        : ", in worker processes",
-      p.lower + p.program + p.inputs + p.runs + p.outputs, p.lower, p.program, p.inputs, p.runs,
-      p.outputs));
+      "{} builds of candidates ({} compiled in parallel waves, {} of them in worker processes) "
+      "took {:.1f} s: lowering {:.1f}, programs {:.1f}, inputs {:.1f}, runs {:.1f}, outputs "
+      "{:.1f}",
+      p.builds, p.prebuilt, p.by_workers, p.lower + p.program + p.inputs + p.runs + p.outputs,
+      p.lower, p.program, p.inputs, p.runs, p.outputs));
   for (Work& w : work_) {
     if (w.ok)
       result_.kernels.push_back(w.k);

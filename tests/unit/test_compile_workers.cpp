@@ -1,9 +1,12 @@
 // Programs compiled in worker processes (runtime/cl/compile_workers.h), through the texel
 // command's hidden compile-worker: each program's binary builds and runs in this process; a
 // program that does not compile comes back with its build error, the others unharmed; a worker
-// that cannot start is an error naming it; a directory that is no job is refused.
+// that cannot start is an error naming it (its job's directory removed), workers that all fail
+// are an error with their output; a directory that is no job is refused.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -50,12 +53,32 @@ TEST(CompileWorkersTest, BinariesBuildAndRunHereAndErrorsSayWhy) {
 
 TEST(CompileWorkersTest, AWorkerThatCannotStartIsAnError) {
   const cl::Context& ctx = *testing::SharedContext();
+  testing::TempDir tmp;  // where the job's directory is made, and must not stay
+  const char* was = std::getenv("TMPDIR");
+  std::string before = was ? was : "";
+  setenv("TMPDIR", tmp.path().c_str(), 1);
   try {
     cl::CompileJob job("/nonexistent/texel", ctx.info(), {{Scale(2), ""}}, 1);
     FAIL() << "started a worker that does not exist";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kIo);
     EXPECT_NE(std::string(e.what()).find("/nonexistent/texel"), std::string::npos) << e.what();
+  }
+  was ? setenv("TMPDIR", before.c_str(), 1) : unsetenv("TMPDIR");
+  EXPECT_TRUE(std::filesystem::is_empty(tmp.path())) << "the job's directory was left behind";
+}
+
+TEST(CompileWorkersTest, WorkersThatAllFailAreAnErrorWithTheirOutput) {
+  cl::DeviceInfo other = testing::SharedContext()->info();
+  other.name = "a device that is not there";  // each worker refuses the job
+  cl::CompileJob job(TEXEL_BINARY, other, {{Scale(2), ""}, {Scale(3), ""}}, 2);
+  try {
+    job.Wait();
+    FAIL() << "failed workers went unnoticed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kDevice);
+    EXPECT_NE(std::string(e.what()).find("not a device that is not there"), std::string::npos)
+        << e.what();
   }
 }
 

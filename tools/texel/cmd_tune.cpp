@@ -25,11 +25,11 @@ struct TuneArgs {
   CompilerFlags compile;
 };
 
-// This executable's path ("" where /proc does not say: the tune then compiles on threads).
+// This executable, as /proc names it (the file run, even if replaced on disk since: a worker
+// speaks its parent's protocol); "" without /proc, and the tune then compiles on threads.
 std::string SelfPath() {
   std::error_code ec;
-  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string() : self.string();
+  return std::filesystem::exists("/proc/self/exe", ec) ? "/proc/self/exe" : "";
 }
 
 int RunTune(const TuneArgs& a) {

@@ -8,13 +8,15 @@
 // The exchange is a private directory: `device` ("P:D" and the device's name, a line each),
 // `count`, and per program I `I.cl` (source) and `I.opt` (build options). A worker claims a
 // program by creating `I.claim` exclusively, and leaves `I.bin` (its binary, renamed into place
-// when whole) or `I.err` (why it failed), and `I.sec` (the seconds it took). A program whose worker
+// when whole) or `I.err` (why it failed), and `I.sec` (the seconds it took); `cache` names
+// the program cache's directory. A program whose worker
 // died has neither. Thread safety: a CompileJob belongs to one thread; RunCompileWorker is a
 // process's main.
 #pragma once
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,12 +30,15 @@ struct ProgramSource {
 };
 
 // Programs being compiled by up to `processes` workers, started by the constructor (each runs
-// `worker compile-worker DIR`); Wait collects them. Throws Error(kIo) when the directory or
-// the processes cannot be made.
+// `worker compile-worker DIR`, its stdin /dev/null and its output in the directory); Wait
+// collects them. Workers look programs up in (and add them to) the program cache at
+// `cache_dir` ("": none). Throws Error(kIo) when the directory or the processes cannot be made
+// (nothing is left behind).
 class CompileJob {
  public:
   CompileJob(const std::string& worker, const DeviceInfo& dev,
-             const std::vector<ProgramSource>& programs, size_t processes);
+             const std::vector<ProgramSource>& programs, size_t processes,
+             const std::string& cache_dir = "");
   ~CompileJob();  // stops workers still running and removes the directory
   CompileJob(const CompileJob&) = delete;
   CompileJob& operator=(const CompileJob&) = delete;
@@ -44,18 +49,25 @@ class CompileJob {
     std::vector<uint8_t> binary;
     std::string error;
     double seconds = 0;
+    bool died = false;  // its worker ended before it was done: the program may well build
   };
-  // Waits for the workers; the programs' outcomes in order.
+  // Whether every worker has finished, waiting until `deadline` at most.
+  bool DoneBy(std::chrono::steady_clock::time_point deadline);
+  // Waits for the workers; the programs' outcomes in order. Throws Error(kDevice) with their
+  // output when every worker failed (none could open the device, say).
   std::vector<Compiled> Wait();
 
  private:
+  void Stop();  // kills the workers still running and reaps them
   std::string dir_;
   size_t count_ = 0;
   std::vector<pid_t> pids_;
+  int failed_ = 0, finished_ = 0;  // workers that exited other than with 0, and in all
 };
 
-// The worker: compiles DIR's unclaimed programs one after another on a context of its own.
-// Returns the process's exit code (0; 2 when DIR is unreadable or names another device).
+// The worker: compiles DIR's unclaimed programs one after another on a context of its own,
+// dying with its parent. Returns the process's exit code (0; 2 when DIR is unreadable or names
+// another device, or the device cannot be opened).
 int RunCompileWorker(const std::string& dir);
 
 }  // namespace texel::cl
