@@ -56,6 +56,7 @@ CompileJob::CompileJob(const std::string& worker, const DeviceInfo& dev,
                                               std::to_string(dev.device_index) + "\n" + dev.name +
                                               "\n");
     WriteFileAtomically(dir_ + "/cache", cache_dir);
+    WriteFileAtomically(dir_ + "/parent", std::to_string(getpid()));
     for (size_t i = 0; i < programs.size(); ++i) {
       WriteFileAtomically(At(dir_, i, ".cl"), programs[i].source);
       WriteFileAtomically(At(dir_, i, ".opt"), programs[i].options);
@@ -149,9 +150,10 @@ std::vector<CompileJob::Compiled> CompileJob::Wait() {
 
 int RunCompileWorker(const std::string& dir) {
   // A worker outlives no tune: it dies with its parent (and one whose parent is gone already,
-  // re-parented before this call, stops).
+  // re-parented before this call, stops; the parent may itself be process 1, in a container).
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() == 1) return 2;
+  std::optional<std::string> parent = ReadWhole(dir + "/parent");
+  if (parent && std::to_string(getppid()) != *parent) return 2;
   // Descriptors the parent held open without close-on-exec (an embedding program's pipes) are
   // not the worker's to keep.
   for (int fd = 3; fd < 1024; ++fd) close(fd);

@@ -9,7 +9,7 @@
 // `count`, and per program I `I.cl` (source) and `I.opt` (build options). A worker claims a
 // program by creating `I.claim` exclusively, and leaves `I.bin` (its binary, renamed into place
 // when whole) or `I.err` (why it failed), and `I.sec` (the seconds it took); `cache` names
-// the program cache's directory. A program whose worker
+// the program cache's directory, `parent` the starting process. A program whose worker
 // died has neither. Thread safety: a CompileJob belongs to one thread; RunCompileWorker is a
 // process's main.
 #pragma once
