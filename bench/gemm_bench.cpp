@@ -13,8 +13,8 @@
 //              (fp16h: fp16 on f16 storage), with the heuristic's tiles and each --warp's
 //              (BMxBNxBK:WMxWN[:sSTAGES][:raw][:kgGROUPS][:kSPLIT], raw: tf32 operands not
 //              rounded, kg: warp groups along K, k: K split SPLIT ways) and each --wgmma's (the
-//              warpgroup kernel's tile, stages and bytes of K per stored row, 64 or 128); --layout
-//              nt passes B transposed, tn A, tt both (the same product).
+//              warpgroup kernel's tile, stages and bytes of K per stored row, 32, 64 or 128);
+//              --layout nt passes B transposed, tn A, tt both (the same product).
 //   --profile N  the engine's rows also give the median device time of N launches from their
 //              profiling events (small products, whose back-to-back launches the host bounds;
 //              the driver's profiling adds its own few microseconds to each).

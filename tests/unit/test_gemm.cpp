@@ -621,6 +621,11 @@ TEST(GemmTest, WarpgroupKernelSelection) {
   // Explicit tilings are checked.
   EXPECT_FALSE(codegen::CheckWgmmaTiling({64, 64, 6, 64}, g, t));
   EXPECT_FALSE(codegen::CheckWgmmaTiling({64, 64, 3, 128}, g, t));
+  EXPECT_FALSE(codegen::CheckWgmmaTiling({128, 256, 3, 32}, g, t)) << "36 KiB in 32-byte rows";
+  EXPECT_FALSE(codegen::CheckWgmmaTiling({256, 128, 3, 32}, g, t)) << "four warpgroups";
+  EXPECT_FALSE(codegen::CheckWgmmaTiling({128, 256, 4, 32}, g, t)) << "48 KiB: the cap";
+  EXPECT_TRUE(codegen::CheckWgmmaTiling({128, 256, 5, 32}, g, t)) << "60 KiB";
+  EXPECT_TRUE(codegen::CheckWgmmaTiling({192, 128, 3, 32}, g, t)) << "three warpgroups";
   EXPECT_TRUE(codegen::CheckWgmmaTiling({128, 256, 3, 64}, g, t)) << "72 KiB of local memory";
   EXPECT_TRUE(codegen::CheckWgmmaTiling({96, 128, 3, 64}, g, t)) << "rows not whole warpgroups";
   EXPECT_FALSE(codegen::CheckWgmmaTiling({128, 256, 2, 64}, g, t)) << "384 columns: edge tiles";
@@ -714,13 +719,18 @@ TEST(GemmTest, WarpgroupKernelOnThisDevice) {
     g.batch = 1, g.k = emulated ? 512 : 2048, g.a_offset = g.b_offset = g.c_offset = 0;
     g.lda = g.trans_a ? g.m : g.k, g.ldb = g.trans_b ? g.k : g.n;
     RunAndCheck(g, 1.0f, 0.0f, t, nullptr, what + " deep", 3e-5);
-    // Explicit tilings: one warpgroup, narrow tiles, 128-byte rows (k-contiguous operands);
-    // emulated, in fp16 with B stored [N, K] (128-byte rows need k-contiguous operands) and in
-    // tf32 only (PoCL builds each kernel in seconds).
+    // Explicit tilings: one warpgroup, narrow tiles, 128- and 32-byte rows (k-contiguous
+    // operands), four warpgroups (256 columns emulated took PoCL minutes to build); emulated, in
+    // fp16 with B stored [N, K] (such rows need k-contiguous operands) and in tf32 only (PoCL
+    // builds each kernel in seconds).
     if (emulated && layout != 2 && layout != 4) continue;
-    for (codegen::WgmmaTiling w :
-         {codegen::WgmmaTiling{64, 128, 4, 64}, codegen::WgmmaTiling{128, 64, 4, 64},
-          codegen::WgmmaTiling{64, 64, 3, 128}, codegen::WgmmaTiling{128, 64, 2, 128}}) {
+    EXPECT_FALSE(codegen::CheckWgmmaTiling({64, 64, 3, 32}, g, t)) << what;
+    EXPECT_FALSE(codegen::CheckWgmmaTiling({256, 64, 3, 32}, g, t)) << what;
+    std::vector<codegen::WgmmaTiling> tilings = {{64, 128, 4, 64}, {128, 64, 4, 64},
+                                                 {64, 64, 3, 128}, {128, 64, 2, 128},
+                                                 {64, 64, 3, 32},  {256, 64, 3, 32}};
+    if (!emulated) tilings.insert(tilings.end(), {{128, 256, 3, 32}, {256, 128, 3, 32}});
+    for (const codegen::WgmmaTiling& w : tilings) {
       if (codegen::CheckWgmmaTiling(w, g, t)) continue;
       RunAndCheck(g, 0.75f, 0.5f, t, nullptr, fmt::format("{} {}", what, w.ToString()), 3e-5,
                   nullptr, &w);

@@ -54,14 +54,15 @@ size_t WorkItems(const WgmmaTiling& w) { return static_cast<size_t>(w.bm / 64 * 
 // for 128-byte rows, local memory and the work-group size.
 std::optional<std::string> CheckTiling(const WgmmaTiling& w, bool trans_a, bool trans_b,
                                        const Target& t) {
-  if ((w.bm != 64 && w.bm != 128) || (w.bn != 32 && w.bn != 64 && w.bn != 128 && w.bn != 256) ||
-      w.stages < 2 || (w.row_bytes != 64 && w.row_bytes != 128))
+  if ((w.bm != 64 && w.bm != 128 && w.bm != 256) ||
+      (w.bn != 32 && w.bn != 64 && w.bn != 128 && w.bn != 256) || w.stages < 2 ||
+      (w.row_bytes != 32 && w.row_bytes != 64 && w.row_bytes != 128))
     return fmt::format(
-        "tiling {}: want 64 or 128 rows, 32 to 256 columns, at least 2 stages, rows of 64 or 128 "
-        "bytes",
+        "tiling {}: want 64, 128 or 256 rows, 32 to 256 columns, at least 2 stages, rows of 32, "
+        "64 or 128 bytes",
         w.ToString());
-  if (w.row_bytes == 128 && (trans_a || !trans_b))
-    return "128-byte rows need k-contiguous operands (A [M, K], B stored [N, K])";
+  if (w.row_bytes != 64 && (trans_a || !trans_b))
+    return "32- and 128-byte rows need k-contiguous operands (A [M, K], B stored [N, K])";
   if (LocalBytes(w) > kLocalBytes)
     return fmt::format("tiling {} needs {} bytes of local memory, past {}", w.ToString(),
                        LocalBytes(w), kLocalBytes);
@@ -91,7 +92,8 @@ KernelSource WgmmaSource(const GemmProblem& g, const std::string& kernel_name, c
 }  // namespace
 
 std::string WgmmaTiling::ToString() const {
-  return fmt::format("{}x{} s{}{}{}", bm, bn, stages, row_bytes == 64 ? "" : " r128",
+  return fmt::format("{}x{} s{}{}{}", bm, bn, stages,
+                     row_bytes == 64 ? "" : fmt::format(" r{}", row_bytes),
                      split_k > 1 ? fmt::format(" split {}", split_k) : "");
 }
 

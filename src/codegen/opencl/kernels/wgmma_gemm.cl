@@ -6,12 +6,13 @@
 //
 // A work-group of BM / 64 warpgroups (128 work-items each) computes a BM x BN tile; warpgroup w
 // rows [64 w, 64 w + 64), all BN columns, as one m64nBNk16 (f16) or m64nBNk8 (tf32) instruction
-// per 32 bytes of K. Each stage holds ROWB bytes of K (64 or 128) of both tiles, copied by
-// cp.async STAGES - 1 steps ahead, in the engine's 64- or 128-byte swizzle, which spreads its
-// reads over every bank (the unswizzled layouts ran at a third of the speed on the H100):
+// per 32 bytes of K. Each stage holds ROWB bytes of K (32, 64 or 128) of both tiles, copied by
+// cp.async STAGES - 1 steps ahead, in the engine's 32-, 64- or 128-byte swizzle, which spreads
+// its reads over every bank (the unswizzled layouts ran at a third of the speed on the H100):
 // - k-contiguous operands (A [M, K], B stored [N, K]): tile row r at ROWB r, its 16-byte chunk c
-//   at (c ^ ((r >> 1) & 3)) * 16 (64-byte rows) or (c ^ (r & 7)) * 16 (128-byte rows); 8-row
-//   groups 8 ROWB bytes apart (the descriptor's stride).
+//   at (c ^ ((r >> 2) & 1)) * 16 (32-byte rows), (c ^ ((r >> 1) & 3)) * 16 (64-byte rows) or
+//   (c ^ (r & 7)) * 16 (128-byte rows); 8-row groups 8 ROWB bytes apart (the descriptor's
+//   stride).
 // - m- or n-contiguous ones (TRANS_A: A stored [K, M]; !TRANS_B: B stored [K, N]; f16 only, the
 //   instruction transposing them; 64-byte rows only): 512-byte atoms of 8 k by 32 elements, row
 //   k % 8 at 64 (k % 8) with the same chunk swizzle; atoms along M or N 512 bytes apart (the
@@ -39,16 +40,18 @@
 #define CHUNKS (ROWB / 16)   // 16-byte chunks per stored row of a stage
 #define A_BYTES (BM * ROWB)
 #define STAGE_BYTES ((BM + BN) * ROWB)
-// A descriptor: start address, leading and stride byte offsets, the swizzle (mode 2: 64 bytes,
-// 1: 128 bytes).
+// A descriptor: start address, leading and stride byte offsets, the swizzle (mode 1: 128 bytes,
+// 2: 64 bytes, 3: 32 bytes).
 #define DESC(addr, lead, stride)                                   \
   ((ulong)(((addr)&0x3FFFF) >> 4) | ((ulong)((lead) >> 4) << 16) | \
-   ((ulong)((stride) >> 4) << 32) | ((ROWB == 128 ? 1ul : 2ul) << 62))
+   ((ulong)((stride) >> 4) << 32) | ((ROWB == 128 ? 1ul : ROWB == 64 ? 2ul : 3ul) << 62))
 // Where chunk c (16 bytes) of swizzled row r goes within its 8-row group or atom.
 #if ROWB == 128
 #define SWIZZLE(r, c) ((r)*128 + (((c) ^ ((r)&7)) << 4))
-#else
+#elif ROWB == 64
 #define SWIZZLE(r, c) ((r)*64 + (((c) ^ (((r) >> 1) & 3)) << 4))
+#else
+#define SWIZZLE(r, c) ((r)*32 + (((c) ^ (((r) >> 2) & 1)) << 4))
 #endif
 // A tile of R rows along M or N: where chunk e of a step goes, the global offset it comes from
 // (bytes from the tile's first element at k = 0; rb: bytes per stored row), and the descriptor of
