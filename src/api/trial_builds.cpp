@@ -147,7 +147,7 @@ Prebuilt CompileInWorkers(const std::string& worker, const cl::DeviceInfo& dev, 
   if (plans.empty()) return {};
   std::vector<cl::ProgramSource> programs;
   for (const runtime::Plan* p : plans) programs.push_back({p->source, p->build_options});
-  cl::CompileJob job(worker, dev, programs, processes, cache.enabled() ? cache.dir() : "");
+  cl::CompileJob job(worker, dev, programs, processes, cache.dir());
   std::vector<cl::CompileJob::Compiled> compiled = job.Wait();
   Prebuilt out;
   for (size_t i = 0; i < plans.size(); ++i)

@@ -292,7 +292,7 @@ void Tuner::PrepareModelCheck(const ir::Graph& graph) {
       try {
         model_job_ = std::make_unique<cl::CompileJob>(
             worker_, dev_, std::vector<cl::ProgramSource>{{plan.source, plan.build_options}}, 1,
-            cache_.enabled() ? cache_.dir() : "");
+            cache_.dir());
         model_plan_ = std::move(plan);
         model_t0_ = Clock::now();
         return;
@@ -320,19 +320,18 @@ void Tuner::ReadyModelCheck() {
         Since(model_t0_)));
     return;  // the job's destructor stops its worker
   }
+  // The worker's binary where it built one; otherwise (the program failed, or every worker) the
+  // model is built here, where a build error says why.
+  std::vector<uint8_t> binary;
+  double compile_s = 0;
   try {
-    std::vector<cl::CompileJob::Compiled> compiled = job->Wait();
-    if (!compiled[0].binary.empty()) {
-      BuildModelCheck(std::move(plan), &compiled[0].binary, compiled[0].seconds);
-      return;
-    }
-    if (!compiled[0].died) Fail(ErrorCode::kBuild, "{}", compiled[0].error);
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::kDevice) return NoModelCheck(e);
+    cl::CompileJob::Compiled compiled = std::move(job->Wait()[0]);
+    binary = std::move(compiled.binary);
+    compile_s = compiled.seconds;
+  } catch (const Error&) {  // every worker failed
   }
-  // The worker failed, not the program: built here.
   try {
-    BuildModelCheck(std::move(plan), nullptr, 0);
+    BuildModelCheck(std::move(plan), binary.empty() ? nullptr : &binary, compile_s);
   } catch (const Error& e) {
     NoModelCheck(e);
   }

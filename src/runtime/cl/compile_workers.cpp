@@ -139,7 +139,6 @@ std::vector<CompileJob::Compiled> CompileJob::Wait() {
       out[i].binary.assign(bin->begin(), bin->end());
     } else {
       std::optional<std::string> why = ReadWhole(At(dir_, i, ".err"));
-      out[i].died = !why;
       out[i].error = why ? *why : "its compile worker stopped before it was done";
     }
     if (std::optional<std::string> sec = ReadWhole(At(dir_, i, ".sec")))

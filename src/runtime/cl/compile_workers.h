@@ -1,9 +1,9 @@
-// Programs compiled in worker processes (`texel compile-worker DIR`). NVIDIA's OpenCL compiles
-// one program at a time per process: eight threads of one process, each with a context of its
-// own, compiled no faster than one, where eight processes each compiled ResNet-18's batch-32
-// program in the time one took (H200, 9.4-10.6 s each). A worker's build also leaves the machine
-// code in the driver's JIT cache, so that the parent's build from the worker's binary (PTX there)
-// takes 0.3 s instead of the 4.4 s of assembling it again.
+// Programs compiled in worker processes (`texel compile-worker DIR`). NVIDIA's OpenCL gained
+// little from threads of one process, each with a context of its own, on large programs
+// (ResNet-18's builds at batch 32 took about 2 s each in waves of eight), where eight processes
+// each compiled ResNet-18's batch-32 model program in the time one took (H200, 9.4-10.6 s each). A
+// worker's build also leaves the machine code in the driver's JIT cache, so that the parent's build
+// from the worker's binary (PTX there) takes 0.3 s instead of the 4.4 s of assembling it again.
 //
 // The exchange is a private directory: `device` ("P:D" and the device's name, a line each),
 // `count`, and per program I `I.cl` (source) and `I.opt` (build options). A worker claims a
@@ -44,12 +44,11 @@ class CompileJob {
   CompileJob& operator=(const CompileJob&) = delete;
 
   // A program's outcome: its binary, or why there is none (the build's error, or that its
-  // worker died); and the seconds its worker took to compile it.
+  // worker stopped first); and the seconds its worker took to compile it.
   struct Compiled {
     std::vector<uint8_t> binary;
     std::string error;
     double seconds = 0;
-    bool died = false;  // its worker ended before it was done: the program may well build
   };
   // Whether every worker has finished, waiting until `deadline` at most.
   bool DoneBy(std::chrono::steady_clock::time_point deadline);

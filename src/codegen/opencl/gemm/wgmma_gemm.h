@@ -18,8 +18,8 @@ namespace texel::codegen {
 
 // A tile of bm (64, 128 or 256: one, two or four warpgroups) x bn (64, 128 or 256; models also
 // 32) in `stages` stages of row_bytes of K (64, or 32 or 128 where both operands are
-// k-contiguous). Models' tunable tilings have at most 128 rows and 64 or 128 bytes. Models'
-// products only: K cut into split_k ranges summed into slices (as WarpGemmParams::split_k).
+// k-contiguous; models' tunable tilings keep to 128 rows and 64 or 128 bytes). Models' products
+// only: K cut into split_k ranges summed into slices (as WarpGemmParams::split_k).
 struct WgmmaTiling {
   int bm = 128, bn = 128, stages = 3, row_bytes = 64;
   int split_k = 1;
