@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace texel::codegen {
@@ -226,11 +228,7 @@ std::vector<WgmmaTiling> ModelWgmmaTilings(const GemmOperands& g, const Target& 
     return out;
   auto add = [&](WgmmaTiling w) {
     if (CheckModelWgmma(w, g, t)) return;
-    for (const WgmmaTiling& o : out)
-      if (o.bm == w.bm && o.bn == w.bn && o.stages == w.stages && o.row_bytes == w.row_bytes &&
-          o.split_k == w.split_k)
-        return;
-    out.push_back(w);
+    if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(w);
   };
   // First the largest tile that is valid (where 128 x 128 tiles fill the device, every tile
   // does), as a heuristic would take it.

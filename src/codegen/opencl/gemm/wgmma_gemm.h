@@ -24,6 +24,7 @@ struct WgmmaTiling {
   int bm = 128, bn = 128, stages = 3, row_bytes = 64;
   int split_k = 1;
   std::string ToString() const;  // "128x128 s3", "64x64 s3 r128", "64x64 s4 split 4"
+  bool operator==(const WgmmaTiling&) const = default;
 };
 
 // The heuristic's tiling for g on t (docs/precision.md): 128 x 128 in 3 stages, 128 x 64 in 4
