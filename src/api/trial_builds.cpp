@@ -218,31 +218,37 @@ std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx, cl::Pro
   return out;
 }
 
-// RunTrials, and where the program fails to build or run, each trial alone, so that only the
-// failing ones are lost (nullopt, with the reason in *why).
-std::vector<std::optional<Measured>> RunEach(const std::shared_ptr<cl::Context>& ctx,
-                                             cl::ProgramCache& cache,
-                                             const std::vector<Trial>& trials, int runs,
-                                             uint64_t seed, double step_us,
-                                             const Prebuilt& prebuilt, BuildPhases& phases,
-                                             std::vector<std::string>* why,
-                                             std::optional<TrialPlan> lowered) {
+std::vector<std::optional<Measured>> RunEach(
+    const std::shared_ptr<cl::Context>& ctx, cl::ProgramCache& cache,
+    const std::vector<Trial>& trials, int runs, uint64_t seed, double step_us,
+    const Prebuilt& prebuilt, BuildPhases& phases, std::vector<std::string>* why,
+    Clock::time_point deadline, std::optional<TrialPlan> lowered) {
   why->assign(trials.size(), "");
+  std::string failed;
   try {
     std::vector<Measured> all =
         RunTrials(ctx, cache, trials, runs, seed, step_us, prebuilt, phases, std::move(lowered));
     return {all.begin(), all.end()};
   } catch (const Error& e) {
-    if (trials.size() == 1) {
-      (*why)[0] = e.what();
-      return {std::nullopt};
-    }
+    failed = e.what();
   }
+  if (trials.size() == 1 || Clock::now() >= deadline) {
+    std::string note = trials.size() == 1 ? "" : " (the budget left no time to build them apart)";
+    for (std::string& w : *why) w = failed + note;
+    return std::vector<std::optional<Measured>>(trials.size());
+  }
+  // Halves apart: one bad trial of n costs about 2 log2(n) more builds, not n.
   std::vector<std::optional<Measured>> out;
-  for (size_t i = 0; i < trials.size(); ++i) {
+  why->clear();
+  size_t half = trials.size() / 2;
+  for (auto [from, to] : {std::pair{size_t{0}, half}, std::pair{half, trials.size()}}) {
     std::vector<std::string> w;
-    out.push_back(RunEach(ctx, cache, {trials[i]}, runs, seed, step_us, prebuilt, phases, &w)[0]);
-    (*why)[i] = w[0];
+    std::vector<std::optional<Measured>> part =
+        RunEach(ctx, cache, {trials.begin() + from, trials.begin() + to}, runs, seed, step_us,
+                prebuilt, phases, &w, deadline);
+    out.insert(out.end(), std::make_move_iterator(part.begin()),
+               std::make_move_iterator(part.end()));
+    why->insert(why->end(), w.begin(), w.end());
   }
   return out;
 }

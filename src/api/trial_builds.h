@@ -5,6 +5,7 @@
 // runs on the caller's thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -97,14 +98,16 @@ std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx, cl::Pro
                                 double step_us, const Prebuilt& prebuilt, BuildPhases& phases,
                                 std::optional<TrialPlan> lowered = std::nullopt);
 
-// RunTrials, and where the program fails to build or run, each trial alone, so that only the
-// failing ones are lost (nullopt, with the reason in *why).
+// RunTrials, and where the program fails to build or run, its halves apart (recursively), so
+// that only the failing trials are lost (nullopt, with the reason in *why). Past `deadline` a
+// failed build's trials are lost together, not built apart: the budget bounds the retries.
 std::vector<std::optional<Measured>> RunEach(const std::shared_ptr<cl::Context>& ctx,
                                              cl::ProgramCache& cache,
                                              const std::vector<Trial>& trials, int runs,
                                              uint64_t seed, double step_us,
                                              const Prebuilt& prebuilt, BuildPhases& phases,
                                              std::vector<std::string>* why,
+                                             std::chrono::steady_clock::time_point deadline,
                                              std::optional<TrialPlan> lowered = std::nullopt);
 
 // Why got differs from the heuristic's ref beyond reordered sums (relative L2 above 1e-4, NaNs or

@@ -157,7 +157,8 @@ class Tuner {
   };
   static constexpr size_t kPerBuild = 8;  // kernels per build
 
-  double Left() const { return options_.budget_seconds - reserve_ - Since(t0_); }
+  bool Stopped() const { return options_.stop != nullptr && options_.stop->load(); }
+  double Left() const { return Stopped() ? -1 : options_.budget_seconds - reserve_ - Since(t0_); }
   void Say(const std::string& line) const {
     if (log_) log_(line);
   }
@@ -313,7 +314,12 @@ void Tuner::ReadyModelCheck() {
   // Waited for while two thirds of the budget are not spent (a third is the check's at most).
   auto deadline = t0_ + std::chrono::duration_cast<Clock::duration>(
                             std::chrono::duration<double>(options_.budget_seconds * 2 / 3));
-  if (!job->DoneBy(deadline)) {
+  bool done = false;
+  while (!(done = job->DoneBy(std::min(deadline, Clock::now() + std::chrono::milliseconds(100)))) &&
+         Clock::now() < deadline && !Stopped()) {
+  }
+  if (Stopped()) return;  // the job's destructor stops its worker
+  if (!done) {
     Say(fmt::format(
         "the model check's model was not compiled within two thirds of the budget ({:.0f} s so "
         "far): not run (points are judged by their kernels alone)",
@@ -393,10 +399,12 @@ Prebuilt Tuner::Compile(const std::vector<const runtime::Plan*>& plans) {
       phases_.by_workers += static_cast<int>(out.size());
       return out;
     } catch (const Error& e) {
+      if (Stopped()) return {};  // the workers took the interrupt too (one process group)
       Say(fmt::format("compiling on threads instead of worker processes: {}", e.what()));
       worker_.clear();
     }
   }
+  if (Stopped()) return {};
   if (compilers_.empty()) compilers_.push_back(ctx_);
   while (compilers_.size() < std::min(WaveSize(), plans.size())) {
     try {
@@ -432,9 +440,18 @@ std::vector<Tuner::Measurements> Tuner::RunWave(const std::vector<std::vector<Tr
     compile_s = Since(start);
   }
   std::vector<Measurements> out(builds.size());
-  for (size_t b = 0; b < builds.size(); ++b)
+  // A failed build's trials are built apart while the budget lasts.
+  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(std::max(0.0, Left())));
+  for (size_t b = 0; b < builds.size(); ++b) {
+    if (Stopped()) {  // the rest of the wave is not run: nothing measured, nothing to log
+      out[b].measured.resize(builds[b].size());
+      out[b].why.assign(builds[b].size(), "interrupted");
+      continue;
+    }
     out[b].measured = RunEach(ctx_, cache_, builds[b], options_.runs, seed, step_us_, prebuilt,
-                              phases_, &out[b].why, std::move(lowered[b]));
+                              phases_, &out[b].why, deadline, std::move(lowered[b]));
+  }
   Timed(compile_s, Since(start), builds.size());
   return out;
 }
@@ -461,8 +478,9 @@ void Tuner::TimeHeuristics() {
         Work& w = work_[first[b] + j];
         w.k.tried = 1;
         if (!results[b].measured[j]) {
-          Say(fmt::format("{} {}: the heuristic's kernel failed, not tuned: {}", w.k.family,
-                          w.k.signature, results[b].why[j]));
+          if (!Stopped())
+            Say(fmt::format("{} {}: the heuristic's kernel failed, not tuned: {}", w.k.family,
+                            w.k.signature, results[b].why[j]));
           continue;
         }
         w.ok = true;
@@ -566,6 +584,8 @@ void Tuner::Search() {
   std::vector<runtime::TuningEntry> entries;
   for (Hunt& h : hunts) {
     Work& w = work_[h.work];
+    // Interrupted before its first build, a kernel was not searched: no entry says it was.
+    if (Stopped() && w.k.tried <= 1) continue;
     TunePoint best = h.best;
     if (h.best_ratio > keep_below) {  // within noise and context: keep the heuristic's
       best = w.tunable.candidates[0];
@@ -689,6 +709,11 @@ void Tuner::Revert(const std::function<bool(const Work&)>& which) {
 // nor a neighbour's nearest shape.
 void Tuner::CheckInModel(const ir::Graph& graph) {
   if (!heuristic_model_) return;
+  if (Stopped()) {
+    Say("interrupted: no model check, so only points 5% faster alone are kept");
+    Revert([](const Work& w) { return w.k.tuned_us > 0.95 * w.k.heuristic_us; });
+    return;
+  }
   ChosenPoints chosen;
   for (Work& w : work_)
     if (w.ok && w.k.best != w.k.heuristic) chosen.Set(w.tunable, w.best);
@@ -734,6 +759,7 @@ void Tuner::Finish() {
       ++result_.skipped;
   }
   result_.seconds = Since(t0_);
+  result_.interrupted = Stopped();
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 // tune per context at a time.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -44,6 +45,10 @@ struct TuneOptions {
   // CLI names itself): a wave's programs then compile in that many processes instead of
   // threads, which NVIDIA's driver runs one at a time (runtime/cl/compile_workers.h). "": threads.
   std::string compile_worker;
+  // Where set (by a signal handler or another thread), the tune stops at its next build: the
+  // points measured so far are stored as at the budget's end, without the model check (the
+  // points kept only for its sake, 2% faster alone, go back to the heuristic's).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct TunedKernel {
@@ -70,6 +75,7 @@ struct TuneResult {
   // inputs).
   double model_heuristic_ms = 0, model_tuned_ms = 0;
   std::string model_kept;
+  bool interrupted = false;  // TuneOptions::stop was set
 };
 
 // Tunes model_path's kernels on ctx's device into the database. progress is called after each

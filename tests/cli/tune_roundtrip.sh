@@ -4,7 +4,7 @@
 # near a tuned one takes its neighbour's point; truncated lines, another format or family
 # version, and impossible parameters are skipped with notices and the heuristic is used; two
 # tunes into one database keep both models' entries; --no-tuning turns the database off; a
-# tuned compile computes what the heuristic one does.
+# tuned compile computes what the heuristic one does; Ctrl-C keeps what was measured.
 # Usage: tune_roundtrip.sh TEXEL DATA_DIR [PYTHON]  (PYTHON: one with numpy; default python3)
 set -euo pipefail
 texel=$1
@@ -102,6 +102,26 @@ fi
 "$texel" tune "$data/tiny_matmul.onnx" --budget 8 --model-check off --db "$d/check.jsonl" \
   >"$d/out" 2>"$d/err" || fail "tune --model-check off: $(cat "$d/err")"
 if grep -q "model check\|the model with" "$d/err"; then fail "--model-check off checked"; fi
+
+echo "== Ctrl-C stops the search at its next build and keeps the points measured (status 130)"
+# Slow builds (many runs per candidate), interrupted once a build of candidates was judged.
+"$texel" tune "$data/tiny_conv.onnx" --budget 120 --runs 10000 --db "$d/int.jsonl" \
+  >"$d/out" 2>"$d/err" &
+pid=$!
+for _ in $(seq 1 600); do
+  grep -Eq "tried ([2-9]|[1-9][0-9]+)/" "$d/err" && break
+  sleep 0.1
+done
+kill -INT "$pid"
+start=$SECONDS
+rc=0
+wait "$pid" || rc=$?
+((rc == 130)) || fail "an interrupted tune gave status $rc: $(cat "$d/err")"
+((SECONDS - start <= 30)) || fail "the interrupted tune took $((SECONDS - start)) s to stop"
+grep -q "interrupted after .*: entries stored for the 1 kernels searched" "$d/err" ||
+  fail "no interrupt summary: $(cat "$d/err")"
+grep -q '"family":"conv_blocked"' "$d/int.jsonl" || fail "the interrupted tune stored no entry"
+grep -q "^database $d/int.jsonl" "$d/out" || fail "no summary after the interrupt: $(cat "$d/out")"
 
 echo "== bad arguments"
 if "$texel" tune "$data/tiny_conv.onnx" --budget 0 --db "$d/x.jsonl" 2>"$d/err"; then

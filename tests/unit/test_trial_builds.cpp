@@ -3,12 +3,15 @@
 // (an infinity against a finite value once made the error NaN, which passed).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "api/trial_builds.h"
+#include "backends/native/native_backend.h"
 #include "kernel_test_util.h"
+#include "runtime/cl/fault_injection.h"
 
 namespace texel {
 namespace {
@@ -35,6 +38,53 @@ TEST(TrialBuildsTest, DiffersNamesWhatIsWrong) {
   HostTensor h = testing::ToF16(ref), h_wrong = testing::ToF16(wrong);
   EXPECT_EQ(tuning::Differs(h, h), "");
   EXPECT_NE(tuning::Differs(h, h_wrong).find("relative L2"), std::string::npos);
+}
+
+// A build that fails is built again in halves, so that a fault costs only the trials it touches
+// (here none: the fault is injected once) in 2 more builds where one per trial took 4; past the
+// deadline its trials are lost together, each with the build's reason and the budget's note.
+TEST(TrialBuildsTest, FailedBuildRetriedInHalvesWithinTheDeadline) {
+  auto ctx = testing::SharedContext();
+  ir::Graph g;
+  ir::Value* x = g.AddInput("x", {DType::kFloat32, {8, 32}});
+  ir::Value* w = g.AddConstant("w", std::make_shared<HostTensor>(testing::RandomF32({32, 16}, 5)));
+  ir::Node* mm = g.AddNode(ir::OpKind::kMatMul, {x, w}, {}, "mm");
+  std::optional<codegen::Tunable> t =
+      codegen::TunableOf(*mm, backends::NativeBackend::TargetOf(ctx->info()));
+  ASSERT_TRUE(t.has_value());
+  ASSERT_GE(t->candidates.size(), 2u);
+  std::vector<tuning::Trial> trials;
+  for (size_t i = 0; i < 4; ++i)
+    trials.push_back({mm, &*t, t->candidates[i % t->candidates.size()]});
+  cl::ProgramCache cache("");
+  auto later = std::chrono::steady_clock::now() + std::chrono::hours(1);
+
+  tuning::BuildPhases phases;
+  std::vector<std::string> why;
+  cl::ArmFault(cl::FaultPoint::kBuild, 1);
+  auto got = tuning::RunEach(ctx, cache, trials, 3, 7, 0.0, {}, phases, &why, later);
+  EXPECT_TRUE(cl::FaultInjected());
+  cl::DisarmFaults();
+  ASSERT_EQ(got.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    ASSERT_TRUE(got[i].has_value()) << i << ": " << why[i];
+    EXPECT_GT(got[i]->us, 0) << i;
+    EXPECT_EQ(got[i]->out.shape, (Shape{8, 16})) << i;
+    EXPECT_EQ(why[i], "") << i;
+  }
+  EXPECT_EQ(phases.builds, 3) << "the failed build and its two halves";
+
+  phases = {};
+  cl::ArmFault(cl::FaultPoint::kBuild, 1);
+  got = tuning::RunEach(ctx, cache, trials, 3, 7, 0.0, {}, phases, &why,
+                        std::chrono::steady_clock::now());
+  cl::DisarmFaults();
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(phases.builds, 1);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_FALSE(got[i].has_value()) << i;
+    EXPECT_NE(why[i].find("no time to build them apart"), std::string::npos) << why[i];
+  }
 }
 
 }  // namespace

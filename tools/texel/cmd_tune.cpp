@@ -4,6 +4,8 @@
 // and a summary table on stdout: signature, heuristic us, tuned us, speedup.
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -32,6 +34,40 @@ std::string SelfPath() {
   return std::filesystem::exists("/proc/self/exe", ec) ? "/proc/self/exe" : "";
 }
 
+// Ctrl-C (or SIGTERM) stops the tune at its next build, keeping what it measured; the handler
+// resets itself, so a second one ends the process at once.
+std::atomic<bool> stop_requested{false};
+
+extern "C" void OnStopSignal(int) {
+  stop_requested.store(true);
+  const char note[] =
+      "\ntexel: tune: interrupted: storing the points measured so far (again to quit at once)\n";
+  ssize_t ignored = write(STDERR_FILENO, note, sizeof(note) - 1);
+  (void)ignored;
+}
+
+// The handler for SIGINT and SIGTERM while it lives, the previous ones after.
+class StopOnSignal {
+ public:
+  StopOnSignal() {
+    struct sigaction sa = {};
+    sa.sa_handler = OnStopSignal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopOnSignal() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopOnSignal(const StopOnSignal&) = delete;
+  StopOnSignal& operator=(const StopOnSignal&) = delete;
+
+ private:
+  struct sigaction old_int_ = {}, old_term_ = {};
+};
+
 int RunTune(const TuneArgs& a) {
   if (!(a.budget > 0)) Fail(ErrorCode::kInvalidArgument, "--budget must be positive seconds");
   if (a.runs < 1) Fail(ErrorCode::kInvalidArgument, "--runs must be at least 1");
@@ -53,6 +89,8 @@ int RunTune(const TuneArgs& a) {
   o.log_candidates = a.log_candidates;
   o.jobs = a.jobs;
   o.compile_worker = SelfPath();  // this program's compile-worker command
+  o.stop = &stop_requested;
+  StopOnSignal on_signal;
   std::printf("device   %s\n", dev.Label().c_str());
   bool tty = isatty(fileno(stderr));
   TuneResult r = TuneModel(
@@ -87,6 +125,15 @@ int RunTune(const TuneArgs& a) {
                 r.model_heuristic_ms, r.model_tuned_ms, r.model_heuristic_ms / r.model_tuned_ms,
                 r.model_kept.empty() ? "" : ": kept ", r.model_kept.c_str());
   std::printf("database %s\n", r.db.c_str());
+  if (r.interrupted) {
+    int searched = 0;
+    for (const TunedKernel& k : r.kernels) searched += k.tried > 1;
+    std::fprintf(stderr,
+                 "texel: tune: interrupted after %.1f s: entries stored for the %d kernels "
+                 "searched\n",
+                 r.seconds, searched);
+    return 130;  // as a shell reports a command ended by SIGINT
+  }
   return 0;
 }
 
