@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 
 #include "core/error.h"
@@ -51,6 +52,14 @@ void MappedFile::Release(std::string_view range) const {
 
 MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(data_, size_);
+}
+
+std::optional<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return std::nullopt;
+  return data;
 }
 
 void WriteFileAtomically(const std::string& path, std::string_view bytes) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -39,6 +40,10 @@ inline uint64_t ReadLittleEndian(const char* p, int bytes) {
   for (int i = 0; i < bytes; ++i) value |= uint64_t{static_cast<uint8_t>(p[i])} << (8 * i);
   return value;
 }
+
+// The whole file's bytes, or nullopt where it cannot be opened or read (small files: the
+// program cache's entries, device facts, kernel templates, a compile job's results).
+std::optional<std::string> ReadFile(const std::string& path);
 
 // Writes bytes to a temporary file beside path, then renames it to path, so that no reader ever
 // sees a partial file. Throws Error(kIo) naming path and the reason.

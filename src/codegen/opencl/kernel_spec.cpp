@@ -4,12 +4,12 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
+#include <optional>
 
 #include "core/error.h"
+#include "core/file_io.h"
 
 namespace texel::codegen {
 
@@ -27,11 +27,9 @@ const char* KernelTemplate(std::string_view name) {
   static std::map<std::string, std::string, std::less<>> loaded;  // texts live for the process
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = loaded.find(name); it != loaded.end()) return it->second.c_str();
-  std::ifstream in(fmt::format("{}/{}.cl", dir, name), std::ios::binary);
-  if (!in) return FindKernelTemplate(name);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return loaded.emplace(std::string(name), text.str()).first->second.c_str();
+  std::optional<std::string> text = ReadFile(fmt::format("{}/{}.cl", dir, name));
+  if (!text) return FindKernelTemplate(name);
+  return loaded.emplace(std::string(name), std::move(*text)).first->second.c_str();
 }
 
 }  // namespace

@@ -4,9 +4,9 @@
 
 #include <cctype>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <optional>
 
+#include "core/file_io.h"
 #include "frontend/linalg/function_importer.h"
 #include "frontend/linalg/parser.h"
 
@@ -32,11 +32,9 @@ std::unique_ptr<ir::Graph> ImportLinalgFile(const std::string& path,
     if (!std::filesystem::exists(path)) Fail(ErrorCode::kNotFound, "file not found");
     if (std::filesystem::is_directory(path))
       Fail(ErrorCode::kInvalidArgument, "is a directory, not an MLIR file");
-    std::ifstream f(path, std::ios::binary);
-    if (!f) Fail(ErrorCode::kIo, "cannot open the file");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    text = ss.str();
+    std::optional<std::string> bytes = ReadFile(path);
+    if (!bytes) Fail(ErrorCode::kIo, "cannot read the file");
+    text = std::move(*bytes);
   } catch (Error& e) {
     e.AddContext(path);
     throw;

@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -26,14 +25,6 @@ extern char** environ;
 
 namespace texel::cl {
 namespace {
-
-std::optional<std::string> ReadWhole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string At(const std::string& dir, size_t i, const char* ext) {
   return dir + "/" + std::to_string(i) + ext;
@@ -129,19 +120,19 @@ std::vector<CompileJob::Compiled> CompileJob::Wait() {
   if (finished_ > 0 && failed_ == finished_) {
     std::string logs;
     for (int p = 0; p < finished_; ++p)
-      if (std::optional<std::string> log = ReadWhole(dir_ + "/worker" + std::to_string(p) + ".log"))
+      if (std::optional<std::string> log = ReadFile(dir_ + "/worker" + std::to_string(p) + ".log"))
         logs += *log;
     Fail(ErrorCode::kDevice, "every compile worker failed: {}", logs.empty() ? "no output" : logs);
   }
   std::vector<Compiled> out(count_);
   for (size_t i = 0; i < count_; ++i) {
-    if (std::optional<std::string> bin = ReadWhole(At(dir_, i, ".bin"))) {
+    if (std::optional<std::string> bin = ReadFile(At(dir_, i, ".bin"))) {
       out[i].binary.assign(bin->begin(), bin->end());
     } else {
-      std::optional<std::string> why = ReadWhole(At(dir_, i, ".err"));
+      std::optional<std::string> why = ReadFile(At(dir_, i, ".err"));
       out[i].error = why ? *why : "its compile worker stopped before it was done";
     }
-    if (std::optional<std::string> sec = ReadWhole(At(dir_, i, ".sec")))
+    if (std::optional<std::string> sec = ReadFile(At(dir_, i, ".sec")))
       out[i].seconds = std::strtod(sec->c_str(), nullptr);
   }
   return out;
@@ -151,13 +142,13 @@ int RunCompileWorker(const std::string& dir) {
   // A worker outlives no tune: it dies with its parent (and one whose parent is gone already,
   // re-parented before this call, stops; the parent may itself be process 1, in a container).
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  std::optional<std::string> parent = ReadWhole(dir + "/parent");
+  std::optional<std::string> parent = ReadFile(dir + "/parent");
   if (parent && std::to_string(getppid()) != *parent) return 2;
   // Descriptors the parent held open without close-on-exec (an embedding program's pipes) are
   // not the worker's to keep.
   for (int fd = 3; fd < 1024; ++fd) close(fd);
-  std::optional<std::string> device = ReadWhole(dir + "/device");
-  std::optional<std::string> count = ReadWhole(dir + "/count");
+  std::optional<std::string> device = ReadFile(dir + "/device");
+  std::optional<std::string> count = ReadFile(dir + "/count");
   if (!device || !count) {
     std::fprintf(stderr, "texel: compile-worker: %s is not a compile job\n", dir.c_str());
     return 2;
@@ -174,7 +165,7 @@ int RunCompileWorker(const std::string& dir) {
       return 2;
     }
     Context ctx(dev);
-    std::optional<std::string> cache_dir = ReadWhole(dir + "/cache");
+    std::optional<std::string> cache_dir = ReadFile(dir + "/cache");
     ProgramCache cache(cache_dir ? *cache_dir : "");
     size_t n = std::stoul(*count);
     for (size_t i = 0; i < n; ++i) {
@@ -182,8 +173,8 @@ int RunCompileWorker(const std::string& dir) {
       if (claim < 0) continue;  // another worker's
       close(claim);
       auto t0 = std::chrono::steady_clock::now();
-      std::optional<std::string> source = ReadWhole(At(dir, i, ".cl"));
-      std::optional<std::string> options = ReadWhole(At(dir, i, ".opt"));
+      std::optional<std::string> source = ReadFile(At(dir, i, ".cl"));
+      std::optional<std::string> options = ReadFile(At(dir, i, ".opt"));
       try {
         if (!source || !options) Fail(ErrorCode::kIo, "compile worker: program {} unreadable", i);
         Program program(ctx, *source, *options, cache.enabled() ? &cache : nullptr);

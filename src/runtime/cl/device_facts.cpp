@@ -1,9 +1,9 @@
 #include "runtime/cl/device_facts.h"
 
-#include <fstream>
-#include <sstream>
+#include <optional>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "runtime/json_fields.h"
 
 namespace texel::cl {
@@ -42,12 +42,10 @@ std::string DeviceFactsJson(const DeviceInfo& device) {
 }
 
 DeviceInfo ReadDeviceFacts(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) Fail(ErrorCode::kNotFound, "{}: no such file", path);
-  std::stringstream text;
-  text << f.rdbuf();
+  std::optional<std::string> text = ReadFile(path);
+  if (!text) Fail(ErrorCode::kNotFound, "{}: no such file", path);
   try {
-    runtime::json j = runtime::json::parse(text.str());
+    runtime::json j = runtime::json::parse(*text);
     if (!j.is_object() || !j.contains("texel_device_facts"))
       Fail(ErrorCode::kInvalidArgument, "not device facts (texel devices --facts writes them)");
     if (j.at("texel_device_facts") != kFactsVersion)

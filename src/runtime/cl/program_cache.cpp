@@ -5,8 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
+#include <optional>
 #include <string_view>
 #include <system_error>
 
@@ -69,11 +68,9 @@ std::string ProgramCache::Key(const DeviceInfo& dev, const std::string& source,
 std::optional<std::vector<uint8_t>> ProgramCache::Load(const std::string& key) const {
   if (!enabled()) return std::nullopt;
   const fs::path path = fs::path(dir_) / (key + ".bin");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return std::nullopt;
-  in.close();
+  std::optional<std::string> file = ReadFile(path.string());
+  if (!file) return std::nullopt;
+  const std::string& data = *file;
 
   bool valid = data.size() >= kHeaderSize && std::memcmp(data.data(), kMagic, 4) == 0 &&
                ReadLittleEndian(data.data() + 4, 4) == kFormatVersion &&
