@@ -9,6 +9,7 @@
 #include <system_error>
 #include <thread>
 #include <type_traits>
+#include <utility>
 
 #include "backends/lower.h"
 #include "backends/native/native_backend.h"
@@ -112,12 +113,12 @@ TrialPlan LowerTrials(const cl::DeviceInfo& dev, const std::vector<Trial>& trial
 // fails as it runs, trial by trial). NVIDIA's driver compiles a program on one core: a tune at
 // batch 32 spent 33 of its builds' 41 s there, one build after another.
 Prebuilt CompileInParallel(const std::vector<std::shared_ptr<cl::Context>>& contexts,
-                           cl::ProgramCache& cache,
-                           const std::vector<const runtime::Plan*>& plans) {
+                           cl::ProgramCache& cache, const std::vector<const runtime::Plan*>& plans,
+                           const GiveUp& stop) {
   std::vector<std::vector<uint8_t>> binaries(plans.size());
   std::atomic<size_t> next{0};
   auto work = [&](const cl::Context& ctx) noexcept {
-    for (size_t i; (i = next++) < plans.size();) {
+    for (size_t i; (i = next++) < plans.size() && !(stop && stop());) {
       try {
         cl::Program program(ctx, plans[i]->source, plans[i]->build_options, &cache);
         binaries[i] = program.Binary();
@@ -143,12 +144,12 @@ Prebuilt CompileInParallel(const std::vector<std::shared_ptr<cl::Context>>& cont
 
 Prebuilt CompileInWorkers(const std::string& worker, const cl::DeviceInfo& dev, size_t processes,
                           const cl::ProgramCache& cache,
-                          const std::vector<const runtime::Plan*>& plans) {
+                          const std::vector<const runtime::Plan*>& plans, const GiveUp& stop) {
   if (plans.empty()) return {};
   std::vector<cl::ProgramSource> programs;
   for (const runtime::Plan* p : plans) programs.push_back({p->source, p->build_options});
   cl::CompileJob job(worker, dev, programs, processes, cache.dir());
-  std::vector<cl::CompileJob::Compiled> compiled = job.Wait();
+  std::vector<cl::CompileJob::Compiled> compiled = job.Wait(stop);
   Prebuilt out;
   for (size_t i = 0; i < plans.size(); ++i)
     if (!compiled[i].binary.empty()) out[plans[i]->source] = std::move(compiled[i].binary);
@@ -218,11 +219,13 @@ std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx, cl::Pro
   return out;
 }
 
-std::vector<std::optional<Measured>> RunEach(
-    const std::shared_ptr<cl::Context>& ctx, cl::ProgramCache& cache,
-    const std::vector<Trial>& trials, int runs, uint64_t seed, double step_us,
-    const Prebuilt& prebuilt, BuildPhases& phases, std::vector<std::string>* why,
-    Clock::time_point deadline, std::optional<TrialPlan> lowered) {
+std::vector<std::optional<Measured>> RunEach(const std::shared_ptr<cl::Context>& ctx,
+                                             cl::ProgramCache& cache,
+                                             const std::vector<Trial>& trials, int runs,
+                                             uint64_t seed, double step_us,
+                                             const Prebuilt& prebuilt, BuildPhases& phases,
+                                             std::vector<std::string>* why, const GiveUp& give_up,
+                                             std::optional<TrialPlan> lowered) {
   why->assign(trials.size(), "");
   std::string failed;
   try {
@@ -232,23 +235,27 @@ std::vector<std::optional<Measured>> RunEach(
   } catch (const Error& e) {
     failed = e.what();
   }
-  if (trials.size() == 1 || Clock::now() >= deadline) {
-    std::string note = trials.size() == 1 ? "" : " (the budget left no time to build them apart)";
-    for (std::string& w : *why) w = failed + note;
-    return std::vector<std::optional<Measured>>(trials.size());
+  std::vector<std::optional<Measured>> out(trials.size());
+  if (trials.size() <= 1) {
+    why->assign(trials.size(), failed);
+    return out;
   }
-  // Halves apart: one bad trial of n costs about 2 log2(n) more builds, not n.
-  std::vector<std::optional<Measured>> out;
-  why->clear();
+  // Halves apart, each only while there is time for it.
   size_t half = trials.size() / 2;
   for (auto [from, to] : {std::pair{size_t{0}, half}, std::pair{half, trials.size()}}) {
+    if (give_up && give_up()) {
+      for (size_t i = from; i < to; ++i)
+        (*why)[i] = failed + " (no time was left to build its points apart)";
+      continue;
+    }
     std::vector<std::string> w;
     std::vector<std::optional<Measured>> part =
         RunEach(ctx, cache, {trials.begin() + from, trials.begin() + to}, runs, seed, step_us,
-                prebuilt, phases, &w, deadline);
-    out.insert(out.end(), std::make_move_iterator(part.begin()),
-               std::make_move_iterator(part.end()));
-    why->insert(why->end(), w.begin(), w.end());
+                prebuilt, phases, &w, give_up);
+    for (size_t i = from; i < to; ++i) {
+      out[i] = std::move(part[i - from]);
+      (*why)[i] = std::move(w[i - from]);
+    }
   }
   return out;
 }

@@ -5,8 +5,8 @@
 // runs on the caller's thread.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -74,19 +74,24 @@ double StepCostUs(const std::shared_ptr<cl::Context>& ctx);
 // The trials as one plan for dev, each kernel taking its trial's point (PointsInOrder).
 TrialPlan LowerTrials(const cl::DeviceInfo& dev, const std::vector<Trial>& trials);
 
+// True once no more work may start (a tune interrupted, its budget spent); empty: never.
+using GiveUp = std::function<bool()>;
+
 // Compiles the plans' programs on `contexts.size()` threads, each with a context of its own on
 // the device, into binaries by source (a plan that fails to compile gets none: its build then
 // fails as it runs, trial by trial). NVIDIA's driver compiles a program on one core: a tune at
-// batch 32 spent 33 of its builds' 41 s there, one build after another.
+// batch 32 spent 33 of its builds' 41 s there, one build after another. No program is started
+// once `stop` says so.
 Prebuilt CompileInParallel(const std::vector<std::shared_ptr<cl::Context>>& contexts,
-                           cl::ProgramCache& cache, const std::vector<const runtime::Plan*>& plans);
+                           cl::ProgramCache& cache, const std::vector<const runtime::Plan*>& plans,
+                           const GiveUp& stop = {});
 
 // The same in up to `processes` worker processes (cl::CompileJob: `worker compile-worker DIR`),
-// which NVIDIA's driver runs side by side where it serialises threads. Throws Error(kIo) when no
-// worker can be started.
+// which NVIDIA's driver runs side by side where it serialises threads; killed when `stop` says
+// so. Throws Error(kIo) when no worker can be started.
 Prebuilt CompileInWorkers(const std::string& worker, const cl::DeviceInfo& dev, size_t processes,
                           const cl::ProgramCache& cache,
-                          const std::vector<const runtime::Plan*>& plans);
+                          const std::vector<const runtime::Plan*>& plans, const GiveUp& stop = {});
 
 // The trials' kernels as one program (one build for all of them; its binary from `prebuilt` where
 // that has it) run back to back, each node alone on seeded random inputs (its constants kept:
@@ -99,15 +104,16 @@ std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx, cl::Pro
                                 std::optional<TrialPlan> lowered = std::nullopt);
 
 // RunTrials, and where the program fails to build or run, its halves apart (recursively), so
-// that only the failing trials are lost (nullopt, with the reason in *why). Past `deadline` a
-// failed build's trials are lost together, not built apart: the budget bounds the retries.
+// that only the failing trials are lost (nullopt, with the reason in *why): one bad trial of n
+// in about 2 log2(n) more builds, every trial failing in 2n - 2. Once `give_up` says so (the
+// budget spent, the tune interrupted) no half is built: its trials are lost with the failed
+// build's reason and that note.
 std::vector<std::optional<Measured>> RunEach(const std::shared_ptr<cl::Context>& ctx,
                                              cl::ProgramCache& cache,
                                              const std::vector<Trial>& trials, int runs,
                                              uint64_t seed, double step_us,
                                              const Prebuilt& prebuilt, BuildPhases& phases,
-                                             std::vector<std::string>* why,
-                                             std::chrono::steady_clock::time_point deadline,
+                                             std::vector<std::string>* why, const GiveUp& give_up,
                                              std::optional<TrialPlan> lowered = std::nullopt);
 
 // Why got differs from the heuristic's ref beyond reordered sums (relative L2 above 1e-4, NaNs or

@@ -175,6 +175,7 @@ class Tuner {
   struct Measurements {
     std::vector<std::optional<Measured>> measured;
     std::vector<std::string> why;
+    bool run = true;  // false: the tune was interrupted before this build
   };
   std::vector<Measurements> RunWave(const std::vector<std::vector<Trial>>& builds, uint64_t seed);
   // A wave's programs compiled at once: in worker processes where there is a worker
@@ -345,6 +346,7 @@ void Tuner::ReadyModelCheck() {
 
 void Tuner::BuildModelCheck(runtime::Plan plan, const std::vector<uint8_t>* binary,
                             double compile_s) {
+  if (Stopped()) return;  // no check for an interrupted tune
   heuristic_model_ = PrepareModel(ctx_, cache_, std::move(plan), options_.seed, binary);
   heuristic_model_->build_s += compile_s;
   // The chosen points' build can take longer than the heuristic's (Swin-T on an H100: the
@@ -395,7 +397,8 @@ size_t Tuner::WaveSize() const {
 Prebuilt Tuner::Compile(const std::vector<const runtime::Plan*>& plans) {
   if (!worker_.empty()) {
     try {
-      Prebuilt out = CompileInWorkers(worker_, dev_, WaveSize(), cache_, plans);
+      Prebuilt out =
+          CompileInWorkers(worker_, dev_, WaveSize(), cache_, plans, [this] { return Stopped(); });
       phases_.by_workers += static_cast<int>(out.size());
       return out;
     } catch (const Error& e) {
@@ -413,7 +416,7 @@ Prebuilt Tuner::Compile(const std::vector<const runtime::Plan*>& plans) {
       break;  // fewer threads
     }
   }
-  return CompileInParallel(compilers_, cache_, plans);
+  return CompileInParallel(compilers_, cache_, plans, [this] { return Stopped(); });
 }
 
 std::vector<Tuner::Measurements> Tuner::RunWave(const std::vector<std::vector<Trial>>& builds,
@@ -440,17 +443,19 @@ std::vector<Tuner::Measurements> Tuner::RunWave(const std::vector<std::vector<Tr
     compile_s = Since(start);
   }
   std::vector<Measurements> out(builds.size());
-  // A failed build's trials are built apart while the budget lasts.
+  // A failed build's trials are built apart while the budget lasts and the tune runs.
   auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                      std::chrono::duration<double>(std::max(0.0, Left())));
+  auto give_up = [&] { return Stopped() || Clock::now() >= deadline; };
   for (size_t b = 0; b < builds.size(); ++b) {
-    if (Stopped()) {  // the rest of the wave is not run: nothing measured, nothing to log
+    if (Stopped()) {  // the rest of the wave is not run: nothing measured, nothing to judge
       out[b].measured.resize(builds[b].size());
       out[b].why.assign(builds[b].size(), "interrupted");
+      out[b].run = false;
       continue;
     }
     out[b].measured = RunEach(ctx_, cache_, builds[b], options_.runs, seed, step_us_, prebuilt,
-                              phases_, &out[b].why, deadline, std::move(lowered[b]));
+                              phases_, &out[b].why, give_up, std::move(lowered[b]));
   }
   Timed(compile_s, Since(start), builds.size());
   return out;
@@ -474,13 +479,12 @@ void Tuner::TimeHeuristics() {
     }
     std::vector<Measurements> results = RunWave(wave, options_.seed);
     for (size_t b = 0; b < wave.size(); ++b)
-      for (size_t j = 0; j < wave[b].size(); ++j) {
+      for (size_t j = 0; j < wave[b].size() && results[b].run; ++j) {
         Work& w = work_[first[b] + j];
         w.k.tried = 1;
         if (!results[b].measured[j]) {
-          if (!Stopped())
-            Say(fmt::format("{} {}: the heuristic's kernel failed, not tuned: {}", w.k.family,
-                            w.k.signature, results[b].why[j]));
+          Say(fmt::format("{} {}: the heuristic's kernel failed, not tuned: {}", w.k.family,
+                          w.k.signature, results[b].why[j]));
           continue;
         }
         w.ok = true;
@@ -574,6 +578,7 @@ void Tuner::Search() {
     std::vector<Measurements> results = RunWave(wave, options_.seed);
     double cost = Since(start) / static_cast<double>(wave.size());
     for (size_t b = 0; b < wave.size(); ++b) {
+      if (!results[b].run) continue;
       owner[b]->spent_s += cost - per_build;
       Judge(*owner[b], wave[b], results[b]);
       Report(owner[b]->work);
@@ -581,13 +586,16 @@ void Tuner::Search() {
     per_build = cost;
   }
   Confirm(hunts, keep_below);
+  // Interrupted, a kernel never searched gets no entry (one would say it was), and there will be
+  // no model check to judge points only 2% faster alone.
+  const bool stopped = Stopped();
+  const double keep = stopped ? std::min(keep_below, 0.95) : keep_below;
   std::vector<runtime::TuningEntry> entries;
   for (Hunt& h : hunts) {
     Work& w = work_[h.work];
-    // Interrupted before its first build, a kernel was not searched: no entry says it was.
-    if (Stopped() && w.k.tried <= 1) continue;
+    if (stopped && w.k.tried <= 1) continue;
     TunePoint best = h.best;
-    if (h.best_ratio > keep_below) {  // within noise and context: keep the heuristic's
+    if (h.best_ratio > keep) {  // within noise and context: keep the heuristic's
       best = w.tunable.candidates[0];
       w.k.best = w.k.heuristic;
       w.k.tuned_us = w.k.heuristic_us;
@@ -675,6 +683,7 @@ void Tuner::Confirm(std::vector<Hunt>& hunts, double keep_below) {
     }
     std::vector<Measurements> results = RunWave(wave, options_.seed + 1);
     for (size_t b = 0; b < n; ++b) {
+      if (!results[b].run) continue;  // not confirmed: the search's ratio stands
       Hunt& h = *pending[b];
       double heuristic = 0, best = 0;
       for (size_t j = 0; j < wave[b].size(); ++j)

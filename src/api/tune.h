@@ -45,9 +45,10 @@ struct TuneOptions {
   // CLI names itself): a wave's programs then compile in that many processes instead of
   // threads, which NVIDIA's driver runs one at a time (runtime/cl/compile_workers.h). "": threads.
   std::string compile_worker;
-  // Where set (by a signal handler or another thread), the tune stops at its next build: the
-  // points measured so far are stored as at the budget's end, without the model check (the
-  // points kept only for its sake, 2% faster alone, go back to the heuristic's).
+  // Where set (by a signal handler or another thread), the tune stops at its next build (a wave
+  // being compiled is abandoned): the kernels whose candidates were measured get their entries,
+  // those not yet searched none, and there is no model check (so only points 5% faster alone
+  // are kept).
   const std::atomic<bool>* stop = nullptr;
 };
 

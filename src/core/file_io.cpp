@@ -57,9 +57,12 @@ MappedFile::~MappedFile() {
 std::optional<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return std::nullopt;
-  return data;
+  // A failed read (a directory opens, then reading it fails) throws from the stream buffer.
+  try {
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  } catch (const std::ios_base::failure&) {
+    return std::nullopt;
+  }
 }
 
 void WriteFileAtomically(const std::string& path, std::string_view bytes) {

@@ -41,8 +41,9 @@ inline uint64_t ReadLittleEndian(const char* p, int bytes) {
   return value;
 }
 
-// The whole file's bytes, or nullopt where it cannot be opened or read (small files: the
-// program cache's entries, device facts, kernel templates, a compile job's results).
+// The whole file's bytes, or nullopt where it cannot be opened or read, a directory included
+// (small files: the program cache's entries, device facts, kernel templates, a compile job's
+// results).
 std::optional<std::string> ReadFile(const std::string& path);
 
 // Writes bytes to a temporary file beside path, then renames it to path, so that no reader ever

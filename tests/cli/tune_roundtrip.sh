@@ -4,7 +4,7 @@
 # near a tuned one takes its neighbour's point; truncated lines, another format or family
 # version, and impossible parameters are skipped with notices and the heuristic is used; two
 # tunes into one database keep both models' entries; --no-tuning turns the database off; a
-# tuned compile computes what the heuristic one does; Ctrl-C keeps what was measured.
+# tuned compile computes what the heuristic one does; an interrupt keeps what was measured.
 # Usage: tune_roundtrip.sh TEXEL DATA_DIR [PYTHON]  (PYTHON: one with numpy; default python3)
 set -euo pipefail
 texel=$1
@@ -103,23 +103,33 @@ fi
   >"$d/out" 2>"$d/err" || fail "tune --model-check off: $(cat "$d/err")"
 if grep -q "model check\|the model with" "$d/err"; then fail "--model-check off checked"; fi
 
-echo "== Ctrl-C stops the search at its next build and keeps the points measured (status 130)"
-# Slow builds (many runs per candidate), interrupted once a build of candidates was judged.
-"$texel" tune "$data/tiny_conv.onnx" --budget 120 --runs 10000 --db "$d/int.jsonl" \
+echo "== an interrupt stops the search at its next build and keeps the points measured"
+# SIGTERM (a background job's SIGINT is ignored, and stays so); Ctrl-C's SIGINT takes the same
+# path. Slow builds (many runs per candidate, one build per wave), interrupted once a build of
+# candidates was judged: the search must stop short of the space, status 128 + 15.
+"$texel" tune "$data/tiny_conv.onnx" --budget 120 --runs 10000 --jobs 1 --db "$d/int.jsonl" \
   >"$d/out" 2>"$d/err" &
 pid=$!
+judged=0
 for _ in $(seq 1 600); do
-  grep -Eq "tried ([2-9]|[1-9][0-9]+)/" "$d/err" && break
+  if grep -Eq "tried ([2-9]|[1-9][0-9]+)/" "$d/err"; then
+    judged=1
+    break
+  fi
   sleep 0.1
 done
-kill -INT "$pid"
+((judged)) || fail "no build of candidates judged within 60 s: $(cat "$d/err")"
+kill -TERM "$pid" 2>/dev/null || fail "the tune ended before the interrupt: $(cat "$d/err")"
 start=$SECONDS
 rc=0
 wait "$pid" || rc=$?
-((rc == 130)) || fail "an interrupted tune gave status $rc: $(cat "$d/err")"
+((rc == 143)) || fail "an interrupted tune gave status $rc: $(cat "$d/err")"
 ((SECONDS - start <= 30)) || fail "the interrupted tune took $((SECONDS - start)) s to stop"
 grep -q "interrupted after .*: entries stored for the 1 kernels searched" "$d/err" ||
   fail "no interrupt summary: $(cat "$d/err")"
+last=$(grep -Eo "tried [0-9]+/[0-9]+" "$d/err" | tail -1)
+tried=${last#tried }
+((${tried%/*} < ${tried#*/})) || fail "the search was not cut short ($last)"
 grep -q '"family":"conv_blocked"' "$d/int.jsonl" || fail "the interrupted tune stored no entry"
 grep -q "^database $d/int.jsonl" "$d/out" || fail "no summary after the interrupt: $(cat "$d/out")"
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "api/compiler.h"
@@ -225,6 +226,19 @@ TEST(ArtifactTest, MissingFeaturesAreNamed) {
     EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
     EXPECT_NE(std::string(e.what()).find("cl_texel_imaginary"), std::string::npos) << e.what();
   }
+}
+
+// ReadFile: a file's bytes (empty ones too); nothing for a missing file or a directory.
+TEST(FileIoTest, ReadFileWholeOrNothing) {
+  testing::TempDir dir;
+  std::string path = (dir.path() / "f.bin").string(), empty = (dir.path() / "e").string();
+  std::string bytes("a\0b\xff" "c", 5);
+  WriteFileAtomically(path, bytes);
+  WriteFileAtomically(empty, "");
+  EXPECT_EQ(ReadFile(path), std::optional<std::string>(bytes));
+  EXPECT_EQ(ReadFile(empty), std::optional<std::string>(""));
+  EXPECT_EQ(ReadFile((dir.path() / "absent").string()), std::nullopt);
+  EXPECT_EQ(ReadFile(dir.path().string()), std::nullopt);
 }
 
 // Loaded from a mapped file whose pages are released as they are read (each section after its

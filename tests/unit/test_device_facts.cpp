@@ -84,6 +84,14 @@ TEST(DeviceFactsTest, BadFilesAreNamed) {
   EXPECT_NE(ReadError(kind).find("type: device kind 'TPU' is unknown"), std::string::npos)
       << ReadError(kind);
   EXPECT_THROW(cl::ReadDeviceFacts(Scratch("absent.json")), Error);
+  // A directory opens but cannot be read: an error naming it, not the stream's exception.
+  try {
+    cl::ReadDeviceFacts(::testing::TempDir());
+    ADD_FAILURE() << "a directory read as device facts";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot read"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -3,10 +3,12 @@
 // (an infinity against a finite value once made the error NaN, which passed).
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "api/trial_builds.h"
 #include "backends/native/native_backend.h"
@@ -40,29 +42,35 @@ TEST(TrialBuildsTest, DiffersNamesWhatIsWrong) {
   EXPECT_NE(tuning::Differs(h, h_wrong).find("relative L2"), std::string::npos);
 }
 
-// A build that fails is built again in halves, so that a fault costs only the trials it touches
-// (here none: the fault is injected once) in 2 more builds where one per trial took 4; past the
-// deadline its trials are lost together, each with the build's reason and the budget's note.
-TEST(TrialBuildsTest, FailedBuildRetriedInHalvesWithinTheDeadline) {
-  auto ctx = testing::SharedContext();
+// An [8, 32] x [32, 16] product's node in a graph of its own, and its tunable space here.
+struct OneProduct {
   ir::Graph g;
   ir::Value* x = g.AddInput("x", {DType::kFloat32, {8, 32}});
   ir::Value* w = g.AddConstant("w", std::make_shared<HostTensor>(testing::RandomF32({32, 16}, 5)));
   ir::Node* mm = g.AddNode(ir::OpKind::kMatMul, {x, w}, {}, "mm");
   std::optional<codegen::Tunable> t =
-      codegen::TunableOf(*mm, backends::NativeBackend::TargetOf(ctx->info()));
+      codegen::TunableOf(*mm, backends::NativeBackend::TargetOf(testing::SharedContext()->info()));
+};
+
+// A build that fails is built again in halves, so that a fault costs only the trials it touches
+// (here none: the fault is injected once) in 2 more builds where one per trial took 4; once the
+// tune gives up (budget spent, interrupted) no half is built: its trials are lost together, each
+// with the build's reason and a note.
+TEST(TrialBuildsTest, FailedBuildRetriedInHalvesUntilGivenUp) {
+  auto ctx = testing::SharedContext();
+  OneProduct p;
+  const std::optional<codegen::Tunable>& t = p.t;
   ASSERT_TRUE(t.has_value());
   ASSERT_GE(t->candidates.size(), 2u);
   std::vector<tuning::Trial> trials;
   for (size_t i = 0; i < 4; ++i)
-    trials.push_back({mm, &*t, t->candidates[i % t->candidates.size()]});
+    trials.push_back({p.mm, &*t, t->candidates[i % t->candidates.size()]});
   cl::ProgramCache cache("");
-  auto later = std::chrono::steady_clock::now() + std::chrono::hours(1);
 
   tuning::BuildPhases phases;
   std::vector<std::string> why;
   cl::ArmFault(cl::FaultPoint::kBuild, 1);
-  auto got = tuning::RunEach(ctx, cache, trials, 3, 7, 0.0, {}, phases, &why, later);
+  auto got = tuning::RunEach(ctx, cache, trials, 3, 7, 0.0, {}, phases, &why, {});
   EXPECT_TRUE(cl::FaultInjected());
   cl::DisarmFaults();
   ASSERT_EQ(got.size(), 4u);
@@ -76,15 +84,39 @@ TEST(TrialBuildsTest, FailedBuildRetriedInHalvesWithinTheDeadline) {
 
   phases = {};
   cl::ArmFault(cl::FaultPoint::kBuild, 1);
-  got = tuning::RunEach(ctx, cache, trials, 3, 7, 0.0, {}, phases, &why,
-                        std::chrono::steady_clock::now());
+  got = tuning::RunEach(ctx, cache, trials, 3, 7, 0.0, {}, phases, &why, [] { return true; });
   cl::DisarmFaults();
   ASSERT_EQ(got.size(), 4u);
   EXPECT_EQ(phases.builds, 1);
   for (size_t i = 0; i < 4; ++i) {
     EXPECT_FALSE(got[i].has_value()) << i;
-    EXPECT_NE(why[i].find("no time to build them apart"), std::string::npos) << why[i];
+    EXPECT_NE(why[i].find("no time was left to build its points apart"), std::string::npos)
+        << why[i];
   }
+}
+
+// A trial that always fails (its node's kernel cannot be generated) is found by halving at any
+// depth, and the results and reasons stay with their trials: five trials, the third bad.
+TEST(TrialBuildsTest, HalvingKeepsResultsWithTheirTrials) {
+  auto ctx = testing::SharedContext();
+  OneProduct p;
+  ir::Node* bad =
+      p.g.AddNode(ir::OpKind::kMatMul, {p.x, p.w}, {{"compute_mode", int64_t{99}}}, "bad");
+  ASSERT_TRUE(p.t.has_value());
+  std::vector<tuning::Trial> trials;
+  for (size_t i = 0; i < 5; ++i) trials.push_back({i == 2 ? bad : p.mm, &*p.t, p.t->candidates[0]});
+  cl::ProgramCache cache("");
+  tuning::BuildPhases phases;
+  std::vector<std::string> why;
+  auto got = tuning::RunEach(ctx, cache, trials, 3, 7, 0.0, {}, phases, &why, {});
+  ASSERT_EQ(got.size(), 5u);
+  ASSERT_EQ(why.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(got[i].has_value(), i != 2) << i << ": " << why[i];
+    EXPECT_EQ(why[i].empty(), i != 2) << i << ": " << why[i];
+  }
+  // Five builds: the five trials (failed), 0-1, 2-4 (failed), 2 alone (failed), 3-4.
+  EXPECT_EQ(phases.builds, 5);
 }
 
 }  // namespace

@@ -2,10 +2,11 @@
 // and records the fastest in the tuning database (api/tune.h, docs/tuning.md). A progress line
 // on stderr (kernel i of n, best so far, time left), discarded candidates in the log (stderr),
 // and a summary table on stdout: signature, heuristic us, tuned us, speedup.
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <csignal>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -34,16 +35,31 @@ std::string SelfPath() {
   return std::filesystem::exists("/proc/self/exe", ec) ? "/proc/self/exe" : "";
 }
 
-// Ctrl-C (or SIGTERM) stops the tune at its next build, keeping what it measured; the handler
-// resets itself, so a second one ends the process at once.
+// Ctrl-C (or SIGTERM) stops the tune at its next build, keeping what it measured; the first
+// signal puts both back to their defaults, so a second one ends the process at once. A signal
+// the shell ignored for this process (a background job's SIGINT) stays ignored.
+std::atomic<int> stop_signal{0};
 std::atomic<bool> stop_requested{false};
+static_assert(std::atomic<bool>::is_always_lock_free && std::atomic<int>::is_always_lock_free);
 
-extern "C" void OnStopSignal(int) {
+extern "C" void OnStopSignal(int sig) {
+  int saved = errno;
+  stop_signal.store(sig);
   stop_requested.store(true);
+  struct sigaction dfl = {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  for (int s : {SIGINT, SIGTERM}) {
+    struct sigaction now = {};
+    if (sigaction(s, nullptr, &now) == 0 && now.sa_handler == OnStopSignal)
+      sigaction(s, &dfl, nullptr);
+  }
   const char note[] =
-      "\ntexel: tune: interrupted: storing the points measured so far (again to quit at once)\n";
+      "\ntexel: tune: interrupted: storing the points measured so far (interrupt again to quit "
+      "at once)\n";
   ssize_t ignored = write(STDERR_FILENO, note, sizeof(note) - 1);
   (void)ignored;
+  errno = saved;
 }
 
 // The handler for SIGINT and SIGTERM while it lives, the previous ones after.
@@ -52,20 +68,22 @@ class StopOnSignal {
   StopOnSignal() {
     struct sigaction sa = {};
     sa.sa_handler = OnStopSignal;
-    sa.sa_flags = SA_RESETHAND;
+    sa.sa_flags = SA_RESTART;  // the driver's calls go on; the tune checks the flag
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
+    for (size_t i = 0; i < 2; ++i) {
+      sigaction(kSignals[i], nullptr, &old_[i]);
+      if (old_[i].sa_handler != SIG_IGN) sigaction(kSignals[i], &sa, nullptr);
+    }
   }
   ~StopOnSignal() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
+    for (size_t i = 0; i < 2; ++i) sigaction(kSignals[i], &old_[i], nullptr);
   }
   StopOnSignal(const StopOnSignal&) = delete;
   StopOnSignal& operator=(const StopOnSignal&) = delete;
 
  private:
-  struct sigaction old_int_ = {}, old_term_ = {};
+  static constexpr int kSignals[2] = {SIGINT, SIGTERM};
+  struct sigaction old_[2] = {};
 };
 
 int RunTune(const TuneArgs& a) {
@@ -117,9 +135,10 @@ int RunTune(const TuneArgs& a) {
   double h = 0, t = 0;
   for (const TunedKernel& k : r.kernels) h += k.heuristic_us, t += k.tuned_us;
   std::printf(
-      "tuned    %zu kernels (%d not reached within the budget) in %.1f s: %.1f -> %.1f us "
-      "summed over distinct kernels (%.2fx)\n",
-      r.kernels.size(), r.skipped, r.seconds, h, t, t > 0 ? h / t : 1.0);
+      "tuned    %zu kernels (%d not reached %s) in %.1f s: %.1f -> %.1f us summed over distinct "
+      "kernels (%.2fx)\n",
+      r.kernels.size(), r.skipped, r.interrupted ? "before the interrupt" : "within the budget",
+      r.seconds, h, t, t > 0 ? h / t : 1.0);
   if (r.model_heuristic_ms > 0)
     std::printf("model    %.3f ms with the heuristic's points, %.3f ms tuned (%.2fx)%s%s\n",
                 r.model_heuristic_ms, r.model_tuned_ms, r.model_heuristic_ms / r.model_tuned_ms,
@@ -132,7 +151,7 @@ int RunTune(const TuneArgs& a) {
                  "texel: tune: interrupted after %.1f s: entries stored for the %d kernels "
                  "searched\n",
                  r.seconds, searched);
-    return 130;  // as a shell reports a command ended by SIGINT
+    return 128 + stop_signal.load();  // as a shell reports a command ended by the signal
   }
   return 0;
 }

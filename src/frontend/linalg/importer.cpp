@@ -33,7 +33,7 @@ std::unique_ptr<ir::Graph> ImportLinalgFile(const std::string& path,
     if (std::filesystem::is_directory(path))
       Fail(ErrorCode::kInvalidArgument, "is a directory, not an MLIR file");
     std::optional<std::string> bytes = ReadFile(path);
-    if (!bytes) Fail(ErrorCode::kIo, "cannot read the file");
+    if (!bytes) Fail(ErrorCode::kIo, "cannot read the file (no permission?)");
     text = std::move(*bytes);
   } catch (Error& e) {
     e.AddContext(path);

@@ -115,9 +115,19 @@ bool CompileJob::DoneBy(std::chrono::steady_clock::time_point deadline) {
   }
 }
 
-std::vector<CompileJob::Compiled> CompileJob::Wait() {
-  DoneBy(std::chrono::steady_clock::time_point::max());
-  if (finished_ > 0 && failed_ == finished_) {
+std::vector<CompileJob::Compiled> CompileJob::Wait(const std::function<bool()>& stop) {
+  bool stopped = false;
+  if (!stop) {
+    DoneBy(std::chrono::steady_clock::time_point::max());
+  } else {
+    while (!DoneBy(std::chrono::steady_clock::now() + std::chrono::milliseconds(20)))
+      if (stop()) {
+        Stop();
+        stopped = true;
+        break;
+      }
+  }
+  if (!stopped && finished_ > 0 && failed_ == finished_) {
     std::string logs;
     for (int p = 0; p < finished_; ++p)
       if (std::optional<std::string> log = ReadFile(dir_ + "/worker" + std::to_string(p) + ".log"))

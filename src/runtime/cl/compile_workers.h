@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,8 +54,10 @@ class CompileJob {
   // Whether every worker has finished, waiting until `deadline` at most.
   bool DoneBy(std::chrono::steady_clock::time_point deadline);
   // Waits for the workers; the programs' outcomes in order. Throws Error(kDevice) with their
-  // output when every worker failed (none could open the device, say).
-  std::vector<Compiled> Wait();
+  // output when every worker failed (none could open the device, say). Where `stop` says so
+  // while they run (a tune interrupted), the workers are killed and the programs they had not
+  // finished have no binary.
+  std::vector<Compiled> Wait(const std::function<bool()>& stop = {});
 
  private:
   void Stop();  // kills the workers still running and reaps them

@@ -1,6 +1,8 @@
 #include "runtime/cl/device_facts.h"
 
+#include <filesystem>
 #include <optional>
+#include <system_error>
 
 #include "core/error.h"
 #include "core/file_io.h"
@@ -43,7 +45,10 @@ std::string DeviceFactsJson(const DeviceInfo& device) {
 
 DeviceInfo ReadDeviceFacts(const std::string& path) {
   std::optional<std::string> text = ReadFile(path);
-  if (!text) Fail(ErrorCode::kNotFound, "{}: no such file", path);
+  std::error_code ec;
+  if (!text && !std::filesystem::exists(path, ec))
+    Fail(ErrorCode::kNotFound, "{}: no such file", path);
+  if (!text) Fail(ErrorCode::kIo, "{}: cannot read the file (a directory, or no permission)", path);
   try {
     runtime::json j = runtime::json::parse(*text);
     if (!j.is_object() || !j.contains("texel_device_facts"))
