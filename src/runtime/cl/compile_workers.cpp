@@ -149,6 +149,15 @@ std::vector<CompileJob::Compiled> CompileJob::Wait(const std::function<bool()>& 
 }
 
 int RunCompileWorker(const std::string& dir) {
+  // The job is checked before the process is made a worker: a call that is no job (a test's, in
+  // its own process) must leave that process's descriptors open (on NVIDIA's driver, closing
+  // them broke every later build with CL_OUT_OF_RESOURCES).
+  std::optional<std::string> device = ReadFile(dir + "/device");
+  std::optional<std::string> count = ReadFile(dir + "/count");
+  if (!device || !count) {
+    std::fprintf(stderr, "texel: compile-worker: %s is not a compile job\n", dir.c_str());
+    return 2;
+  }
   // A worker outlives no tune: it dies with its parent (and one whose parent is gone already,
   // re-parented before this call, stops; the parent may itself be process 1, in a container).
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -157,12 +166,6 @@ int RunCompileWorker(const std::string& dir) {
   // Descriptors the parent held open without close-on-exec (an embedding program's pipes) are
   // not the worker's to keep.
   for (int fd = 3; fd < 1024; ++fd) close(fd);
-  std::optional<std::string> device = ReadFile(dir + "/device");
-  std::optional<std::string> count = ReadFile(dir + "/count");
-  if (!device || !count) {
-    std::fprintf(stderr, "texel: compile-worker: %s is not a compile job\n", dir.c_str());
-    return 2;
-  }
   std::istringstream lines(*device);
   std::string spec, name;
   std::getline(lines, spec);
