@@ -315,10 +315,7 @@ void Tuner::ReadyModelCheck() {
   // Waited for while two thirds of the budget are not spent (a third is the check's at most).
   auto deadline = t0_ + std::chrono::duration_cast<Clock::duration>(
                             std::chrono::duration<double>(options_.budget_seconds * 2 / 3));
-  bool done = false;
-  while (!(done = job->DoneBy(std::min(deadline, Clock::now() + std::chrono::milliseconds(100)))) &&
-         Clock::now() < deadline && !Stopped()) {
-  }
+  bool done = job->DoneBy(deadline, [this] { return Stopped(); });
   if (Stopped()) return;  // the job's destructor stops its worker
   if (!done) {
     Say(fmt::format(

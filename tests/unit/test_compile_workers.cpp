@@ -79,6 +79,20 @@ TEST(CompileWorkersTest, AWorkerThatCannotStartIsAnError) {
   EXPECT_TRUE(std::filesystem::is_empty(tmp.path())) << "the job's directory was left behind";
 }
 
+// A wait told to stop (a tune interrupted) kills the workers at once: no error, and programs
+// without binaries say that their worker stopped first.
+TEST(CompileWorkersTest, AStoppedWaitKillsTheWorkers) {
+  std::vector<cl::ProgramSource> programs(4, {Scale(2), ""});
+  cl::CompileJob job(Worker(), testing::SharedContext()->info(), programs, 2);
+  std::vector<cl::CompileJob::Compiled> out = job.Wait([] { return true; });
+  ASSERT_EQ(out.size(), 4u);
+  for (const cl::CompileJob::Compiled& c : out)
+    if (c.binary.empty()) {
+      EXPECT_NE(c.error.find("stopped before"), std::string::npos) << c.error;
+    }
+  EXPECT_FALSE(out[3].error.empty()) << "a worker started at once compiled all four";
+}
+
 TEST(CompileWorkersTest, WorkersThatAllFailAreAnErrorWithTheirOutput) {
   cl::DeviceInfo other = testing::SharedContext()->info();
   other.name = "a device that is not there";  // each worker refuses the job

@@ -96,7 +96,8 @@ void CompileJob::Stop() {
   pids_.clear();
 }
 
-bool CompileJob::DoneBy(std::chrono::steady_clock::time_point deadline) {
+bool CompileJob::DoneBy(std::chrono::steady_clock::time_point deadline,
+                        const std::function<bool()>& stop) {
   while (true) {
     for (auto it = pids_.begin(); it != pids_.end();) {
       int status = 0;
@@ -110,23 +111,14 @@ bool CompileJob::DoneBy(std::chrono::steady_clock::time_point deadline) {
       it = pids_.erase(it);
     }
     if (pids_.empty()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
+    if (std::chrono::steady_clock::now() >= deadline || (stop && stop())) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }
 
 std::vector<CompileJob::Compiled> CompileJob::Wait(const std::function<bool()>& stop) {
-  bool stopped = false;
-  if (!stop) {
-    DoneBy(std::chrono::steady_clock::time_point::max());
-  } else {
-    while (!DoneBy(std::chrono::steady_clock::now() + std::chrono::milliseconds(20)))
-      if (stop()) {
-        Stop();
-        stopped = true;
-        break;
-      }
-  }
+  bool stopped = !DoneBy(std::chrono::steady_clock::time_point::max(), stop);
+  if (stopped) Stop();
   if (!stopped && finished_ > 0 && failed_ == finished_) {
     std::string logs;
     for (int p = 0; p < finished_; ++p)

@@ -51,8 +51,10 @@ class CompileJob {
     std::string error;
     double seconds = 0;
   };
-  // Whether every worker has finished, waiting until `deadline` at most.
-  bool DoneBy(std::chrono::steady_clock::time_point deadline);
+  // Whether every worker has finished, waiting until `deadline` at most, or until `stop` says
+  // so (then false).
+  bool DoneBy(std::chrono::steady_clock::time_point deadline,
+              const std::function<bool()>& stop = {});
   // Waits for the workers; the programs' outcomes in order. Throws Error(kDevice) with their
   // output when every worker failed (none could open the device, say). Where `stop` says so
   // while they run (a tune interrupted), the workers are killed and the programs they had not
