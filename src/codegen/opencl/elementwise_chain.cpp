@@ -213,9 +213,12 @@ std::string ElementwiseExpr(const ir::Node& n, const std::vector<std::string>& x
   const char* expr = ExprTemplate(n);
   // A division a Round reads (passes/precision.cpp, MarkExactDivisions): exact 1 divides as
   // written, in a program built with -cl-fp32-correctly-rounded-divide-sqrt; exact 2 through
-  // double (cl_khr_fp64's division is exact to 0 ulp).
+  // double (cl_khr_fp64's division is exact to 0 ulp, and rounding its quotient to float is
+  // correctly rounded). The operands are scaled by 2 (exactly) so that they are no longer
+  // widened floats: LLVM folds (float)((double)a / (double)b) into a float division, which the
+  // device then does inexactly (NVIDIA's OpenCL: 1 ulp off on a third of the elements).
   if (n.op == OpKind::kDiv && n.attrs.Int("exact", 0) == 2)
-    expr = "(float)((double)x0 / (double)x1)";
+    expr = "(float)((double)x0 * 2.0 / ((double)x1 * 2.0))";
   std::map<std::string, std::string> names = AttrNames(n);
   names["T_IN"] = ValueTypeName(n.inputs[0]->type.dtype);
   for (size_t k = 0; k < x.size(); ++k) names[fmt::format("x{}", k)] = x[k];
