@@ -33,7 +33,6 @@ uint64_t Mix(uint64_t z) {
 
 HostTensor UniformTensor(DType dtype, const Shape& shape, uint64_t seed) {
   HostTensor t(dtype, shape);
-  if (!IsFloat(dtype)) return t;  // zeros
   uint64_t base = Mix(seed);
   for (int64_t i = 0; i < t.size(); ++i) {
     uint64_t z = Mix(base + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull);
@@ -42,8 +41,13 @@ HostTensor UniformTensor(DType dtype, const Shape& shape, uint64_t seed) {
       t.data<float>()[i] = v;
     else if (dtype == DType::kFloat16)
       t.data<uint16_t>()[i] = FloatToHalf(v);
-    else
+    else if (dtype == DType::kFloat64)
       t.data<double>()[i] = v;
+    else if (dtype == DType::kBool)
+      t.data<uint8_t>()[i] = static_cast<uint8_t>(z & 1);
+    else
+      VisitDType(dtype,
+                 [&](auto e) { t.data<decltype(e)>()[i] = static_cast<decltype(e)>(z % 10); });
   }
   return t;
 }

@@ -7,11 +7,13 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "api/trial_builds.h"
 #include "backends/native/native_backend.h"
+#include "core/random_tensor.h"
 #include "kernel_test_util.h"
 #include "runtime/cl/fault_injection.h"
 
@@ -40,6 +42,31 @@ TEST(TrialBuildsTest, DiffersNamesWhatIsWrong) {
   HostTensor h = testing::ToF16(ref), h_wrong = testing::ToF16(wrong);
   EXPECT_EQ(tuning::Differs(h, h), "");
   EXPECT_NE(tuning::Differs(h, h_wrong).find("relative L2"), std::string::npos);
+}
+
+// The trials' inputs: floats in [-1, 1), integers 0-9, booleans both, all a function of the seed,
+// and never constant (a candidate checked on zeros could be wrong everywhere else).
+TEST(TrialBuildsTest, TrialInputsVaryInEveryType) {
+  for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kInt64, DType::kInt32, DType::kBool}) {
+    HostTensor a = UniformTensor(dt, {4, 100}, 7), b = UniformTensor(dt, {4, 100}, 7);
+    HostTensor c = UniformTensor(dt, {4, 100}, 8);
+    std::set<double> values;
+    bool same = true, other = false;
+    for (int64_t i = 0; i < a.size(); ++i) {
+      double v = a.GetDouble(i);
+      values.insert(v);
+      same &= v == b.GetDouble(i);
+      other |= v != c.GetDouble(i);
+      if (IsFloat(dt)) {
+        EXPECT_TRUE(v >= -1.0 && v < 1.0) << v;
+      } else {
+        EXPECT_TRUE(v >= 0 && v <= (dt == DType::kBool ? 1 : 9)) << v;
+      }
+    }
+    EXPECT_TRUE(same) << DTypeName(dt) << ": the same seed, the same values";
+    EXPECT_TRUE(other) << DTypeName(dt) << ": another seed, other values";
+    EXPECT_GE(values.size(), dt == DType::kBool ? 2u : IsFloat(dt) ? 300u : 10u) << DTypeName(dt);
+  }
 }
 
 // An [8, 32] x [32, 16] product's node in a graph of its own, and its tunable space here.
