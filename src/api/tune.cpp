@@ -45,6 +45,11 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// A kernel keeps a point that beats the heuristic's by 5% alone, or by 2% where the model check
+// will judge the points together (small gains add up over a model's kernels; a kernel's noise is
+// the check's to catch). Without a check after all (interrupted, or failed) the 2% ones revert.
+constexpr double kKeepAlone = 0.95, kKeepChecked = 0.98;
+
 // Points that differ in exactly one parameter.
 bool Neighbours(const TunePoint& a, const TunePoint& b) {
   int differ = 0;
@@ -496,10 +501,7 @@ void Tuner::TimeHeuristics() {
 // compiling processes with several kernels' candidates where one kernel's share (ResNet-50 at
 // batch 32: 22 kernels in 40 s) is shorter than a wave.
 void Tuner::Search() {
-  // A kernel keeps a point that beats the heuristic's by 5%, or by 2% where the model check will
-  // judge the points together (small gains add up over a model's kernels; a kernel's noise is
-  // the check's to catch).
-  const double keep_below = heuristic_model_ ? 0.98 : 0.95;
+  const double keep_below = heuristic_model_ ? kKeepChecked : kKeepAlone;
   std::vector<Hunt> hunts;
   double total_us = 0;
   for (size_t i = 0; i < work_.size(); ++i)
@@ -583,16 +585,15 @@ void Tuner::Search() {
     per_build = cost;
   }
   Confirm(hunts, keep_below);
-  // Interrupted, a kernel never searched gets no entry (one would say it was), and there will be
-  // no model check to judge points only 2% faster alone.
+  // Interrupted, a kernel never searched gets no entry (one would say it was); the points kept
+  // for a model check go back in CheckInModel.
   const bool stopped = Stopped();
-  const double keep = stopped ? std::min(keep_below, 0.95) : keep_below;
   std::vector<runtime::TuningEntry> entries;
   for (Hunt& h : hunts) {
     Work& w = work_[h.work];
     if (stopped && w.k.tried <= 1) continue;
     TunePoint best = h.best;
-    if (h.best_ratio > keep) {  // within noise and context: keep the heuristic's
+    if (h.best_ratio > keep_below) {  // within noise and context: keep the heuristic's
       best = w.tunable.candidates[0];
       w.k.best = w.k.heuristic;
       w.k.tuned_us = w.k.heuristic_us;
@@ -715,9 +716,11 @@ void Tuner::Revert(const std::function<bool(const Work&)>& which) {
 // nor a neighbour's nearest shape.
 void Tuner::CheckInModel(const ir::Graph& graph) {
   if (!heuristic_model_) return;
+  // A point kept for the check's sake that is not 5% faster alone.
+  auto slower_alone = [](const Work& w) { return w.k.tuned_us > kKeepAlone * w.k.heuristic_us; };
   if (Stopped()) {
     Say("interrupted: no model check, so only points 5% faster alone are kept");
-    Revert([](const Work& w) { return w.k.tuned_us > 0.95 * w.k.heuristic_us; });
+    Revert(slower_alone);
     return;
   }
   ChosenPoints chosen;
@@ -746,7 +749,7 @@ void Tuner::CheckInModel(const ir::Graph& graph) {
     // The points kept for the check's sake (2% faster alone) go back to the heuristic's.
     Say(fmt::format("the model check failed, so only points 5% faster alone are kept: {}",
                     e.what()));
-    Revert([](const Work& w) { return w.k.tuned_us > 0.95 * w.k.heuristic_us; });
+    Revert(slower_alone);
   }
 }
 
