@@ -219,13 +219,15 @@ std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx, cl::Pro
   return out;
 }
 
-std::vector<std::optional<Measured>> RunEach(const std::shared_ptr<cl::Context>& ctx,
-                                             cl::ProgramCache& cache,
-                                             const std::vector<Trial>& trials, int runs,
-                                             uint64_t seed, double step_us,
-                                             const Prebuilt& prebuilt, BuildPhases& phases,
-                                             std::vector<std::string>* why, const GiveUp& give_up,
-                                             std::optional<TrialPlan> lowered) {
+namespace {
+
+// RunEach for trials [0] (the reference) and the candidates after it; need_reference: whether
+// the caller has no measurement of the reference yet (a half after the first has).
+std::vector<std::optional<Measured>> RunWithReference(
+    const std::shared_ptr<cl::Context>& ctx, cl::ProgramCache& cache,
+    const std::vector<Trial>& trials, int runs, uint64_t seed, double step_us,
+    const Prebuilt& prebuilt, BuildPhases& phases, std::vector<std::string>* why,
+    const GiveUp& give_up, std::optional<TrialPlan> lowered, bool need_reference) {
   why->assign(trials.size(), "");
   std::string failed;
   try {
@@ -236,28 +238,59 @@ std::vector<std::optional<Measured>> RunEach(const std::shared_ptr<cl::Context>&
     failed = e.what();
   }
   std::vector<std::optional<Measured>> out(trials.size());
-  if (trials.size() <= 1) {
+  const std::string late = failed + " (no time was left to build its points apart)";
+  if (trials.size() <= 2) {  // the reference alone, or its pair with the failing candidate
     why->assign(trials.size(), failed);
+    if (trials.size() == 2 && need_reference) {
+      if (give_up && give_up()) {
+        (*why)[0] = late;
+      } else {
+        std::vector<std::string> w;
+        out[0] = RunWithReference(ctx, cache, {trials[0]}, runs, seed, step_us, prebuilt, phases,
+                                  &w, give_up, std::nullopt, true)[0];
+        (*why)[0] = w[0];
+      }
+    }
     return out;
   }
-  // Halves apart, each only while there is time for it.
-  size_t half = trials.size() / 2;
-  for (auto [from, to] : {std::pair{size_t{0}, half}, std::pair{half, trials.size()}}) {
+  // The candidates' halves, each built beside the reference again, each only while there is
+  // time for it; a later half's times are scaled by the first reference measured over its own,
+  // so that every ratio to the reference is the one measured in the same runs.
+  const size_t half = 1 + (trials.size() - 1) / 2;
+  for (auto [from, to] : {std::pair{size_t{1}, half}, std::pair{half, trials.size()}}) {
     if (give_up && give_up()) {
-      for (size_t i = from; i < to; ++i)
-        (*why)[i] = failed + " (no time was left to build its points apart)";
+      for (size_t i = from; i < to; ++i) (*why)[i] = late;
+      if (!out[0]) (*why)[0] = late;
       continue;
     }
+    std::vector<Trial> part_trials = {trials[0]};
+    part_trials.insert(part_trials.end(), trials.begin() + from, trials.begin() + to);
     std::vector<std::string> w;
     std::vector<std::optional<Measured>> part =
-        RunEach(ctx, cache, {trials.begin() + from, trials.begin() + to}, runs, seed, step_us,
-                prebuilt, phases, &w, give_up);
+        RunWithReference(ctx, cache, part_trials, runs, seed, step_us, prebuilt, phases, &w,
+                         give_up, std::nullopt, need_reference && !out[0]);
+    double scale = out[0] && part[0] ? out[0]->us / std::max(part[0]->us, 1e-12) : 1.0;
+    if (!out[0]) out[0] = std::move(part[0]), (*why)[0] = w[0];
     for (size_t i = from; i < to; ++i) {
-      out[i] = std::move(part[i - from]);
-      (*why)[i] = std::move(w[i - from]);
+      out[i] = std::move(part[i - from + 1]);
+      if (out[i]) out[i]->us *= scale;
+      (*why)[i] = std::move(w[i - from + 1]);
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<std::optional<Measured>> RunEach(const std::shared_ptr<cl::Context>& ctx,
+                                             cl::ProgramCache& cache,
+                                             const std::vector<Trial>& trials, int runs,
+                                             uint64_t seed, double step_us,
+                                             const Prebuilt& prebuilt, BuildPhases& phases,
+                                             std::vector<std::string>* why, const GiveUp& give_up,
+                                             std::optional<TrialPlan> lowered) {
+  return RunWithReference(ctx, cache, trials, runs, seed, step_us, prebuilt, phases, why, give_up,
+                          std::move(lowered), true);
 }
 
 // Why got differs from the heuristic's ref beyond reordered sums, or "".

@@ -103,11 +103,14 @@ std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx, cl::Pro
                                 double step_us, const Prebuilt& prebuilt, BuildPhases& phases,
                                 std::optional<TrialPlan> lowered = std::nullopt);
 
-// RunTrials, and where the program fails to build or run, its halves apart (recursively), so
-// that only the failing trials are lost (nullopt, with the reason in *why): one bad trial of n
-// in about 2 log2(n) more builds, every trial failing in 2n - 2. Once `give_up` says so (the
-// budget spent, the tune interrupted) no half is built: its trials are lost with the failed
-// build's reason and that note.
+// RunTrials, and where the program fails to build or run, the halves of trials 1 .. apart
+// (recursively), each with trials[0], the reference (the heuristic's kernel), built beside it
+// again, so that only the failing trials are lost (nullopt, with the reason in *why) and every
+// candidate's time is judged against the reference's in the same runs (a later half's times are
+// scaled by the reference's ratio between its build and the first's): one bad candidate of n in
+// about 2 log2(n) more builds; a candidate that fails beside the reference is lost without a
+// build of its own. Once `give_up` says so (the budget spent, the tune interrupted) no half is
+// built: its trials are lost with the failed build's reason and that note.
 std::vector<std::optional<Measured>> RunEach(const std::shared_ptr<cl::Context>& ctx,
                                              cl::ProgramCache& cache,
                                              const std::vector<Trial>& trials, int runs,

@@ -142,8 +142,19 @@ TEST(TrialBuildsTest, HalvingKeepsResultsWithTheirTrials) {
     EXPECT_EQ(got[i].has_value(), i != 2) << i << ": " << why[i];
     EXPECT_EQ(why[i].empty(), i != 2) << i << ": " << why[i];
   }
-  // Five builds: the five trials (failed), 0-1, 2-4 (failed), 2 alone (failed), 3-4.
+  // Five builds, each half with trial 0, the reference: the five trials (failed), 0-1-2
+  // (failed), 0-1, 0-2 (failed: 2 lost, 0 measured already), 0-3-4.
   EXPECT_EQ(phases.builds, 5);
+
+  // A pair of the reference and a failing candidate: the reference measured in a build of its
+  // own, the candidate lost without one.
+  phases = {};
+  got = tuning::RunEach(ctx, cache, {trials[0], trials[2]}, 3, 7, 0.0, {}, phases, &why, {});
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_TRUE(got[0].has_value()) << why[0];
+  EXPECT_FALSE(got[1].has_value());
+  EXPECT_FALSE(why[1].empty());
+  EXPECT_EQ(phases.builds, 2);
 }
 
 }  // namespace
