@@ -1,5 +1,9 @@
 #include "core/random_tensor.h"
 
+#include <algorithm>
+#include <thread>
+#include <vector>
+
 namespace texel {
 
 HostTensor RandomTensor(DType dtype, const Shape& shape, std::mt19937_64& rng) {
@@ -29,26 +33,47 @@ uint64_t Mix(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+// UniformTensor's elements [from, to) of t, element i from Mix(base + i * golden).
+void FillUniform(HostTensor& t, uint64_t base, int64_t from, int64_t to) {
+  auto fill = [&](auto* p, auto value) {
+    for (int64_t i = from; i < to; ++i)
+      p[i] = value(Mix(base + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull));
+  };
+  // 24 bits: [-1, 1).
+  auto real = [](uint64_t z) { return static_cast<float>(z >> 40) * 0x1p-23f - 1.0f; };
+  switch (t.dtype) {
+    case DType::kFloat32: fill(t.data<float>(), real); break;
+    case DType::kFloat16:
+      fill(t.data<uint16_t>(), [&](uint64_t z) { return FloatToHalf(real(z)); });
+      break;
+    case DType::kFloat64: fill(t.data<double>(), real); break;
+    case DType::kBool:
+      fill(t.data<uint8_t>(), [](uint64_t z) { return static_cast<uint8_t>(z & 1); });
+      break;
+    default:
+      VisitDType(t.dtype, [&](auto e) {
+        using E = decltype(e);
+        fill(t.data<E>(), [](uint64_t z) { return static_cast<E>(z % 10); });
+      });
+  }
+}
+
 }  // namespace
 
 HostTensor UniformTensor(DType dtype, const Shape& shape, uint64_t seed) {
   HostTensor t(dtype, shape);
-  uint64_t base = Mix(seed);
-  for (int64_t i = 0; i < t.size(); ++i) {
-    uint64_t z = Mix(base + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull);
-    float v = static_cast<float>(z >> 40) * 0x1p-23f - 1.0f;  // 24 bits: [-1, 1)
-    if (dtype == DType::kFloat32)
-      t.data<float>()[i] = v;
-    else if (dtype == DType::kFloat16)
-      t.data<uint16_t>()[i] = FloatToHalf(v);
-    else if (dtype == DType::kFloat64)
-      t.data<double>()[i] = v;
-    else if (dtype == DType::kBool)
-      t.data<uint8_t>()[i] = static_cast<uint8_t>(z & 1);
-    else
-      VisitDType(dtype,
-                 [&](auto e) { t.data<decltype(e)>()[i] = static_cast<decltype(e)>(z % 10); });
-  }
+  const uint64_t base = Mix(seed);
+  // The tuner's inputs at batch 32 are tens of millions of elements per build: split over the
+  // host's cores (each element depends on its index alone, so the split changes nothing).
+  constexpr int64_t kPerThread = int64_t{1} << 20;
+  const int64_t n = t.size();
+  const int64_t threads = std::clamp<int64_t>(
+      n / kPerThread, 1, std::max<int64_t>(1, std::thread::hardware_concurrency()));
+  std::vector<std::thread> helpers;
+  for (int64_t k = 1; k < threads; ++k)
+    helpers.emplace_back(FillUniform, std::ref(t), base, n * k / threads, n * (k + 1) / threads);
+  FillUniform(t, base, 0, n / threads);
+  for (std::thread& h : helpers) h.join();
   return t;
 }
 
