@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <optional>
 #include <random>
 #include <string>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "kernel_test_util.h"
 #include "runtime/cl/context.h"
 #include "runtime/cl/device.h"
@@ -30,15 +30,15 @@ using testing::ScopedEnv;
 
 using testing::TempDir;
 
-// One context for the whole binary; leaked on purpose so that no CL object outlives the ICD.
-const Context& SharedContext() {
-  static const Context* ctx = new Context(SelectDevice("cpu"));
-  return *ctx;
-}
+// The tests' device (PoCL's CPU, or TEXEL_TEST_DEVICE's: these ran on "cpu" alone before, and
+// failed on a machine with only a GPU).
+const Context& SharedContext() { return *testing::SharedContext(); }
 
+// The file's bytes (the test fails where it cannot be read).
 std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::optional<std::string> data = texel::ReadFile(path.string());
+  EXPECT_TRUE(data.has_value()) << path;
+  return data.value_or("");
 }
 
 void WriteFile(const fs::path& path, const std::string& data) {
