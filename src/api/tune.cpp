@@ -202,6 +202,20 @@ class Tuner {
     TunePoint best;
     double best_ratio = 1;  // the best point's time relative to the heuristic's
   };
+  // Every searchable kernel's hunt, its share of the time left in proportion to its heuristic
+  // time, the slowest first.
+  std::vector<Hunt> StartHunts();
+  // The next wave: rounds over the kernels (most share left first, none searched yet before
+  // any), one build of up to kPerBuild - 1 candidates and the heuristic's each per round, at
+  // most `room` builds; owner[b] is build b's hunt. Hunts out of candidates stop.
+  std::vector<std::vector<Trial>> NextWave(std::vector<Hunt>& hunts, double per_build, size_t room,
+                                           std::vector<Hunt*>* owner);
+  // Every share spent with time left: what is left shared out among the hunts with candidates
+  // left. False where none has.
+  bool Reshare(std::vector<Hunt>& hunts);
+  // Each searched kernel's entry: its best point where faster than keep_below, else the
+  // heuristic's.
+  void StoreChosen(std::vector<Hunt>& hunts, double keep_below);
   // A build's results: discarded candidates logged, the best kept.
   void Judge(Hunt& h, const std::vector<Trial>& trials, Measurements& m);
   // The winners timed again beside the heuristic's, interleaved: their ratios there.
@@ -502,21 +516,7 @@ void Tuner::TimeHeuristics() {
 // batch 32: 22 kernels in 40 s) is shorter than a wave.
 void Tuner::Search() {
   const double keep_below = heuristic_model_ ? kKeepChecked : kKeepAlone;
-  std::vector<Hunt> hunts;
-  double total_us = 0;
-  for (size_t i = 0; i < work_.size(); ++i)
-    if (work_[i].ok) total_us += work_[i].k.heuristic_us;
-  std::mt19937_64 rng(options_.seed);
-  const double left = Left();
-  for (size_t i = 0; i < work_.size(); ++i) {
-    if (!work_[i].ok) continue;
-    Hunt h(i, work_[i].tunable.candidates, rng);
-    h.share_s = left * work_[i].k.heuristic_us / std::max(total_us, 1e-9);
-    hunts.push_back(std::move(h));
-  }
-  std::stable_sort(hunts.begin(), hunts.end(), [&](const Hunt& a, const Hunt& b) {
-    return work_[a.work].k.heuristic_us > work_[b.work].k.heuristic_us;
-  });
+  std::vector<Hunt> hunts = StartHunts();
   // What a build costs a kernel's share: a build alone at first, then the last wave's time per
   // build.
   double per_build = last_build_ > 0 ? last_build_ : 1.0;
@@ -524,52 +524,12 @@ void Tuner::Search() {
   // A wave is not started that the last builds' durations say would overrun the budget (with a
   // build's time kept for the confirmations).
   while (Left() > 2 * last_build_) {
-    std::vector<std::vector<Trial>> wave;
     std::vector<Hunt*> owner;
-    size_t room = BuildsThatFit(Left() - last_build_, WaveSize());
-    // Rounds over the kernels, most share left first: one build each per round.
-    for (bool more = true; more && wave.size() < room;) {
-      more = false;
-      std::vector<Hunt*> ready;
-      for (Hunt& h : hunts)
-        if (!h.stopped && (h.builds == 0 || h.spent_s + per_build <= h.share_s))
-          ready.push_back(&h);
-      std::stable_sort(ready.begin(), ready.end(), [](const Hunt* a, const Hunt* b) {
-        return (a->builds == 0) != (b->builds == 0)
-                   ? a->builds == 0
-                   : a->share_s - a->spent_s > b->share_s - b->spent_s;
-      });
-      for (Hunt* h : ready) {
-        if (wave.size() >= room) break;
-        Work& w = work_[h->work];
-        std::vector<Trial> trials = {{w.node, &w.tunable, w.tunable.candidates[0], w.product_only}};
-        for (size_t n = 1; n < kPerBuild; ++n) {
-          std::optional<size_t> c = h->Next(w.tunable.candidates);
-          if (!c) break;
-          trials.push_back({w.node, &w.tunable, w.tunable.candidates[*c], w.product_only});
-        }
-        if (trials.size() == 1) {  // every candidate tried
-          h->stopped = true;
-          continue;
-        }
-        ++h->builds;
-        h->spent_s += per_build;  // until the wave says what a build cost
-        wave.push_back(std::move(trials));
-        owner.push_back(h);
-        more = true;
-      }
-    }
+    std::vector<std::vector<Trial>> wave =
+        NextWave(hunts, per_build, BuildsThatFit(Left() - last_build_, WaveSize()), &owner);
     if (wave.empty()) {
-      // Every share spent with time left (builds cheaper than their estimate, small spaces done):
-      // what is left is shared out again among the kernels with candidates left, once.
-      double active_us = 0;
-      for (const Hunt& h : hunts)
-        if (!h.stopped) active_us += work_[h.work].k.heuristic_us;
-      if (reshared || active_us <= 0) break;
-      for (Hunt& h : hunts)
-        if (!h.stopped)
-          h.share_s = h.spent_s + (Left() - last_build_) * work_[h.work].k.heuristic_us / active_us;
-      reshared = true;
+      if (reshared || !Reshare(hunts)) break;
+      reshared = true;  // once: a second empty wave means the spaces are done
       continue;
     }
     reshared = false;
@@ -585,6 +545,78 @@ void Tuner::Search() {
     per_build = cost;
   }
   Confirm(hunts, keep_below);
+  StoreChosen(hunts, keep_below);
+  // The compiling threads' contexts hold device memory (a CUDA context each on NVIDIA's).
+  compilers_.resize(std::min<size_t>(compilers_.size(), 1));
+}
+
+std::vector<Tuner::Hunt> Tuner::StartHunts() {
+  std::vector<Hunt> hunts;
+  double total_us = 0;
+  for (const Work& w : work_)
+    if (w.ok) total_us += w.k.heuristic_us;
+  std::mt19937_64 rng(options_.seed);
+  const double left = Left();
+  for (size_t i = 0; i < work_.size(); ++i) {
+    if (!work_[i].ok) continue;
+    Hunt h(i, work_[i].tunable.candidates, rng);
+    h.share_s = left * work_[i].k.heuristic_us / std::max(total_us, 1e-9);
+    hunts.push_back(std::move(h));
+  }
+  std::stable_sort(hunts.begin(), hunts.end(), [&](const Hunt& a, const Hunt& b) {
+    return work_[a.work].k.heuristic_us > work_[b.work].k.heuristic_us;
+  });
+  return hunts;
+}
+
+std::vector<std::vector<Trial>> Tuner::NextWave(std::vector<Hunt>& hunts, double per_build,
+                                                size_t room, std::vector<Hunt*>* owner) {
+  std::vector<std::vector<Trial>> wave;
+  for (bool more = true; more && wave.size() < room;) {
+    more = false;
+    std::vector<Hunt*> ready;
+    for (Hunt& h : hunts)
+      if (!h.stopped && (h.builds == 0 || h.spent_s + per_build <= h.share_s)) ready.push_back(&h);
+    std::stable_sort(ready.begin(), ready.end(), [](const Hunt* a, const Hunt* b) {
+      return (a->builds == 0) != (b->builds == 0)
+                 ? a->builds == 0
+                 : a->share_s - a->spent_s > b->share_s - b->spent_s;
+    });
+    for (Hunt* h : ready) {
+      if (wave.size() >= room) break;
+      Work& w = work_[h->work];
+      std::vector<Trial> trials = {{w.node, &w.tunable, w.tunable.candidates[0], w.product_only}};
+      for (size_t n = 1; n < kPerBuild; ++n) {
+        std::optional<size_t> c = h->Next(w.tunable.candidates);
+        if (!c) break;
+        trials.push_back({w.node, &w.tunable, w.tunable.candidates[*c], w.product_only});
+      }
+      if (trials.size() == 1) {  // every candidate tried
+        h->stopped = true;
+        continue;
+      }
+      ++h->builds;
+      h->spent_s += per_build;  // until the wave says what a build cost
+      wave.push_back(std::move(trials));
+      owner->push_back(h);
+      more = true;
+    }
+  }
+  return wave;
+}
+
+bool Tuner::Reshare(std::vector<Hunt>& hunts) {
+  double active_us = 0;
+  for (const Hunt& h : hunts)
+    if (!h.stopped) active_us += work_[h.work].k.heuristic_us;
+  if (active_us <= 0) return false;
+  for (Hunt& h : hunts)
+    if (!h.stopped)
+      h.share_s = h.spent_s + (Left() - last_build_) * work_[h.work].k.heuristic_us / active_us;
+  return true;
+}
+
+void Tuner::StoreChosen(std::vector<Hunt>& hunts, double keep_below) {
   // Interrupted, a kernel never searched gets no entry (one would say it was); the points kept
   // for a model check go back in CheckInModel.
   const bool stopped = Stopped();
@@ -602,8 +634,6 @@ void Tuner::Search() {
     entries.push_back(EntryOf(dev_, w.tunable, best, w.k));
   }
   runtime::TuningDb::Store(result_.db, entries);
-  // The compiling threads' contexts hold device memory (a CUDA context each on NVIDIA's).
-  compilers_.resize(std::min<size_t>(compilers_.size(), 1));
 }
 
 Tuner::Hunt::Hunt(size_t w, const std::vector<TunePoint>& candidates, std::mt19937_64& rng)
