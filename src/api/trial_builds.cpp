@@ -221,76 +221,97 @@ std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx, cl::Pro
 
 namespace {
 
-// RunEach for trials [0] (the reference) and the candidates after it; need_reference: whether
-// the caller has no measurement of the reference yet (a half after the first has).
-std::vector<std::optional<Measured>> RunWithReference(
-    const std::shared_ptr<cl::Context>& ctx, cl::ProgramCache& cache,
-    const std::vector<Trial>& trials, int runs, uint64_t seed, double step_us,
-    const Prebuilt& prebuilt, BuildPhases& phases, std::vector<std::string>* why,
-    const GiveUp& give_up, std::optional<TrialPlan> lowered, bool need_reference) {
-  why->assign(trials.size(), "");
-  std::string failed;
-  try {
-    std::vector<Measured> all =
-        RunTrials(ctx, cache, trials, runs, seed, step_us, prebuilt, phases, std::move(lowered));
-    return {all.begin(), all.end()};
-  } catch (const Error& e) {
-    failed = e.what();
-  }
-  std::vector<std::optional<Measured>> out(trials.size());
-  const std::string late = failed + " (no time was left to build its points apart)";
-  if (trials.size() <= 2) {  // the reference alone, or its pair with the failing candidate
-    why->assign(trials.size(), failed);
-    if (trials.size() == 2 && need_reference) {
-      if (give_up && give_up()) {
-        (*why)[0] = late;
-      } else {
-        std::vector<std::string> w;
-        out[0] = RunWithReference(ctx, cache, {trials[0]}, runs, seed, step_us, prebuilt, phases,
-                                  &w, give_up, std::nullopt, true)[0];
-        (*why)[0] = w[0];
-      }
+// A failed build's trials built again in parts (RunEach): the call's fixed arguments.
+struct Retry {
+  const std::shared_ptr<cl::Context>& ctx;
+  cl::ProgramCache& cache;
+  int runs;
+  uint64_t seed;
+  double step_us;
+  const Prebuilt& prebuilt;
+  BuildPhases& phases;
+  const GiveUp& give_up;
+  bool with_reference;
+  bool reference_failed = false;  // trials[0] failed in a build of its own: the rest is moot
+
+  // trials measured, a failed build's parts apart. need_reference: nothing has measured the
+  // reference yet (a part after the first has).
+  std::vector<std::optional<Measured>> Run(const std::vector<Trial>& trials,
+                                           std::vector<std::string>* why,
+                                           std::optional<TrialPlan> lowered, bool need_reference) {
+    why->assign(trials.size(), "");
+    std::string failed;
+    try {
+      std::vector<Measured> all =
+          RunTrials(ctx, cache, trials, runs, seed, step_us, prebuilt, phases, std::move(lowered));
+      return {all.begin(), all.end()};
+    } catch (const Error& e) {
+      failed = e.what();
     }
+    std::vector<std::optional<Measured>> out(trials.size());
+    why->assign(trials.size(), failed);
+    if (trials.size() == 1) {
+      if (with_reference) reference_failed = true;
+      return out;
+    }
+    if (with_reference && trials.size() == 2) {  // the reference and the failing candidate
+      if (need_reference) MeasureApart(trials, 0, 1, failed, &out, why, false);
+      return out;
+    }
+    // Without a reference the halves of the trials; with one, the halves of its candidates, each
+    // built beside it again.
+    const size_t first = with_reference ? 1 : 0;
+    const size_t half = first + (trials.size() - first) / 2;
+    MeasureApart(trials, first, half, failed, &out, why, need_reference);
+    MeasureApart(trials, half, trials.size(), failed, &out, why, need_reference);
     return out;
   }
-  // The candidates' halves, each built beside the reference again, each only while there is
-  // time for it; a later half's times are scaled by the first reference measured over its own,
-  // so that every ratio to the reference is the one measured in the same runs.
-  const size_t half = 1 + (trials.size() - 1) / 2;
-  for (auto [from, to] : {std::pair{size_t{1}, half}, std::pair{half, trials.size()}}) {
-    if (give_up && give_up()) {
-      for (size_t i = from; i < to; ++i) (*why)[i] = late;
-      if (!out[0]) (*why)[0] = late;
-      continue;
+
+  // Trials [from, to) (with the reference beside them where there is one) into out and why,
+  // while there is time and the reference builds. A later part's times are scaled by the
+  // reference's first measurement over its own, so that every ratio to the reference is the one
+  // measured in the same runs.
+  void MeasureApart(const std::vector<Trial>& trials, size_t from, size_t to,
+                    const std::string& failed, std::vector<std::optional<Measured>>* out,
+                    std::vector<std::string>* why, bool need_reference) {
+    if (from >= to) return;
+    std::string lost;
+    if (reference_failed) lost = failed + " (its reference kernel failed alone)";
+    if (give_up && give_up()) lost = failed + " (no time was left to build its points apart)";
+    const size_t shift = with_reference && from > 0 ? 1 : 0;  // the part's reference first
+    if (!lost.empty()) {
+      for (size_t i = from; i < to; ++i) (*why)[i] = lost;
+      if (shift && !(*out)[0]) (*why)[0] = lost;
+      return;
     }
-    std::vector<Trial> part_trials = {trials[0]};
+    std::vector<Trial> part_trials;
+    if (shift) part_trials.push_back(trials[0]);
     part_trials.insert(part_trials.end(), trials.begin() + from, trials.begin() + to);
     std::vector<std::string> w;
     std::vector<std::optional<Measured>> part =
-        RunWithReference(ctx, cache, part_trials, runs, seed, step_us, prebuilt, phases, &w,
-                         give_up, std::nullopt, need_reference && !out[0]);
-    double scale = out[0] && part[0] ? out[0]->us / std::max(part[0]->us, 1e-12) : 1.0;
-    if (!out[0]) out[0] = std::move(part[0]), (*why)[0] = w[0];
+        Run(part_trials, &w, std::nullopt, need_reference && !(*out)[0]);
+    double scale = 1.0;
+    if (shift) {
+      if ((*out)[0] && part[0]) scale = (*out)[0]->us / std::max(part[0]->us, 1e-12);
+      if (!(*out)[0]) (*out)[0] = std::move(part[0]), (*why)[0] = w[0];
+    }
     for (size_t i = from; i < to; ++i) {
-      out[i] = std::move(part[i - from + 1]);
-      if (out[i]) out[i]->us *= scale;
-      (*why)[i] = std::move(w[i - from + 1]);
+      (*out)[i] = std::move(part[i - from + shift]);
+      if ((*out)[i]) (*out)[i]->us *= scale;
+      (*why)[i] = std::move(w[i - from + shift]);
     }
   }
-  return out;
-}
+};
 
 }  // namespace
 
-std::vector<std::optional<Measured>> RunEach(const std::shared_ptr<cl::Context>& ctx,
-                                             cl::ProgramCache& cache,
-                                             const std::vector<Trial>& trials, int runs,
-                                             uint64_t seed, double step_us,
-                                             const Prebuilt& prebuilt, BuildPhases& phases,
-                                             std::vector<std::string>* why, const GiveUp& give_up,
-                                             std::optional<TrialPlan> lowered) {
-  return RunWithReference(ctx, cache, trials, runs, seed, step_us, prebuilt, phases, why, give_up,
-                          std::move(lowered), true);
+std::vector<std::optional<Measured>> RunEach(
+    const std::shared_ptr<cl::Context>& ctx, cl::ProgramCache& cache,
+    const std::vector<Trial>& trials, int runs, uint64_t seed, double step_us,
+    const Prebuilt& prebuilt, BuildPhases& phases, std::vector<std::string>* why,
+    const GiveUp& give_up, std::optional<TrialPlan> lowered, bool with_reference) {
+  Retry retry{ctx, cache, runs, seed, step_us, prebuilt, phases, give_up, with_reference};
+  return retry.Run(trials, why, std::move(lowered), true);
 }
 
 // Why got differs from the heuristic's ref beyond reordered sums, or "".

@@ -103,21 +103,26 @@ std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx, cl::Pro
                                 double step_us, const Prebuilt& prebuilt, BuildPhases& phases,
                                 std::optional<TrialPlan> lowered = std::nullopt);
 
-// RunTrials, and where the program fails to build or run, the halves of trials 1 .. apart
-// (recursively), each with trials[0], the reference (the heuristic's kernel), built beside it
-// again, so that only the failing trials are lost (nullopt, with the reason in *why) and every
-// candidate's time is judged against the reference's in the same runs (a later half's times are
-// scaled by the reference's ratio between its build and the first's): one bad candidate of n in
-// about 2 log2(n) more builds; a candidate that fails beside the reference is lost without a
-// build of its own. Once `give_up` says so (the budget spent, the tune interrupted) no half is
-// built: its trials are lost with the failed build's reason and that note.
+// RunTrials, and where the program fails to build or run, its parts apart (recursively), so
+// that only the failing trials are lost (nullopt, with the reason in *why); once `give_up` says
+// so (the budget spent, the tune interrupted) no part is built: its trials are lost with the
+// failed build's reason and that note.
+// - with_reference (a kernel's candidates after trials[0], the heuristic's point): the halves of
+//   the candidates, each with the reference built beside it again, so that every candidate's
+//   time is judged against the reference's in the same runs (a later half's times scaled by the
+//   reference's ratio between its runs and the first's); one bad candidate of n costs about
+//   2 log2(n) more builds, and a candidate that fails beside the reference is lost without a
+//   build of its own. A reference that fails alone loses every trial, in about log2(n) + 2.
+// - without (unrelated trials, such as every kernel's heuristic point): the halves of the
+//   trials; one bad trial of n costs about 2 log2(n) more builds.
 std::vector<std::optional<Measured>> RunEach(const std::shared_ptr<cl::Context>& ctx,
                                              cl::ProgramCache& cache,
                                              const std::vector<Trial>& trials, int runs,
                                              uint64_t seed, double step_us,
                                              const Prebuilt& prebuilt, BuildPhases& phases,
                                              std::vector<std::string>* why, const GiveUp& give_up,
-                                             std::optional<TrialPlan> lowered = std::nullopt);
+                                             std::optional<TrialPlan> lowered = std::nullopt,
+                                             bool with_reference = true);
 
 // Why got differs from the heuristic's ref beyond reordered sums (relative L2 above 1e-4, NaNs or
 // infinities elsewhere), or "".

@@ -48,6 +48,8 @@ double Since(Clock::time_point t0) {
 // A kernel keeps a point that beats the heuristic's by 5% alone, or by 2% where the model check
 // will judge the points together (small gains add up over a model's kernels; a kernel's noise is
 // the check's to catch). Without a check after all (interrupted, or failed) the 2% ones revert.
+// The database holds a 2% point only once the check has kept it, so that no interrupt or
+// failure between the search's store and the check leaves an unchecked one there.
 constexpr double kKeepAlone = 0.95, kKeepChecked = 0.98;
 
 // Points that differ in exactly one parameter.
@@ -182,7 +184,9 @@ class Tuner {
     std::vector<std::string> why;
     bool run = true;  // false: the tune was interrupted before this build
   };
-  std::vector<Measurements> RunWave(const std::vector<std::vector<Trial>>& builds, uint64_t seed);
+  // with_reference: each build's trials[0] is the reference of the rest (RunEach).
+  std::vector<Measurements> RunWave(const std::vector<std::vector<Trial>>& builds, uint64_t seed,
+                                    bool with_reference = true);
   // A wave's programs compiled at once: in worker processes where there is a worker
   // (TuneOptions::compile_worker), else on threads.
   Prebuilt Compile(const std::vector<const runtime::Plan*>& plans);
@@ -223,6 +227,17 @@ class Tuner {
   // Gives the chosen kernels that `which` names the heuristic's point, in the result and in the
   // database.
   void Revert(const std::function<bool(const Work&)>& which);
+  // A point chosen for the model check's sake: not 5% faster alone.
+  static bool OnlyForTheCheck(const Work& w) {
+    return w.k.best != w.k.heuristic && w.k.tuned_us > kKeepAlone * w.k.heuristic_us;
+  }
+  // w's entry with the heuristic's point and times.
+  runtime::TuningEntry HeuristicEntry(const Work& w) const {
+    TunedKernel k = w.k;
+    k.best = k.heuristic;
+    k.tuned_us = k.heuristic_us;
+    return EntryOf(dev_, w.tunable, w.tunable.candidates[0], k);
+  }
 
   const Clock::time_point t0_ = Clock::now();
   const std::shared_ptr<cl::Context>& ctx_;
@@ -436,7 +451,7 @@ Prebuilt Tuner::Compile(const std::vector<const runtime::Plan*>& plans) {
 }
 
 std::vector<Tuner::Measurements> Tuner::RunWave(const std::vector<std::vector<Trial>>& builds,
-                                                uint64_t seed) {
+                                                uint64_t seed, bool with_reference) {
   auto start = Clock::now();
   double compile_s = 0;  // a wave of one build compiles as it runs
   Prebuilt prebuilt;
@@ -471,7 +486,7 @@ std::vector<Tuner::Measurements> Tuner::RunWave(const std::vector<std::vector<Tr
       continue;
     }
     out[b].measured = RunEach(ctx_, cache_, builds[b], options_.runs, seed, step_us_, prebuilt,
-                              phases_, &out[b].why, give_up, std::move(lowered[b]));
+                              phases_, &out[b].why, give_up, std::move(lowered[b]), with_reference);
   }
   Timed(compile_s, Since(start), builds.size());
   return out;
@@ -493,7 +508,8 @@ void Tuner::TimeHeuristics() {
         wave.back().push_back({work_[j].node, &work_[j].tunable, work_[j].tunable.candidates[0],
                                work_[j].product_only});
     }
-    std::vector<Measurements> results = RunWave(wave, options_.seed);
+    // Unrelated kernels: a failed build's halves apart, none the others' reference.
+    std::vector<Measurements> results = RunWave(wave, options_.seed, false);
     for (size_t b = 0; b < wave.size(); ++b)
       for (size_t j = 0; j < wave[b].size() && results[b].run; ++j) {
         Work& w = work_[first[b] + j];
@@ -617,21 +633,20 @@ bool Tuner::Reshare(std::vector<Hunt>& hunts) {
 }
 
 void Tuner::StoreChosen(std::vector<Hunt>& hunts, double keep_below) {
-  // Interrupted, a kernel never searched gets no entry (one would say it was); the points kept
-  // for a model check go back in CheckInModel.
+  // Interrupted, a kernel never searched gets no entry (one would say it was).
   const bool stopped = Stopped();
   std::vector<runtime::TuningEntry> entries;
   for (Hunt& h : hunts) {
     Work& w = work_[h.work];
     if (stopped && w.k.tried <= 1) continue;
-    TunePoint best = h.best;
+    w.best = h.best;
     if (h.best_ratio > keep_below) {  // within noise and context: keep the heuristic's
-      best = w.tunable.candidates[0];
+      w.best = w.tunable.candidates[0];
       w.k.best = w.k.heuristic;
       w.k.tuned_us = w.k.heuristic_us;
     }
-    w.best = best;
-    entries.push_back(EntryOf(dev_, w.tunable, best, w.k));
+    entries.push_back(OnlyForTheCheck(w) ? HeuristicEntry(w)
+                                         : EntryOf(dev_, w.tunable, w.best, w.k));
   }
   runtime::TuningDb::Store(result_.db, entries);
 }
@@ -713,16 +728,20 @@ void Tuner::Confirm(std::vector<Hunt>& hunts, double keep_below) {
     for (size_t b = 0; b < n; ++b) {
       if (!results[b].run) continue;  // not confirmed: the search's ratio stands
       Hunt& h = *pending[b];
+      // Whole (heuristic, best) pairs only: a part of a failed build measured alone would pair
+      // one kernel's two times with the other's one.
+      const std::vector<std::optional<Measured>>& m = results[b].measured;
       double heuristic = 0, best = 0;
-      for (size_t j = 0; j < wave[b].size(); ++j)
-        if (results[b].measured[j]) (j % 2 ? best : heuristic) += results[b].measured[j]->us;
-      if (heuristic <= 0 || best <= 0) {
+      int pairs = 0;
+      for (size_t j = 0; j + 1 < m.size(); j += 2)
+        if (m[j] && m[j + 1]) heuristic += m[j]->us, best += m[j + 1]->us, ++pairs;
+      if (pairs == 0 || heuristic <= 0) {
         h.best_ratio = 1;
         continue;
       }
       Work& w = work_[h.work];
-      w.k.heuristic_us = heuristic / 2;
-      w.k.tuned_us = best / 2;
+      w.k.heuristic_us = heuristic / pairs;
+      w.k.tuned_us = best / pairs;
       h.best_ratio = best / heuristic;
     }
     pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(n));
@@ -747,10 +766,9 @@ void Tuner::Revert(const std::function<bool(const Work&)>& which) {
 void Tuner::CheckInModel(const ir::Graph& graph) {
   if (!heuristic_model_) return;
   // A point kept for the check's sake that is not 5% faster alone.
-  auto slower_alone = [](const Work& w) { return w.k.tuned_us > kKeepAlone * w.k.heuristic_us; };
   if (Stopped()) {
     Say("interrupted: no model check, so only points 5% faster alone are kept");
-    Revert(slower_alone);
+    Revert(OnlyForTheCheck);
     return;
   }
   ChosenPoints chosen;
@@ -774,12 +792,19 @@ void Tuner::CheckInModel(const ir::Graph& graph) {
     result_.model_heuristic_ms = ms[0];
     result_.model_tuned_ms = keep ? ms[1] : ms[0];
     result_.model_kept = keep ? "the chosen points" : "the heuristic's points";
-    if (!keep) Revert([](const Work&) { return true; });
+    if (!keep) {
+      Revert([](const Work&) { return true; });
+    } else {  // the points kept for the check's sake go into the database now
+      std::vector<runtime::TuningEntry> entries;
+      for (const Work& w : work_)
+        if (w.ok && OnlyForTheCheck(w)) entries.push_back(EntryOf(dev_, w.tunable, w.best, w.k));
+      if (!entries.empty()) runtime::TuningDb::Store(result_.db, entries);
+    }
   } catch (const Error& e) {
     // The points kept for the check's sake (2% faster alone) go back to the heuristic's.
     Say(fmt::format("the model check failed, so only points 5% faster alone are kept: {}",
                     e.what()));
-    Revert(slower_alone);
+    Revert(OnlyForTheCheck);
   }
 }
 

@@ -1,6 +1,7 @@
 #include "core/random_tensor.h"
 
 #include <algorithm>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -43,8 +44,9 @@ void FillUniform(HostTensor& t, uint64_t base, int64_t from, int64_t to) {
   auto real = [](uint64_t z) { return static_cast<float>(z >> 40) * 0x1p-23f - 1.0f; };
   switch (t.dtype) {
     case DType::kFloat32: fill(t.data<float>(), real); break;
-    case DType::kFloat16:
-      fill(t.data<uint16_t>(), [&](uint64_t z) { return FloatToHalf(real(z)); });
+    case DType::kFloat16:  // 11 bits, every value a half (24 would round 1 - 2^-24 up to 1)
+      fill(t.data<uint16_t>(),
+           [](uint64_t z) { return FloatToHalf(static_cast<float>(z >> 53) * 0x1p-10f - 1.0f); });
       break;
     case DType::kFloat64: fill(t.data<double>(), real); break;
     case DType::kBool:
@@ -70,9 +72,18 @@ HostTensor UniformTensor(DType dtype, const Shape& shape, uint64_t seed) {
   const int64_t threads = std::clamp<int64_t>(
       n / kPerThread, 1, std::max<int64_t>(1, std::thread::hardware_concurrency()));
   std::vector<std::thread> helpers;
-  for (int64_t k = 1; k < threads; ++k)
-    helpers.emplace_back(FillUniform, std::ref(t), base, n * k / threads, n * (k + 1) / threads);
+  int64_t done =
+      n / threads;  // [done, n) is the helpers' or, where one cannot start, this thread's
+  for (int64_t k = 1; k < threads; ++k) {
+    try {
+      helpers.emplace_back(FillUniform, std::ref(t), base, n * k / threads, n * (k + 1) / threads);
+    } catch (const std::system_error&) {
+      break;
+    }
+    done = n * (k + 1) / threads;
+  }
   FillUniform(t, base, 0, n / threads);
+  FillUniform(t, base, done, n);
   for (std::thread& h : helpers) h.join();
   return t;
 }

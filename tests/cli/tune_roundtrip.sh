@@ -22,7 +22,7 @@ count() {  # count PATH FILE: the number after "  PATH" in compile --stats outpu
 }
 
 echo "== a tiny tune of a convolution and of a matrix product into one database"
-family=""
+family="" conv_sig=""
 for m in tiny_conv tiny_matmul; do
   "$texel" tune "$data/$m.onnx" --budget 8 --db "$d/db.jsonl" >"$d/tune_$m" 2>"$d/err" ||
     fail "tune $m: $(cat "$d/err")"
@@ -33,10 +33,12 @@ for m in tiny_conv tiny_matmul; do
   # The convolution's family is the device's (conv_blocked on a CPU, another on a GPU).
   if [[ $m == tiny_conv ]]; then
     family=$(sed -n 's/.*"family":"\([a-z_0-9]*\)".*/\1/p' "$d/db.jsonl" | head -n 1)
+    conv_sig=$(sed -n 's/.*"signature":"\([^"]*\)".*/\1/p' "$d/db.jsonl" | head -n 1)
   fi
 done
-[[ -n $family ]] || fail "no entry for the convolution: $(cat "$d/db.jsonl")"
-grep -q '"family":"matmul"' "$d/db.jsonl" || fail "no matmul entry (the second tune lost the first's?)"
+[[ -n $family && -n $conv_sig ]] || fail "no entry for the convolution: $(cat "$d/db.jsonl")"
+grep -qF "\"signature\":\"$conv_sig\"" "$d/db.jsonl" || fail "the second tune lost the first's entry"
+grep -q '"family":"matmul"' "$d/db.jsonl" || fail "no matmul entry: $(cat "$d/db.jsonl")"
 
 echo "== builds compiled in parallel waves by worker processes (--jobs 2) give entries too, and"
 echo "   the model check's model compiled by a worker; a bad --jobs is refused"

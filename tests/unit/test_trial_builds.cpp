@@ -66,6 +66,18 @@ TEST(TrialBuildsTest, TrialInputsVaryInEveryType) {
     EXPECT_TRUE(same) << DTypeName(dt) << ": the same seed, the same values";
     EXPECT_TRUE(other) << DTypeName(dt) << ": another seed, other values";
     EXPECT_GE(values.size(), dt == DType::kBool ? 2u : IsFloat(dt) ? 300u : 10u) << DTypeName(dt);
+    // Element i depends on (seed, i) alone: a large tensor, filled by several threads, starts
+    // with the small one.
+    HostTensor large = UniformTensor(dt, {3 << 20}, 7);
+    bool prefix = true;
+    for (int64_t i = 0; i < a.size(); ++i) prefix &= large.GetDouble(i) == a.GetDouble(i);
+    EXPECT_TRUE(prefix) << DTypeName(dt);
+    double lo = 1, hi = -1;
+    for (int64_t i = 0; i < large.size(); ++i)
+      lo = std::min(lo, large.GetDouble(i)), hi = std::max(hi, large.GetDouble(i));
+    if (IsFloat(dt)) {
+      EXPECT_TRUE(lo >= -1.0 && hi < 1.0) << DTypeName(dt) << " " << lo << " " << hi;
+    }
   }
 }
 
@@ -155,6 +167,27 @@ TEST(TrialBuildsTest, HalvingKeepsResultsWithTheirTrials) {
   EXPECT_FALSE(got[1].has_value());
   EXPECT_FALSE(why[1].empty());
   EXPECT_EQ(phases.builds, 2);
+
+  // Unrelated trials (every kernel's heuristic point) have no reference: plain halves, five
+  // builds (all, 0-1, 2-4 failed, 2 failed, 3-4), only the bad one lost.
+  phases = {};
+  got = tuning::RunEach(ctx, cache, trials, 3, 7, 0.0, {}, phases, &why, {}, std::nullopt, false);
+  ASSERT_EQ(got.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(got[i].has_value(), i != 2) << i << ": " << why[i];
+  EXPECT_EQ(phases.builds, 5);
+
+  // A reference that fails alone: nothing more is built (all, bad-1, bad alone), every trial
+  // lost with a reason.
+  std::vector<tuning::Trial> bad_first = {trials[2], trials[0], trials[1], trials[3]};
+  phases = {};
+  got = tuning::RunEach(ctx, cache, bad_first, 3, 7, 0.0, {}, phases, &why, {});
+  ASSERT_EQ(got.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_FALSE(got[i].has_value()) << i;
+    EXPECT_FALSE(why[i].empty()) << i;
+  }
+  EXPECT_NE(why[3].find("its reference kernel failed alone"), std::string::npos) << why[3];
+  EXPECT_EQ(phases.builds, 3);
 }
 
 }  // namespace
