@@ -1,0 +1,196 @@
+// The tuner's model check: the chosen points in the whole model, timed in turn with the
+// heuristic's (api/tuner.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "api/tuner.h"
+#include "backends/lower.h"
+#include "core/random_tensor.h"
+
+namespace texel::tuning {
+
+ModelRun PrepareModel(const std::shared_ptr<cl::Context>& ctx, cl::ProgramCache& cache,
+                      runtime::Plan plan, uint64_t seed, const std::vector<uint8_t>* binary) {
+  auto t0 = Clock::now();
+  ModelRun m;
+  m.exe = std::make_unique<runtime::Executable>(ctx, std::move(plan), &cache, binary);
+  m.session = std::make_unique<runtime::Session>(*m.exe);
+  std::mt19937_64 rng(seed);
+  for (const auto& in : m.exe->plan().inputs)
+    m.session->SetInput(in.name, RandomTensor(in.dtype, in.shape, rng));
+  m.session->Execute();
+  m.build_s = Since(t0);
+  return m;
+}
+
+std::vector<double> TimeInTurn(const std::vector<ModelRun*>& models, double seconds) {
+  std::vector<runtime::Session*> sessions;
+  for (ModelRun* m : models) sessions.push_back(m->session.get());
+  // Two warm-up runs of each, then a timed one that sizes the rest.
+  double round_ms = 0;
+  for (const auto& ms : runtime::TimeExecutions(sessions, 2, 1)) round_ms += ms[0];
+  int repeat = static_cast<int>(std::clamp(seconds * 1e3 / std::max(round_ms, 1e-3), 10.0, 100.0));
+  std::vector<double> medians;
+  for (const auto& ms : runtime::TimeExecutions(sessions, 0, repeat))
+    medians.push_back(ms[ms.size() / 2]);
+  return medians;
+}
+
+// On GPUs the chosen points are checked in the whole model at the end, against the heuristic's:
+// that model is built now, and the check's share of the budget set aside, where it fits a third
+// of the budget. CPU drivers such as PoCL compile each kernel at its first launch, so there a
+// model build costs tens of seconds; and with kernels run one after another on the same cores (a
+// 2-4 us step) the times measured alone hold in the model.
+void Tuner::PrepareModelCheck(const ir::Graph& graph) {
+  using Check = TuneOptions::ModelCheck;
+  if (work_.empty() ||
+      !(options_.model_check == Check::kOn ||
+        (options_.model_check == Check::kAuto && dev_.kind == cl::DeviceKind::kGpu)))
+    return;
+  try {
+    runtime::Plan plan = backends::LowerToPlan(graph, dev_, &heuristic_points_);
+    // Compiled in a worker while the heuristics' kernels are timed, where builds compile in
+    // parallel (not on CPU devices by default: there the worker would take the cores measured
+    // on). The heuristics are not held back for it: a kernel they leave untimed is not tuned.
+    if (!worker_.empty() && WaveSize() > 1) {
+      try {
+        model_job_ = std::make_unique<cl::CompileJob>(
+            worker_, dev_, std::vector<cl::ProgramSource>{{plan.source, plan.build_options}}, 1,
+            cache_.dir());
+        model_plan_ = std::move(plan);
+        model_t0_ = Clock::now();
+        return;
+      } catch (const Error&) {  // built here
+      }
+    }
+    BuildModelCheck(std::move(plan), nullptr, 0);
+  } catch (const Error& e) {
+    NoModelCheck(e);
+  }
+}
+
+void Tuner::ReadyModelCheck() {
+  if (!model_job_) return;
+  std::unique_ptr<cl::CompileJob> job = std::move(model_job_);
+  runtime::Plan plan = std::move(*model_plan_);
+  model_plan_.reset();
+  // Waited for while two thirds of the budget are not spent (a third is the check's at most).
+  auto deadline = t0_ + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(options_.budget_seconds * 2 / 3));
+  bool done = job->DoneBy(deadline, [this] { return Stopped(); });
+  if (Stopped()) return;  // the job's destructor stops its worker
+  if (!done) {
+    Say(fmt::format(
+        "the model check's model was not compiled within two thirds of the budget ({:.0f} s so "
+        "far): not run (points are judged by their kernels alone)",
+        Since(model_t0_)));
+    return;  // the job's destructor stops its worker
+  }
+  // The worker's binary where it built one; otherwise (the program failed, or every worker) the
+  // model is built here, where a build error says why.
+  std::vector<uint8_t> binary;
+  double compile_s = 0;
+  try {
+    cl::CompileJob::Compiled compiled = std::move(job->Wait()[0]);
+    binary = std::move(compiled.binary);
+    compile_s = compiled.seconds;
+  } catch (const Error&) {  // every worker failed
+  }
+  try {
+    BuildModelCheck(std::move(plan), binary.empty() ? nullptr : &binary, compile_s);
+  } catch (const Error& e) {
+    NoModelCheck(e);
+  }
+}
+
+void Tuner::BuildModelCheck(runtime::Plan plan, const std::vector<uint8_t>* binary,
+                            double compile_s) {
+  if (Stopped()) return;  // no check for an interrupted tune
+  heuristic_model_ = PrepareModel(ctx_, cache_, std::move(plan), options_.seed, binary);
+  heuristic_model_->build_s += compile_s;
+  // The chosen points' build can take longer than the heuristic's (Swin-T on an H100: the
+  // check took 10.5 s where the heuristic's model had been ready in under 8.5 s); with twice
+  // the heuristic's build kept, EfficientNet-B0's check at batch 1 did not fit a 30 s budget's
+  // third, and its points chosen by their kernels alone ran 2.7% slower in the model (H200).
+  reserve_ = 1.3 * heuristic_model_->build_s + 1.5;
+  if (options_.model_check == TuneOptions::ModelCheck::kAuto &&
+      (reserve_ > options_.budget_seconds / 3 || Left() <= 0)) {
+    Say(fmt::format(
+        "the model check would take about {:.0f} s of the {:.0f} s budget: not run (points are "
+        "judged by their kernels alone)",
+        reserve_, options_.budget_seconds));
+    heuristic_model_.reset();
+    reserve_ = 0;
+  }
+}
+
+void Tuner::NoModelCheck(const Error& e) {
+  Say(fmt::format(
+      "the model does not run on random inputs, so the points are not checked in it: {}",
+      e.what()));
+  heuristic_model_.reset();
+  reserve_ = 0;
+}
+
+void Tuner::Revert(const std::function<bool(const Work&)>& which) {
+  std::vector<runtime::TuningEntry> entries;
+  for (Work& w : work_) {
+    if (!w.ok || w.k.best == w.k.heuristic || !which(w)) continue;
+    w.best = w.tunable.candidates[0];
+    w.k.best = w.k.heuristic;
+    w.k.tuned_us = w.k.heuristic_us;
+    entries.push_back(EntryOf(dev_, w.tunable, w.best, w.k));
+  }
+  if (!entries.empty()) runtime::TuningDb::Store(result_.db, entries);
+}
+
+// The chosen points in the model, run in turn with the heuristic's: kept if faster by more than
+// noise (0.5%), else their entries get the heuristic's point, so that no compile takes them,
+// nor a neighbour's nearest shape.
+void Tuner::CheckInModel(const ir::Graph& graph) {
+  if (!heuristic_model_) return;
+  // A point kept for the check's sake that is not 5% faster alone.
+  if (Stopped()) {
+    Say("interrupted: no model check, so only points 5% faster alone are kept");
+    Revert(OnlyForTheCheck);
+    return;
+  }
+  ChosenPoints chosen;
+  for (Work& w : work_)
+    if (w.ok && w.k.best != w.k.heuristic) chosen.Set(w.tunable, w.best);
+  if (chosen.empty()) {
+    Say("the model check has nothing to compare: every kernel keeps the heuristic's point");
+    return;
+  }
+  try {
+    auto c0 = Clock::now();
+    ModelRun tuned =
+        PrepareModel(ctx_, cache_, backends::LowerToPlan(graph, dev_, &chosen), options_.seed);
+    std::vector<double> ms = TimeInTurn({&*heuristic_model_, &tuned}, 1.0);
+    bool keep = ms[1] < ms[0] * 0.995;
+    Say(fmt::format(
+        "the model with the heuristic's points: {:.3f} ms, with the chosen ones: {:.3f} ms; {} "
+        "(built in {:.1f} s, checked in {:.1f} s)",
+        ms[0], ms[1], keep ? "kept" : "the heuristic's kept", heuristic_model_->build_s,
+        Since(c0)));
+    result_.model_heuristic_ms = ms[0];
+    result_.model_tuned_ms = keep ? ms[1] : ms[0];
+    result_.model_kept = keep ? "the chosen points" : "the heuristic's points";
+    if (!keep) {
+      Revert([](const Work&) { return true; });
+    } else {  // the points kept for the check's sake go into the database now
+      std::vector<runtime::TuningEntry> entries;
+      for (const Work& w : work_)
+        if (w.ok && OnlyForTheCheck(w)) entries.push_back(EntryOf(dev_, w.tunable, w.best, w.k));
+      if (!entries.empty()) runtime::TuningDb::Store(result_.db, entries);
+    }
+  } catch (const Error& e) {
+    // The points kept for the check's sake (2% faster alone) go back to the heuristic's.
+    Say(fmt::format("the model check failed, so only points 5% faster alone are kept: {}",
+                    e.what()));
+    Revert(OnlyForTheCheck);
+  }
+}
+
+}  // namespace texel::tuning
