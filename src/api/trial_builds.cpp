@@ -213,7 +213,7 @@ std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx, cl::Pro
   for (size_t i = 0; i < trials.size(); ++i) {
     std::sort(times[i].begin(), times[i].end());
     double us = times[i].empty() ? 0 : times[i][times[i].size() / 2] * 1e3;
-    out.push_back({us + kernels[i] * step_us, session.GetOutput(i)});
+    out.push_back({us + kernels[i] * step_us, session.GetOutput(i), kernels[i] * step_us});
   }
   lap(phases.outputs);
   return out;
@@ -292,12 +292,17 @@ struct Retry {
         Run(part_trials, &w, std::nullopt, need_reference && !(*out)[0]);
     double scale = 1.0;
     if (shift) {
-      if ((*out)[0] && part[0]) scale = (*out)[0]->us / std::max(part[0]->us, 1e-12);
+      if ((*out)[0] && part[0])
+        scale = ((*out)[0]->us - (*out)[0]->launches_us) /
+                std::max(part[0]->us - part[0]->launches_us, 1e-12);
       if (!(*out)[0]) (*out)[0] = std::move(part[0]), (*why)[0] = w[0];
     }
     for (size_t i = from; i < to; ++i) {
       (*out)[i] = std::move(part[i - from + shift]);
-      if ((*out)[i]) (*out)[i]->us *= scale;
+      if ((*out)[i]) {  // the measured part; the launches' is a constant
+        Measured& m = *(*out)[i];
+        m.us = m.launches_us + (m.us - m.launches_us) * scale;
+      }
       (*why)[i] = std::move(w[i - from + shift]);
     }
   }

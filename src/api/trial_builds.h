@@ -38,6 +38,7 @@ struct Trial {
 struct Measured {
   double us = 0;
   HostTensor out;
+  double launches_us = 0;  // the launches' part of us (step_us per kernel), a constant
 };
 
 // Where the builds' wall-clock time went (seconds), for the tune's last log line.
@@ -109,8 +110,9 @@ std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx, cl::Pro
 // failed build's reason and that note.
 // - with_reference (a kernel's candidates after trials[0], the heuristic's point): the halves of
 //   the candidates, each with the reference built beside it again, so that every candidate's
-//   time is judged against the reference's in the same runs (a later half's times scaled by the
-//   reference's ratio between its runs and the first's); one bad candidate of n costs about
+//   time is judged against the reference's in the same runs (a later half's measured times
+//   scaled by the reference's ratio between its runs and the first's, their launches' constant
+//   not); one bad candidate of n costs about
 //   2 log2(n) more builds, and a candidate that fails beside the reference is lost without a
 //   build of its own. A reference that fails alone loses every trial, in about log2(n) + 2.
 // - without (unrelated trials, such as every kernel's heuristic point): the halves of the

@@ -109,13 +109,16 @@ TEST(TrialBuildsTest, FailedBuildRetriedInHalvesUntilGivenUp) {
   tuning::BuildPhases phases;
   std::vector<std::string> why;
   cl::ArmFault(cl::FaultPoint::kBuild, 1);
-  auto got = tuning::RunEach(ctx, cache, trials, 3, 7, 0.0, {}, phases, &why, {});
+  // 5 us of launch per kernel: a constant part of each time, not scaled with a later half's.
+  auto got = tuning::RunEach(ctx, cache, trials, 3, 7, 5.0, {}, phases, &why, {});
   EXPECT_TRUE(cl::FaultInjected());
   cl::DisarmFaults();
   ASSERT_EQ(got.size(), 4u);
   for (size_t i = 0; i < 4; ++i) {
     ASSERT_TRUE(got[i].has_value()) << i << ": " << why[i];
-    EXPECT_GT(got[i]->us, 0) << i;
+    EXPECT_GT(got[i]->launches_us, 0) << i;
+    EXPECT_EQ(std::fmod(got[i]->launches_us, 5.0), 0.0) << i << ": 5 us per kernel";
+    EXPECT_GT(got[i]->us, got[i]->launches_us) << i;
     EXPECT_EQ(got[i]->out.shape, (Shape{8, 16})) << i;
     EXPECT_EQ(why[i], "") << i;
   }
