@@ -137,10 +137,12 @@ void Tuner::Revert(const std::function<bool(const Work&)>& which) {
   std::vector<runtime::TuningEntry> entries;
   for (Work& w : work_) {
     if (!w.ok || w.k.best == w.k.heuristic || !which(w)) continue;
+    // A point kept for the check's sake was stored as the heuristic's already (StoreChosen).
+    bool stored = !OnlyForTheCheck(w);
     w.best = w.tunable.candidates[0];
     w.k.best = w.k.heuristic;
     w.k.tuned_us = w.k.heuristic_us;
-    entries.push_back(EntryOf(dev_, w.tunable, w.best, w.k));
+    if (stored) entries.push_back(EntryOf(dev_, w.tunable, w.best, w.k));
   }
   if (!entries.empty()) runtime::TuningDb::Store(result_.db, entries);
 }

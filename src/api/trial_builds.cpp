@@ -6,8 +6,6 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <system_error>
-#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -15,6 +13,7 @@
 #include "backends/native/native_backend.h"
 #include "core/error.h"
 #include "core/random_tensor.h"
+#include "core/threads.h"
 #include "runtime/cl/compile_workers.h"
 #include "runtime/executable.h"
 #include "runtime/session.h"
@@ -126,16 +125,8 @@ Prebuilt CompileInParallel(const std::vector<std::shared_ptr<cl::Context>>& cont
       }
     }
   };
-  std::vector<std::thread> threads;
-  for (size_t t = 1; t < std::min(contexts.size(), plans.size()); ++t) {
-    try {
-      threads.emplace_back(work, std::cref(*contexts[t]));
-    } catch (const std::system_error&) {
-      break;  // fewer threads
-    }
-  }
-  work(*contexts[0]);
-  for (std::thread& t : threads) t.join();
+  RunOnThreads(std::max<size_t>(1, std::min(contexts.size(), plans.size())),
+               [&](size_t t) { work(*contexts[t]); });
   Prebuilt out;
   for (size_t i = 0; i < plans.size(); ++i)
     if (!binaries[i].empty()) out[plans[i]->source] = std::move(binaries[i]);

@@ -1,9 +1,10 @@
 #include "core/random_tensor.h"
 
 #include <algorithm>
-#include <system_error>
+#include <atomic>
 #include <thread>
-#include <vector>
+
+#include "core/threads.h"
 
 namespace texel {
 
@@ -65,26 +66,18 @@ void FillUniform(HostTensor& t, uint64_t base, int64_t from, int64_t to) {
 HostTensor UniformTensor(DType dtype, const Shape& shape, uint64_t seed) {
   HostTensor t(dtype, shape);
   const uint64_t base = Mix(seed);
-  // The tuner's inputs at batch 32 are tens of millions of elements per build: split over the
-  // host's cores (each element depends on its index alone, so the split changes nothing).
-  constexpr int64_t kPerThread = int64_t{1} << 20;
-  const int64_t n = t.size();
-  const int64_t threads = std::clamp<int64_t>(
-      n / kPerThread, 1, std::max<int64_t>(1, std::thread::hardware_concurrency()));
-  std::vector<std::thread> helpers;
-  int64_t done =
-      n / threads;  // [done, n) is the helpers' or, where one cannot start, this thread's
-  for (int64_t k = 1; k < threads; ++k) {
-    try {
-      helpers.emplace_back(FillUniform, std::ref(t), base, n * k / threads, n * (k + 1) / threads);
-    } catch (const std::system_error&) {
-      break;
-    }
-    done = n * (k + 1) / threads;
-  }
-  FillUniform(t, base, 0, n / threads);
-  FillUniform(t, base, done, n);
-  for (std::thread& h : helpers) h.join();
+  // The tuner's inputs at batch 32 are tens of millions of elements per build: chunks of them
+  // over the host's cores (each element depends on its index alone, so the split changes
+  // nothing).
+  constexpr int64_t kChunk = int64_t{1} << 20;
+  const int64_t n = t.size(), chunks = (n + kChunk - 1) / kChunk;
+  std::atomic<int64_t> next{0};
+  RunOnThreads(static_cast<size_t>(std::clamp<int64_t>(
+                   chunks, 1, std::max<int64_t>(1, std::thread::hardware_concurrency()))),
+               [&](size_t) {
+                 for (int64_t c; (c = next++) < chunks;)
+                   FillUniform(t, base, c * kChunk, std::min(n, (c + 1) * kChunk));
+               });
   return t;
 }
 
