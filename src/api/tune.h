@@ -38,8 +38,8 @@ struct TuneOptions {
   // Every measured candidate's time goes to the log as well, not only the discarded ones.
   bool log_candidates = false;
   // Builds of candidates whose programs compile at once, each in a worker process (or on a
-  // thread) with a context of its own (0: on GPUs half the host's cores, at most 8; on CPUs 1,
-  // their drivers compiling on the cores the tune measures on).
+  // thread) with a context of its own (0: on GPUs all the host's cores but one, at most 16; on CPUs
+  // 1, their drivers compiling on the cores the tune measures on).
   int jobs = 0;
   // An executable that compiles programs as `WORKER compile-worker DIR` (the texel command; the
   // CLI names itself): a wave's programs then compile in that many processes instead of

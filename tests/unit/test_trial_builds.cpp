@@ -195,3 +195,48 @@ TEST(TrialBuildsTest, HalvingKeepsResultsWithTheirTrials) {
 
 }  // namespace
 }  // namespace texel
+
+namespace texel {
+namespace {
+
+// A wave's programs compiled on threads, each with a context of its own: every program that
+// builds gets its binary (keyed by its source, loadable here), one that does not gets none and
+// harms no other, and a tune that stops before the wave compiles nothing.
+TEST(TrialBuildsTest, CompileInParallelGivesEachProgramThatBuildsItsBinary) {
+  auto ctx = testing::SharedContext();
+  std::vector<std::shared_ptr<cl::Context>> contexts = {ctx,
+                                                        std::make_shared<cl::Context>(ctx->info())};
+  std::vector<runtime::Plan> plans(5);
+  for (size_t i = 0; i < plans.size(); ++i)
+    plans[i].source =
+        "__kernel void add(__global float* x) { x[get_global_id(0)] += " + std::to_string(i + 1) +
+        ".0f; }\n";
+  plans[2].source = "__kernel void add(__global float* x) { x[0] = undeclared; }\n";
+  std::vector<const runtime::Plan*> ptrs;
+  for (const runtime::Plan& p : plans) ptrs.push_back(&p);
+  cl::ProgramCache cache("");
+
+  tuning::Prebuilt got = tuning::CompileInParallel(contexts, cache, ptrs);
+  EXPECT_EQ(got.size(), 4u);
+  EXPECT_EQ(got.count(plans[2].source), 0u) << "the program that does not build";
+  for (size_t i : {0, 1, 3, 4}) {
+    ASSERT_EQ(got.count(plans[i].source), 1u) << i;
+    cl::Program program(*ctx, plans[i].source, "", nullptr, &got[plans[i].source]);
+    EXPECT_TRUE(program.from_binary()) << i;
+    HostTensor x = testing::RandomF32({64}, 11 + i);
+    cl::Buffer buf(*ctx, 64 * sizeof(float));
+    buf.Write(*ctx, x.data<float>(), buf.bytes());
+    cl::Kernel kernel(program.get(), "add");
+    kernel.SetArg(0, buf);
+    cl::Launch(*ctx, kernel, {64}, {});
+    HostTensor y(DType::kFloat32, {64});
+    buf.Read(*ctx, y.data<float>(), buf.bytes());
+    for (int64_t e = 0; e < 64; ++e)
+      EXPECT_FLOAT_EQ(y.data<float>()[e], x.data<float>()[e] + static_cast<float>(i + 1)) << i;
+  }
+
+  EXPECT_TRUE(tuning::CompileInParallel(contexts, cache, ptrs, [] { return true; }).empty());
+}
+
+}  // namespace
+}  // namespace texel

@@ -174,7 +174,7 @@ Runner AddTuneCommand(CLI::App& app) {
                 "log every measured candidate's time (stderr), not only the discarded ones");
   cmd->add_option("--jobs", a->jobs,
                   "builds of candidates compiled at once, each in a process of its own (default 0: "
-                  "on GPUs half the host's cores, at most 8; on CPUs 1)");
+                  "on GPUs all the host's cores but one, at most 16; on CPUs 1)");
   cmd->add_option("--device,-d", a->device, "gpu, cpu, P:D or a name substring (env TEXEL_DEVICE)");
   AddCompilerFlags(cmd, &a->compile);
   return [a] { return RunTune(*a); };
