@@ -57,18 +57,20 @@ void Tuner::Collect(const ir::Graph& graph) {
   Say(fmt::format("each kernel counted with {:.1f} us of launch beside its own time", step_us_));
 }
 
-void Tuner::Timed(double compile_s, double wave_s, size_t builds) {
+void Tuner::Timed(double compile_s, double wave_s, size_t builds, size_t kernels) {
+  last_kernels_ = kernels;
   wave_compile_ = compile_s;
   build_run_ = (wave_s - compile_s) / static_cast<double>(std::max<size_t>(builds, 1));
   // A build alone compiles its own program: a wave's compilation is about one build's.
   last_build_ = compile_s + build_run_;
 }
 
-size_t Tuner::BuildsThatFit(double seconds, size_t first) const {
+size_t Tuner::BuildsThatFit(double seconds, size_t first, double compile_scale) const {
   if (last_build_ <= 0) return std::clamp<size_t>(first, 1, WaveSize());
   if (wave_compile_ <= 0)  // builds compiled as they run
-    return std::clamp<size_t>(static_cast<size_t>(seconds / last_build_), 1, WaveSize());
-  double n = (seconds - wave_compile_) / std::max(build_run_, 1e-3);
+    return std::clamp<size_t>(static_cast<size_t>(seconds / (last_build_ * compile_scale)), 1,
+                              WaveSize());
+  double n = (seconds - wave_compile_ * compile_scale) / std::max(build_run_, 1e-3);
   return std::clamp<size_t>(n > 0 ? static_cast<size_t>(n) : 1, 1, WaveSize());
 }
 
@@ -144,7 +146,9 @@ std::vector<Tuner::Measurements> Tuner::RunWave(const std::vector<std::vector<Tr
     out[b].measured = RunEach(ctx_, cache_, builds[b], options_.runs, seed, step_us_, prebuilt,
                               phases_, &out[b].why, give_up, std::move(lowered[b]), with_reference);
   }
-  Timed(compile_s, Since(start), builds.size());
+  size_t kernels = 0;
+  for (const std::vector<Trial>& b : builds) kernels = std::max(kernels, b.size());
+  Timed(compile_s, Since(start), builds.size(), kernels);
   return out;
 }
 

@@ -166,9 +166,10 @@ class Tuner {
   std::vector<Hunt> StartHunts();
   // The next wave: rounds over the kernels (most share left first, none searched yet before
   // any), one build of up to kPerBuild - 1 candidates and the heuristic's each per round, at
-  // most `room` builds; owner[b] is build b's hunt. Hunts out of candidates stop.
+  // most `room` builds; owner[b] is build b's hunt. Hunts out of candidates stop. With
+  // at_least_one, a first round where no share covers a build takes every hunt with candidates.
   std::vector<std::vector<Trial>> NextWave(std::vector<Hunt>& hunts, double per_build, size_t room,
-                                           std::vector<Hunt*>* owner);
+                                           std::vector<Hunt*>* owner, bool at_least_one = false);
   // Every share spent with time left: what is left shared out among the hunts with candidates
   // left. False where none has.
   bool Reshare(std::vector<Hunt>& hunts);
@@ -211,11 +212,23 @@ class Tuner {
   double reserve_ = 0;  // seconds kept for the model check at the end
   // The last wave's times: its programs' parallel compilation (0 for a wave of one build, which
   // compiles as it runs) and each build's run after it. A wave of n builds is predicted to take
-  // wave_compile_ + n * build_run_, and a build alone (the confirmation) last_build_.
+  // wave_compile_ + n * build_run_, and a build alone last_build_. last_kernels_: the most
+  // kernels one of its programs held.
   double wave_compile_ = 0, build_run_ = 0, last_build_ = 0;
-  void Timed(double compile_s, double wave_s, size_t builds);
-  // Builds that fit `seconds` in one wave (at most WaveSize(); a first wave: `first`).
-  size_t BuildsThatFit(double seconds, size_t first) const;
+  size_t last_kernels_ = 0;
+  void Timed(double compile_s, double wave_s, size_t builds, size_t kernels);
+  // What the confirmations are predicted to take: a wave of programs of kConfirmKernels kernels,
+  // at the last wave's time per kernel (drivers compile a program's kernels one after another;
+  // on an H200 at batch 1 a confirmation wave took 2.3 s after a search wave of 8.3).
+  static constexpr size_t kConfirmKernels = 4;  // two (heuristic, winner) pairs
+  double ConfirmScale() const {
+    return static_cast<double>(kConfirmKernels) /
+           static_cast<double>(std::max(last_kernels_, kConfirmKernels));
+  }
+  double ConfirmTime() const { return last_build_ * ConfirmScale(); }
+  // Builds that fit `seconds` in one wave (at most WaveSize(); a first wave: `first`), their
+  // programs' compilation `compile_scale` times the last wave's.
+  size_t BuildsThatFit(double seconds, size_t first, double compile_scale = 1) const;
   ChosenPoints heuristic_points_;
   std::optional<ModelRun> heuristic_model_;
   // The heuristic's model being compiled by a worker (PrepareModelCheck to ReadyModelCheck).

@@ -28,15 +28,19 @@ void Tuner::Search() {
   // build.
   double per_build = last_build_ > 0 ? last_build_ : 1.0;
   bool reshared = false;
-  // A wave is not started that the last builds' durations say would overrun the budget (with a
-  // build's time kept for the confirmations).
-  while (Left() > 2 * last_build_) {
+  // A wave is not started that the last builds' durations say would overrun the budget (with
+  // the confirmations' time kept: before, a whole search wave's, which at batch 1 on an H200
+  // left a quarter of a 30 s budget unused).
+  while (Left() > last_build_ + ConfirmTime()) {
     std::vector<Hunt*> owner;
-    std::vector<std::vector<Trial>> wave =
-        NextWave(hunts, per_build, BuildsThatFit(Left() - last_build_, WaveSize()), &owner);
+    // Just after a reshare, a build for the kernel with the most share left even where no
+    // share covers one (what is left split among many kernels: SqueezeNet's 22 on PoCL ended
+    // a 30 s tune at 20 s), so that an empty wave then means the spaces are done.
+    std::vector<std::vector<Trial>> wave = NextWave(
+        hunts, per_build, BuildsThatFit(Left() - ConfirmTime(), WaveSize()), &owner, reshared);
     if (wave.empty()) {
       if (reshared || !Reshare(hunts)) break;
-      reshared = true;  // once: a second empty wave means the spaces are done
+      reshared = true;
       continue;
     }
     reshared = false;
@@ -51,6 +55,15 @@ void Tuner::Search() {
     }
     per_build = cost;
   }
+  if (!Stopped() && Left() > 0)
+    Say(
+        fmt::format("the search ended with {:.1f} s left ({}; a wave takes about {:.1f} s, the "
+                    "confirmations {:.1f})",
+                    Left(),
+                    std::all_of(hunts.begin(), hunts.end(), [](const Hunt& h) { return h.stopped; })
+                        ? "every space searched"
+                        : "too little for another wave",
+                    last_build_, ConfirmTime()));
   Confirm(hunts, keep_below);
   StoreChosen(hunts, keep_below);
   // The compiling threads' contexts hold device memory (a CUDA context each on NVIDIA's).
@@ -77,13 +90,17 @@ std::vector<Tuner::Hunt> Tuner::StartHunts() {
 }
 
 std::vector<std::vector<Trial>> Tuner::NextWave(std::vector<Hunt>& hunts, double per_build,
-                                                size_t room, std::vector<Hunt*>* owner) {
+                                                size_t room, std::vector<Hunt*>* owner,
+                                                bool at_least_one) {
   std::vector<std::vector<Trial>> wave;
   for (bool more = true; more && wave.size() < room;) {
     more = false;
     std::vector<Hunt*> ready;
     for (Hunt& h : hunts)
       if (!h.stopped && (h.builds == 0 || h.spent_s + per_build <= h.share_s)) ready.push_back(&h);
+    if (ready.empty() && wave.empty() && at_least_one)  // every unstopped hunt, in order
+      for (Hunt& h : hunts)
+        if (!h.stopped) ready.push_back(&h);
     std::stable_sort(ready.begin(), ready.end(), [](const Hunt* a, const Hunt* b) {
       return (a->builds == 0) != (b->builds == 0)
                  ? a->builds == 0
@@ -119,7 +136,7 @@ bool Tuner::Reshare(std::vector<Hunt>& hunts) {
   if (active_us <= 0) return false;
   for (Hunt& h : hunts)
     if (!h.stopped)
-      h.share_s = h.spent_s + (Left() - last_build_) * work_[h.work].k.heuristic_us / active_us;
+      h.share_s = h.spent_s + (Left() - ConfirmTime()) * work_[h.work].k.heuristic_us / active_us;
   return true;
 }
 
@@ -204,8 +221,8 @@ void Tuner::Confirm(std::vector<Hunt>& hunts, double keep_below) {
   std::vector<Hunt*> pending;
   for (Hunt& h : hunts)
     if (h.best_ratio <= keep_below) pending.push_back(&h);
-  while (!pending.empty() && Left() > last_build_) {
-    size_t n = std::min(pending.size(), BuildsThatFit(Left(), WaveSize()));
+  while (!pending.empty() && Left() > ConfirmTime()) {
+    size_t n = std::min(pending.size(), BuildsThatFit(Left(), WaveSize(), ConfirmScale()));
     std::vector<std::vector<Trial>> wave;
     for (size_t b = 0; b < n; ++b) {
       Work& w = work_[pending[b]->work];

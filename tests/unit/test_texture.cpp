@@ -4,13 +4,16 @@
 // strided, dilated and depthwise convolutions with channel counts that are not multiples of 4,
 // max and average pooling, elementwise chains reading a texture operand by lane and a buffer
 // by broadcast, f16 images; conversions only at the boundaries; a mixed partition with CLBlast
-// converting at its boundaries on the device, without host transfers or synchronisation.
+// converting at its boundaries on the device, without host transfers or synchronisation; no
+// tunable family for a node on images (the tuner would measure a buffer kernel that never runs).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <memory>
 
+#include "backends/native/native_backend.h"
+#include "codegen/opencl/tuning.h"
 #include "core/error.h"
 #include "core/texture_layout.h"
 #include "kernel_test_util.h"
@@ -193,6 +196,28 @@ TEST(TextureGraphTest, MatchesBuffersInF32AndF16) {
     }
     EXPECT_LT(std::sqrt(err / norm), 3e-3) << "f16 images, output " << o;
   }
+}
+
+// Texture kernels declare no space: a node that reads or writes images is not tunable (its
+// buffer family's kernel is not what the model runs), while the same nodes in buffers are.
+TEST(TextureGraphTest, NodesOnImagesAreNotTuned) {
+  if (!SharedContext()->info().image_support) GTEST_SKIP() << "no image support";
+  std::map<std::string, HostTensor> c = SmallCnnConstants(1400);
+  codegen::Target target = backends::NativeBackend::TargetOf(SharedContext()->info());
+  CompiledModel tex = CompileWith(SmallCnn(c), passes::StoragePolicy::kTexture);
+  CompiledModel buf = CompileWith(SmallCnn(c), passes::StoragePolicy::kBuffer);
+  int convs = 0, tunable_in_buffers = 0;
+  for (const auto& n : tex.graph->nodes()) {
+    if (n->op != ir::OpKind::kConv) continue;
+    ++convs;
+    EXPECT_TRUE(n->inputs[0]->is_image()) << n->name;
+    EXPECT_FALSE(codegen::TunableOf(*n, target).has_value()) << n->name;
+  }
+  for (const auto& n : buf.graph->nodes())
+    if (n->op == ir::OpKind::kConv)
+      tunable_in_buffers += codegen::TunableOf(*n, target).has_value();
+  EXPECT_EQ(convs, 4);
+  EXPECT_EQ(tunable_in_buffers, 4);
 }
 
 // --storage auto with --measure: every group a texture kernel could compute is timed both ways

@@ -10,6 +10,12 @@
 namespace texel::codegen {
 
 std::optional<Tunable> TunableOf(const ir::Node& n, const Target& target) {
+  // Texture kernels (generate_texture.cpp) have no declared space: the buffer family that
+  // ConvTunable and the others would name is not what runs, so tuning it would measure and
+  // store a kernel the model never takes.
+  for (const auto* values : {&n.inputs, &n.outputs})
+    for (const ir::Value* v : *values)
+      if (v != nullptr && v->is_image()) return std::nullopt;
   switch (n.op) {
     case ir::OpKind::kConv: return ConvTunable(n, target);
     case ir::OpKind::kMaxPool: return WindowRowsTunable(n, target);
