@@ -217,15 +217,22 @@ class Tuner {
   double wave_compile_ = 0, build_run_ = 0, last_build_ = 0;
   size_t last_kernels_ = 0;
   void Timed(double compile_s, double wave_s, size_t builds, size_t kernels);
-  // What the confirmations are predicted to take: a wave of programs of kConfirmKernels kernels,
-  // at the last wave's time per kernel (drivers compile a program's kernels one after another;
-  // on an H200 at batch 1 a confirmation wave took 2.3 s after a search wave of 8.3).
+  // What confirming `pending` winners is predicted to take: a wave of programs of
+  // kConfirmKernels kernels whose compilation takes the last wave's time per kernel (drivers
+  // compile a program's kernels one after another; on an H200 at batch 1 a confirmation wave
+  // took 2.3 s after a search wave of 8.3), and a run per build (at least one) as the last
+  // wave's; where builds compile as they run, one build's time, as Confirm then builds one at a
+  // time.
   static constexpr size_t kConfirmKernels = 4;  // two (heuristic, winner) pairs
   double ConfirmScale() const {
     return static_cast<double>(kConfirmKernels) /
-           static_cast<double>(std::max(last_kernels_, kConfirmKernels));
+           static_cast<double>(std::max<size_t>(last_kernels_, 1));
   }
-  double ConfirmTime() const { return last_build_ * ConfirmScale(); }
+  double ConfirmTime(size_t pending) const {
+    if (wave_compile_ <= 0) return last_build_ * ConfirmScale();
+    return wave_compile_ * ConfirmScale() +
+           static_cast<double>(std::clamp<size_t>(pending, 1, WaveSize())) * build_run_;
+  }
   // Builds that fit `seconds` in one wave (at most WaveSize(); a first wave: `first`), their
   // programs' compilation `compile_scale` times the last wave's.
   size_t BuildsThatFit(double seconds, size_t first, double compile_scale = 1) const;

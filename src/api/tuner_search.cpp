@@ -28,16 +28,22 @@ void Tuner::Search() {
   // build.
   double per_build = last_build_ > 0 ? last_build_ : 1.0;
   bool reshared = false;
+  // The confirmations' time for the winners so far (and one more).
+  auto confirm_s = [&] {
+    size_t pending = 0;
+    for (const Hunt& h : hunts) pending += h.best_ratio <= keep_below;
+    return ConfirmTime(pending);
+  };
   // A wave is not started that the last builds' durations say would overrun the budget (with
   // the confirmations' time kept: before, a whole search wave's, which at batch 1 on an H200
   // left a quarter of a 30 s budget unused).
-  while (Left() > last_build_ + ConfirmTime()) {
+  while (Left() > last_build_ + confirm_s()) {
     std::vector<Hunt*> owner;
-    // Just after a reshare, a build for the kernel with the most share left even where no
+    // Just after a reshare, builds for the kernels with the most share left even where no
     // share covers one (what is left split among many kernels: SqueezeNet's 22 on PoCL ended
-    // a 30 s tune at 20 s), so that an empty wave then means the spaces are done.
+    // a 30 s tune at 20 s), so that an empty wave then means every hunt has stopped.
     std::vector<std::vector<Trial>> wave = NextWave(
-        hunts, per_build, BuildsThatFit(Left() - ConfirmTime(), WaveSize()), &owner, reshared);
+        hunts, per_build, BuildsThatFit(Left() - confirm_s(), WaveSize()), &owner, reshared);
     if (wave.empty()) {
       if (reshared || !Reshare(hunts)) break;
       reshared = true;
@@ -55,15 +61,14 @@ void Tuner::Search() {
     }
     per_build = cost;
   }
-  if (!Stopped() && Left() > 0)
+  if (!Stopped() && Left() > 0) {
+    bool done = std::all_of(hunts.begin(), hunts.end(), [](const Hunt& h) { return h.stopped; });
     Say(
-        fmt::format("the search ended with {:.1f} s left ({}; a wave takes about {:.1f} s, the "
+        fmt::format("the search ended with {:.1f} s left ({}; a build takes about {:.1f} s, the "
                     "confirmations {:.1f})",
-                    Left(),
-                    std::all_of(hunts.begin(), hunts.end(), [](const Hunt& h) { return h.stopped; })
-                        ? "every space searched"
-                        : "too little for another wave",
-                    last_build_, ConfirmTime()));
+                    Left(), done ? "no kernel left to search" : "too little for another wave",
+                    last_build_, confirm_s()));
+  }
   Confirm(hunts, keep_below);
   StoreChosen(hunts, keep_below);
   // The compiling threads' contexts hold device memory (a CUDA context each on NVIDIA's).
@@ -136,7 +141,7 @@ bool Tuner::Reshare(std::vector<Hunt>& hunts) {
   if (active_us <= 0) return false;
   for (Hunt& h : hunts)
     if (!h.stopped)
-      h.share_s = h.spent_s + (Left() - ConfirmTime()) * work_[h.work].k.heuristic_us / active_us;
+      h.share_s = h.spent_s + (Left() - ConfirmTime(1)) * work_[h.work].k.heuristic_us / active_us;
   return true;
 }
 
@@ -221,7 +226,7 @@ void Tuner::Confirm(std::vector<Hunt>& hunts, double keep_below) {
   std::vector<Hunt*> pending;
   for (Hunt& h : hunts)
     if (h.best_ratio <= keep_below) pending.push_back(&h);
-  while (!pending.empty() && Left() > ConfirmTime()) {
+  while (!pending.empty() && Left() > ConfirmTime(1)) {
     size_t n = std::min(pending.size(), BuildsThatFit(Left(), WaveSize(), ConfirmScale()));
     std::vector<std::vector<Trial>> wave;
     for (size_t b = 0; b < n; ++b) {
