@@ -74,6 +74,12 @@ size_t Tuner::BuildsThatFit(double seconds, size_t first, double compile_scale) 
   return std::clamp<size_t>(n > 0 ? static_cast<size_t>(n) : 1, 1, WaveSize());
 }
 
+double Tuner::WaveTime(size_t n, double compile_scale) const {
+  double builds = static_cast<double>(n);
+  if (wave_compile_ <= 0) return builds * last_build_ * compile_scale;  // compiled as they run
+  return wave_compile_ * compile_scale + builds * build_run_;
+}
+
 size_t Tuner::WaveSize() const {
   if (options_.jobs > 0) return static_cast<size_t>(options_.jobs);
   if (dev_.kind != cl::DeviceKind::kGpu) return 1;  // CPU drivers compile on the tune's cores

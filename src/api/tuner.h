@@ -170,9 +170,9 @@ class Tuner {
   // at_least_one, a first round where no share covers a build takes every hunt with candidates.
   std::vector<std::vector<Trial>> NextWave(std::vector<Hunt>& hunts, double per_build, size_t room,
                                            std::vector<Hunt*>* owner, bool at_least_one = false);
-  // Every share spent with time left: what is left shared out among the hunts with candidates
-  // left. False where none has.
-  bool Reshare(std::vector<Hunt>& hunts);
+  // Every share spent with time left: what is left, less `keep_s`, shared out among the hunts
+  // with candidates left. False where none has.
+  bool Reshare(std::vector<Hunt>& hunts, double keep_s);
   // Each searched kernel's entry: its best point where faster than keep_below, else the
   // heuristic's.
   void StoreChosen(std::vector<Hunt>& hunts, double keep_below);
@@ -217,25 +217,26 @@ class Tuner {
   double wave_compile_ = 0, build_run_ = 0, last_build_ = 0;
   size_t last_kernels_ = 0;
   void Timed(double compile_s, double wave_s, size_t builds, size_t kernels);
-  // What confirming `pending` winners is predicted to take: a wave of programs of
-  // kConfirmKernels kernels whose compilation takes the last wave's time per kernel (drivers
-  // compile a program's kernels one after another; on an H200 at batch 1 a confirmation wave
-  // took 2.3 s after a search wave of 8.3), and a run per build (at least one) as the last
-  // wave's; where builds compile as they run, one build's time, as Confirm then builds one at a
-  // time.
+  // Builds that fit `seconds` in one wave (at most WaveSize(); a first wave: `first`), their
+  // programs' compilation `compile_scale` times the last wave's; WaveTime is its inverse, the
+  // predicted seconds of a wave of n builds.
+  size_t BuildsThatFit(double seconds, size_t first, double compile_scale = 1) const;
+  double WaveTime(size_t n, double compile_scale) const;
+  // Confirming `pending` winners (at least one): one wave of programs of kConfirmKernels
+  // kernels, compiled at the last wave's time per kernel (drivers compile a program's kernels
+  // one after another; on an H200 at batch 1, the log's times put a confirmation wave at about
+  // 2 s after a search wave of about 8).
   static constexpr size_t kConfirmKernels = 4;  // two (heuristic, winner) pairs
   double ConfirmScale() const {
     return static_cast<double>(kConfirmKernels) /
            static_cast<double>(std::max<size_t>(last_kernels_, 1));
   }
+  // Where the last wave's builds compiled as they ran, one build's time: Confirm then builds
+  // one at a time, or, on a GPU after a wave of one, compiles the next wave's in parallel.
   double ConfirmTime(size_t pending) const {
-    if (wave_compile_ <= 0) return last_build_ * ConfirmScale();
-    return wave_compile_ * ConfirmScale() +
-           static_cast<double>(std::clamp<size_t>(pending, 1, WaveSize())) * build_run_;
+    size_t n = wave_compile_ > 0 ? std::clamp<size_t>(pending, 1, WaveSize()) : 1;
+    return WaveTime(n, ConfirmScale());
   }
-  // Builds that fit `seconds` in one wave (at most WaveSize(); a first wave: `first`), their
-  // programs' compilation `compile_scale` times the last wave's.
-  size_t BuildsThatFit(double seconds, size_t first, double compile_scale = 1) const;
   ChosenPoints heuristic_points_;
   std::optional<ModelRun> heuristic_model_;
   // The heuristic's model being compiled by a worker (PrepareModelCheck to ReadyModelCheck).

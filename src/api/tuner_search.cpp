@@ -36,16 +36,16 @@ void Tuner::Search() {
   };
   // A wave is not started that the last builds' durations say would overrun the budget (with
   // the confirmations' time kept: before, a whole search wave's, which at batch 1 on an H200
-  // left a quarter of a 30 s budget unused).
-  while (Left() > last_build_ + confirm_s()) {
+  // left 6-12 s of 30 s budgets unused).
+  for (double keep_s; Left() > last_build_ + (keep_s = confirm_s());) {
     std::vector<Hunt*> owner;
     // Just after a reshare, builds for the kernels with the most share left even where no
     // share covers one (what is left split among many kernels: SqueezeNet's 22 on PoCL ended
     // a 30 s tune at 20 s), so that an empty wave then means every hunt has stopped.
-    std::vector<std::vector<Trial>> wave = NextWave(
-        hunts, per_build, BuildsThatFit(Left() - confirm_s(), WaveSize()), &owner, reshared);
+    std::vector<std::vector<Trial>> wave =
+        NextWave(hunts, per_build, BuildsThatFit(Left() - keep_s, WaveSize()), &owner, reshared);
     if (wave.empty()) {
-      if (reshared || !Reshare(hunts)) break;
+      if (reshared || !Reshare(hunts, keep_s)) break;
       reshared = true;
       continue;
     }
@@ -134,14 +134,14 @@ std::vector<std::vector<Trial>> Tuner::NextWave(std::vector<Hunt>& hunts, double
   return wave;
 }
 
-bool Tuner::Reshare(std::vector<Hunt>& hunts) {
+bool Tuner::Reshare(std::vector<Hunt>& hunts, double keep_s) {
   double active_us = 0;
   for (const Hunt& h : hunts)
     if (!h.stopped) active_us += work_[h.work].k.heuristic_us;
   if (active_us <= 0) return false;
   for (Hunt& h : hunts)
     if (!h.stopped)
-      h.share_s = h.spent_s + (Left() - ConfirmTime(1)) * work_[h.work].k.heuristic_us / active_us;
+      h.share_s = h.spent_s + (Left() - keep_s) * work_[h.work].k.heuristic_us / active_us;
   return true;
 }
 

@@ -40,7 +40,8 @@ class TuningSource {
 };
 
 // The tunable kernel of node n on target (the family its generator takes there), or nullopt
-// when its kernel has no declared space. Its own node only: a fused epilogue does not change it.
+// when its kernel has no declared space (texture kernels: a node with an operand in an image). Its
+// own node only: a fused epilogue does not change it.
 std::optional<Tunable> TunableOf(const ir::Node& n, const Target& target);
 
 // The point t runs with on target: target.tuning's pick when it is a candidate, else the
