@@ -32,7 +32,7 @@ struct TuneOptions {
   uint64_t seed = 0;
   CompileOptions compile;  // how the model is imported and optimised (its tuning is ignored)
   // Whether the chosen points are checked in the whole model against the heuristic's (kept only
-  // if faster): kAuto on GPUs where it fits a third of the budget (docs/tuning.md).
+  // if faster): kAuto on GPUs where it fits half the budget (docs/tuning.md).
   enum class ModelCheck { kAuto, kOn, kOff };
   ModelCheck model_check = ModelCheck::kAuto;
   // Every measured candidate's time goes to the log as well, not only the discarded ones.

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "api/candidate_order.h"
 #include "api/trial_builds.h"
 #include "api/tune.h"
 #include "codegen/opencl/tuning.h"
@@ -145,21 +146,22 @@ class Tuner {
   // A wave's programs compiled at once: in worker processes where there is a worker
   // (TuneOptions::compile_worker), else on threads.
   Prebuilt Compile(const std::vector<const runtime::Plan*>& plans);
-  // A kernel's search: its candidates' order (every one where few, else random ones for half
-  // its share of the time and then the best one's neighbours), what it has tried, its best so
-  // far and its share of the search's time.
+  // A kernel's search: its candidates' order (api/candidate_order.h), its best so far and its
+  // share of the search's time.
   struct Hunt {
-    Hunt(size_t work, const std::vector<TunePoint>& candidates, std::mt19937_64& rng);
-    std::optional<size_t> Next(const std::vector<TunePoint>& candidates);  // marked tried
+    Hunt(size_t w, const std::vector<TunePoint>& candidates, std::mt19937_64& rng)
+        : work(w), order(candidates, rng), best(candidates[0]) {}
+    std::optional<size_t> Next(const std::vector<TunePoint>& candidates) {  // marked tried
+      return order.Next(candidates, best, spent_s >= share_s / 2);
+    }
     size_t work;
-    std::vector<size_t> order;
-    std::vector<bool> tried;
-    bool small = true;
+    CandidateOrder order;
     double share_s = 0, spent_s = 0;
     int builds = 0;
     bool stopped = false;  // every candidate tried, or its heuristic's kernel failed
     TunePoint best;
-    double best_ratio = 1;  // the best point's time relative to the heuristic's
+    double best_ratio = 1;             // the best point's time relative to the heuristic's
+    bool best_from_elsewhere = false;  // best is another kernel's winner (CandidateOrder::Prefer)
   };
   // Every searchable kernel's hunt, its share of the time left in proportion to its heuristic
   // time, the slowest first.
@@ -176,8 +178,11 @@ class Tuner {
   // Each searched kernel's entry: its best point where faster than keep_below, else the
   // heuristic's.
   void StoreChosen(std::vector<Hunt>& hunts, double keep_below);
-  // A build's results: discarded candidates logged, the best kept.
-  void Judge(Hunt& h, const std::vector<Trial>& trials, Measurements& m);
+  // A build's results: discarded candidates logged, the best kept. True where the best is new
+  // and won by kKeepAlone: Spread then offers it to the family's other hunts.
+  bool Judge(Hunt& h, const std::vector<Trial>& trials, Measurements& m);
+  void Spread(std::vector<Hunt>& hunts, const Hunt& from);
+  int offered_ = 0;  // other kernels' winners tried first
   // The winners timed again beside the heuristic's, interleaved: their ratios there.
   void Confirm(std::vector<Hunt>& hunts, double keep_below);
   // Gives the chosen kernels that `which` names the heuristic's point, in the result and in the

@@ -6,17 +6,6 @@
 #include "api/tuner.h"
 
 namespace texel::tuning {
-namespace {
-
-// Points that differ in exactly one parameter.
-bool Neighbours(const TunePoint& a, const TunePoint& b) {
-  int differ = 0;
-  for (const auto& [k, v] : a) differ += b.count(k) == 0 || b.at(k) != v;
-  return differ == 1;
-}
-
-}  // namespace
-
 // Every kernel's search at once: each wave gives builds to the kernels with the most of their
 // share of the time left (the slowest first while none has had one), so that a wave fills its
 // compiling processes with several kernels' candidates where one kernel's share (ResNet-50 at
@@ -56,7 +45,7 @@ void Tuner::Search() {
     for (size_t b = 0; b < wave.size(); ++b) {
       if (!results[b].run) continue;
       owner[b]->spent_s += cost - per_build;
-      Judge(*owner[b], wave[b], results[b]);
+      if (Judge(*owner[b], wave[b], results[b])) Spread(hunts, *owner[b]);
       Report(owner[b]->work);
     }
     per_build = cost;
@@ -70,6 +59,12 @@ void Tuner::Search() {
                     last_build_, confirm_s()));
   }
   Confirm(hunts, keep_below);
+  if (offered_ > 0) {
+    int won = 0;
+    for (const Hunt& h : hunts) won += h.best_from_elsewhere && h.best_ratio <= keep_below;
+    Say(fmt::format("other kernels' winners tried first: {}; the best point of {} kernels",
+                    offered_, won));
+  }
   StoreChosen(hunts, keep_below);
   // The compiling threads' contexts hold device memory (a CUDA context each on NVIDIA's).
   compilers_.resize(std::min<size_t>(compilers_.size(), 1));
@@ -82,9 +77,15 @@ std::vector<Tuner::Hunt> Tuner::StartHunts() {
     if (w.ok) total_us += w.k.heuristic_us;
   std::mt19937_64 rng(options_.seed);
   const double left = Left();
+  // The database's winners on other shapes (other models' tunes) go first, the largest gain
+  // first; its notices are the compile's to give.
+  const runtime::TuningDb db = runtime::TuningDb::Load(result_.db);
   for (size_t i = 0; i < work_.size(); ++i) {
     if (!work_[i].ok) continue;
-    Hunt h(i, work_[i].tunable.candidates, rng);
+    const codegen::Tunable& t = work_[i].tunable;
+    Hunt h(i, t.candidates, rng);
+    std::vector<TunePoint> won = WinnersElsewhere(db, dev_, t, kKeepAlone);
+    for (auto p = won.rbegin(); p != won.rend(); ++p) h.order.Prefer(t.candidates, *p);
     h.share_s = left * work_[i].k.heuristic_us / std::max(total_us, 1e-9);
     hunts.push_back(std::move(h));
   }
@@ -118,6 +119,7 @@ std::vector<std::vector<Trial>> Tuner::NextWave(std::vector<Hunt>& hunts, double
       for (size_t n = 1; n < kPerBuild; ++n) {
         std::optional<size_t> c = h->Next(w.tunable.candidates);
         if (!c) break;
+        offered_ += h->order.preferred(*c);
         trials.push_back({w.node, &w.tunable, w.tunable.candidates[*c], w.product_only});
       }
       if (trials.size() == 1) {  // every candidate tried
@@ -164,34 +166,14 @@ void Tuner::StoreChosen(std::vector<Hunt>& hunts, double keep_below) {
   runtime::TuningDb::Store(result_.db, entries);
 }
 
-Tuner::Hunt::Hunt(size_t w, const std::vector<TunePoint>& candidates, std::mt19937_64& rng)
-    : work(w), tried(candidates.size(), false), best(candidates[0]) {
-  tried[0] = true;
-  for (size_t c = 1; c < candidates.size(); ++c) order.push_back(c);
-  small = order.size() <= 24;
-  if (!small) std::shuffle(order.begin(), order.end(), rng);
-}
-
-std::optional<size_t> Tuner::Hunt::Next(const std::vector<TunePoint>& candidates) {
-  auto take = [this](size_t c) {
-    tried[c] = true;
-    return c;
-  };
-  if (!small && spent_s >= share_s / 2)
-    for (size_t c = 1; c < candidates.size(); ++c)
-      if (!tried[c] && Neighbours(candidates[c], best)) return take(c);
-  for (size_t c : order)
-    if (!tried[c]) return take(c);
-  return std::nullopt;
-}
-
-void Tuner::Judge(Hunt& h, const std::vector<Trial>& trials, Measurements& m) {
+bool Tuner::Judge(Hunt& h, const std::vector<Trial>& trials, Measurements& m) {
   Work& w = work_[h.work];
   const codegen::Tunable& t = w.tunable;
   if (!m.measured[0]) {  // the heuristic's kernel ran before: the device is failing
     h.stopped = true;
-    return;
+    return false;
   }
+  const double before = h.best_ratio;
   for (size_t j = 1; j < trials.size(); ++j) {
     ++w.k.tried;
     std::string p = codegen::PointString(trials[j].point);
@@ -213,7 +195,18 @@ void Tuner::Judge(Hunt& h, const std::vector<Trial>& trials, Measurements& m) {
       w.k.best = p;
       w.k.heuristic_us = m.measured[0]->us;
       w.k.tuned_us = m.measured[j]->us;
+      auto c = std::find(t.candidates.begin(), t.candidates.end(), h.best);
+      h.best_from_elsewhere = h.order.preferred(static_cast<size_t>(c - t.candidates.begin()));
     }
+  }
+  return h.best_ratio < before && h.best_ratio <= kKeepAlone;
+}
+
+void Tuner::Spread(std::vector<Hunt>& hunts, const Hunt& from) {
+  const std::string& family = work_[from.work].tunable.family;
+  for (Hunt& h : hunts) {
+    const codegen::Tunable& t = work_[h.work].tunable;
+    if (&h != &from && !h.stopped && t.family == family) h.order.Prefer(t.candidates, from.best);
   }
 }
 
