@@ -356,16 +356,33 @@ TEST(ProgramCacheTest, SecondBuildLoadsFromCache) {
   TempDir tmp;
   ProgramCache cache(tmp.path().string());
   const Context& ctx = SharedContext();
+  double built_s = 0;
   {
     Program first(ctx, kVectorAddSource, "", &cache);
     EXPECT_FALSE(first.from_cache());
+    built_s = first.build_seconds();
+    EXPECT_GT(built_s, 0);
   }
   const std::string key = ProgramCache::Key(ctx.info(), kVectorAddSource, "");
   ASSERT_TRUE(fs::exists(tmp.path() / (key + ".bin")));
 
+  // The build from source's time travels with the entry (a tune sizes a new program's build by
+  // it where the model's own came from the cache).
   Program second(ctx, kVectorAddSource, "", &cache);
   EXPECT_TRUE(second.from_cache());
+  EXPECT_NEAR(second.build_seconds(), built_s, 1e-3);
   CheckVectorAdd(ctx, second, 100);  // the cached binary really works
+
+  const fs::path sec = tmp.path() / (key + ".sec");
+  for (std::string damaged : {"", "abc", "-3", "1e99"}) {
+    WriteFile(sec, damaged);
+    EXPECT_FALSE(cache.BuildSeconds(key).has_value()) << damaged;
+    Program unrecorded(ctx, kVectorAddSource, "", &cache);
+    EXPECT_TRUE(unrecorded.from_cache());
+    EXPECT_EQ(unrecorded.build_seconds(), 0) << damaged;
+  }
+  cache.Remove(key);
+  EXPECT_FALSE(fs::exists(sec));
 }
 
 // The rebuilt entry replaced the damaged one. Its size need not equal the first binary's: PoCL

@@ -8,10 +8,10 @@
 // The exchange is a private directory: `device` ("P:D" and the device's name, a line each),
 // `count`, and per program I `I.cl` (source) and `I.opt` (build options). A worker claims a
 // program by creating `I.claim` exclusively, and leaves `I.bin` (its binary, renamed into place
-// when whole) or `I.err` (why it failed), and `I.sec` (the seconds it took); `cache` names
-// the program cache's directory, `parent` the starting process. A program whose worker
-// died has neither. Thread safety: a CompileJob belongs to one thread; RunCompileWorker is a
-// process's main.
+// when whole) or `I.err` (why it failed), and `I.sec` (the seconds it took, or its build from
+// source took where it came from the program cache and the entry recorded more); `cache` names the
+// program cache's directory, `parent` the starting process. A program whose worker died has
+// neither. Thread safety: a CompileJob belongs to one thread; RunCompileWorker is a process's main.
 #pragma once
 
 #include <sys/types.h>
@@ -45,7 +45,8 @@ class CompileJob {
   CompileJob& operator=(const CompileJob&) = delete;
 
   // A program's outcome: its binary, or why there is none (the build's error, or that its
-  // worker stopped first); and the seconds its worker took to compile it.
+  // worker stopped first); and the seconds its build took, those of its build from source where
+  // it came from the program cache (ProgramCache::BuildSeconds).
   struct Compiled {
     std::vector<uint8_t> binary;
     std::string error;

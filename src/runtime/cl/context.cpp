@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -520,11 +521,13 @@ Program::Program(const Context& ctx, const std::string& source, const std::strin
       program_ = BuildFromBinary(ctx, *binary, options);
       if (program_ != nullptr) {
         from_cache_ = true;
+        build_seconds_ = cache->BuildSeconds(key).value_or(0);
         return;
       }
       cache->Remove(key);  // never trust an entry that failed once
     }
   }
+  auto t0 = std::chrono::steady_clock::now();
   program_ = BuildFromSource(ctx, source, options);
   if (NeedsSm90a(source)) {
     try {
@@ -534,9 +537,10 @@ Program::Program(const Context& ctx, const std::string& source, const std::strin
       throw;
     }
   }
+  build_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (use_cache) {
     std::vector<uint8_t> binary = ProgramBinary(program_);
-    if (!binary.empty()) cache->Store(key, binary);
+    if (!binary.empty()) cache->Store(key, binary, build_seconds_);
   }
 }
 

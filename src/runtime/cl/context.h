@@ -149,6 +149,9 @@ class Program {
   cl_program get() const { return program_; }
   bool from_cache() const { return from_cache_; }
   bool from_binary() const { return from_binary_; }  // the binary given to the constructor
+  // What its build from source took: here, or from the cache where it came from there and the
+  // entry recorded it; 0 when unknown (a binary given, an entry without the record).
+  double build_seconds() const { return build_seconds_; }
   // The device's binary of the program; empty when the driver cannot provide one.
   // pocl_local_sizes (PoCL only): the work-group sizes the kernels are launched with, named in
   // POCL_BINARY_SPECIALIZE_WG for this call so that the binary holds the kernels PoCL compiled
@@ -162,6 +165,7 @@ class Program {
 
   cl_program program_ = nullptr;
   bool from_cache_ = false, from_binary_ = false;
+  double build_seconds_ = 0;
 };
 
 }  // namespace texel::cl

@@ -87,7 +87,8 @@ std::optional<std::vector<uint8_t>> ProgramCache::Load(const std::string& key) c
   return payload;
 }
 
-void ProgramCache::Store(const std::string& key, const std::vector<uint8_t>& binary) const {
+void ProgramCache::Store(const std::string& key, const std::vector<uint8_t>& binary,
+                         double build_seconds) const {
   if (!enabled()) return;
   std::error_code ec;
   fs::create_directories(dir_, ec);  // best effort: failure shows up as a failed write below
@@ -99,15 +100,29 @@ void ProgramCache::Store(const std::string& key, const std::vector<uint8_t>& bin
   entry.append(AsView(binary));
   try {  // write-then-rename, so that concurrent readers never see a partial entry
     WriteFileAtomically((fs::path(dir_) / (key + ".bin")).string(), entry);
+    if (build_seconds > 0)
+      WriteFileAtomically((fs::path(dir_) / (key + ".sec")).string(),
+                          fmt::format("{:.3f}", build_seconds));
   } catch (const Error&) {
     // Best effort: the program was built; it is only not cached.
   }
+}
+
+std::optional<double> ProgramCache::BuildSeconds(const std::string& key) const {
+  if (!enabled()) return std::nullopt;
+  std::optional<std::string> text = ReadFile((fs::path(dir_) / (key + ".sec")).string());
+  if (!text) return std::nullopt;
+  char* end = nullptr;
+  double seconds = std::strtod(text->c_str(), &end);
+  if (end == text->c_str() || !(seconds > 0 && seconds < 1e6)) return std::nullopt;
+  return seconds;
 }
 
 void ProgramCache::Remove(const std::string& key) const {
   if (!enabled()) return;
   std::error_code ec;
   fs::remove(fs::path(dir_) / (key + ".bin"), ec);
+  fs::remove(fs::path(dir_) / (key + ".sec"), ec);
 }
 
 }  // namespace texel::cl

@@ -27,7 +27,13 @@ class ProgramCache {
   static std::string Key(const DeviceInfo& dev, const std::string& source,
                          const std::string& options);
   std::optional<std::vector<uint8_t>> Load(const std::string& key) const;
-  void Store(const std::string& key, const std::vector<uint8_t>& binary) const;  // best effort
+  // Best effort. build_seconds > 0: what the build from source took, kept beside the entry
+  // (<key>.sec) for BuildSeconds.
+  void Store(const std::string& key, const std::vector<uint8_t>& binary,
+             double build_seconds = 0) const;
+  // What the entry's build from source took (a tune sizes the build of a program not yet
+  // compiled by it); nullopt when not recorded.
+  std::optional<double> BuildSeconds(const std::string& key) const;
   void Remove(const std::string& key) const;
 
  private:
