@@ -122,7 +122,8 @@ void Tuner::BuildModelCheck(runtime::Plan plan, const std::vector<uint8_t>* bina
   // entry was made (without, Swin-T's check on an H200 was sized at 1.6 s, took 7.5 and overran a
   // 30 s budget by 3.9 s).
   const cl::Program* program = heuristic_model_->exe->program();
-  if (program != nullptr && program->from_cache()) compile_s += program->build_seconds();
+  if (program != nullptr && program->from_cache())  // a worker's time may be that record already
+    compile_s = std::max(compile_s, program->build_seconds());
   heuristic_model_->build_s += compile_s;
   // The chosen points' build can take longer than the heuristic's (Swin-T on an H100: the
   // check took 10.5 s where the heuristic's model had been ready in under 8.5 s); with twice

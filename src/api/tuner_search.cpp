@@ -55,10 +55,11 @@ void Tuner::Search() {
       }
       per_build = cost;
     }
-    // Nothing found, so nothing to check: the check's share goes to the search, whose points are
-    // then judged alone (ResNet-50 at batch 32 on an H200, `--budget 40`: 3 builds, no winner, and
-    // the tune ended at 14 s with the check's 18.7 s kept).
-    if (!Stopped() && heuristic_model_ && !all_stopped() &&
+    // Nothing found, so nothing to check: `auto`'s check gives its share to the search, whose
+    // points are then judged alone (ResNet-50 at batch 32 on an H200, `--budget 40`: 3 builds, no
+    // winner, and the tune ended at 14 s with the check's 18.7 s kept).
+    if (!Stopped() && heuristic_model_ && options_.model_check == TuneOptions::ModelCheck::kAuto &&
+        !all_stopped() &&
         std::none_of(hunts.begin(), hunts.end(),
                      [&](const Hunt& h) { return h.best_ratio <= keep_below; }) &&
         Left() + reserve_ > last_build_ + ConfirmTime(1)) {
@@ -85,8 +86,10 @@ void Tuner::Search() {
   if (offered_ > 0) {
     int won = 0;
     for (const Hunt& h : hunts) won += h.best_from_elsewhere && h.best_ratio <= keep_below;
-    Say(fmt::format("other kernels' winners tried first: {}; the best point of {} kernels",
-                    offered_, won));
+    Say(fmt::format(
+        "winners on other kernels (this tune's or the database's) tried first: {}; the best point "
+        "of {} kernels",
+        offered_, won));
   }
   StoreChosen(hunts, keep_below);
   // The compiling threads' contexts hold device memory (a CUDA context each on NVIDIA's).

@@ -99,7 +99,8 @@ TEST(CandidateOrderTest, TheDatabasesWinnersOnOtherShapesLargestGainFirst) {
                                entry("matmul", 1, "m=32,n=768", 2, 10, 5),    // old version
                                entry("conv", 2, "m=32,n=768", 4, 10, 5),      // other family
                                entry("matmul", 2, "m=16,n=768", 42, 10, 5),   // no candidate
-                               entry("matmul", 2, "m=8,n=768", 0, 10, 10),    // the heuristic's
+                               entry("matmul", 2, "m=8,n=768", 0, 10, 5),     // the heuristic's
+                               entry("matmul", 2, "m=4,n=768", 5, 10, 7),     // 5 again: once
                            });
   runtime::TuningDb db = runtime::TuningDb::Load(dir + "/db.jsonl");
   std::vector<TunePoint> won = WinnersElsewhere(db, dev, t, 0.95);

@@ -381,6 +381,13 @@ TEST(ProgramCacheTest, SecondBuildLoadsFromCache) {
     EXPECT_TRUE(unrecorded.from_cache());
     EXPECT_EQ(unrecorded.build_seconds(), 0) << damaged;
   }
+  // A new entry of the key without a record drops the old one's.
+  WriteFile(sec, "2.5");
+  ASSERT_TRUE(cache.BuildSeconds(key).has_value());
+  cache.Store(key, *cache.Load(key));
+  EXPECT_FALSE(cache.BuildSeconds(key).has_value());
+  cache.Store(key, *cache.Load(key), 1.25);
+  EXPECT_NEAR(*cache.BuildSeconds(key), 1.25, 1e-9);
   cache.Remove(key);
   EXPECT_FALSE(fs::exists(sec));
 }

@@ -53,10 +53,11 @@ ProgramCache ProgramCache::Default() {
 
 std::string ProgramCache::Key(const DeviceInfo& dev, const std::string& source,
                               const std::string& options) {
-  // Length prefixes make the concatenation unambiguous ("ab"+"c" != "a"+"bc").
+  // Length prefixes make the concatenation unambiguous ("ab"+"c" != "a"+"bc"). v2: entries
+  // record their build's seconds (BuildSeconds); v1's, which do not, are no longer looked up.
   std::string material;
   for (std::string_view part :
-       {std::string_view("texel-program-cache-v1"), std::string_view(source),
+       {std::string_view("texel-program-cache-v2"), std::string_view(source),
         std::string_view(options), std::string_view(dev.name), std::string_view(dev.driver_version),
         std::string_view(dev.platform_version), std::string_view(dev.device_version)}) {
     material += fmt::format("{}:", part.size());
@@ -98,6 +99,8 @@ void ProgramCache::Store(const std::string& key, const std::vector<uint8_t>& bin
   AppendLittleEndian(entry, binary.size(), 8);
   entry += Sha256Hex(AsView(binary));
   entry.append(AsView(binary));
+  // A record of an earlier entry of the key never stands beside this one.
+  fs::remove(fs::path(dir_) / (key + ".sec"), ec);
   try {  // write-then-rename, so that concurrent readers never see a partial entry
     WriteFileAtomically((fs::path(dir_) / (key + ".bin")).string(), entry);
     if (build_seconds > 0)
