@@ -1,7 +1,8 @@
 #!/bin/bash
 # cache_race.sh TEXEL MODEL [PROCESSES]
 # PROCESSES `texel run MODEL` at once into one empty program cache: every one must succeed, the
-# cache must hold whole entries only (no temporary files left behind), and a later run must take
+# cache must hold whole entries only (no temporary files left behind; beside an entry, its build's
+# seconds in <key>.sec), and a later run must take
 # its program from the cache (an entry torn or lost would be rebuilt instead).
 set -euo pipefail
 texel=${1:?usage: cache_race.sh TEXEL MODEL [PROCESSES]}
@@ -25,7 +26,11 @@ for i in "${!pids[@]}"; do
 done
 ((failed == 0)) || exit 1
 entries=$(find "$TEXEL_CACHE_DIR" -name '*.bin' | wc -l)
-others=$(find "$TEXEL_CACHE_DIR" -type f ! -name '*.bin' | wc -l)
+others=$(find "$TEXEL_CACHE_DIR" -type f ! -name '*.bin' ! -name '*.sec' | wc -l)
+for sec in "$TEXEL_CACHE_DIR"/*.sec; do  # a record only beside its entry
+  [ -e "$sec" ] || continue
+  [ -f "${sec%.sec}.bin" ] || others=$((others + 1))
+done
 if ((entries == 0 || others != 0)); then
   echo "cache_race: $entries entries and $others other files in the cache:"
   ls -la "$TEXEL_CACHE_DIR"
