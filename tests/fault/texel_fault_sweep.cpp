@@ -224,14 +224,19 @@ bool ReferencesCountObjects(const Io& io) {
   return during == before + 1;
 }
 
-// Program cache entries that fail their checksum, and temporary files left behind.
+// Program cache entries that fail their checksum, build records (<key>.sec) without an entry or
+// unreadable, and temporary files left behind.
 int BadCacheFiles() {
   texel::cl::ProgramCache cache = texel::cl::ProgramCache::Default();
   if (!cache.enabled() || !fs::is_directory(cache.dir())) return 0;
   int bad = 0;
   for (const auto& entry : fs::directory_iterator(cache.dir())) {
     if (!entry.is_regular_file()) continue;
-    if (entry.path().extension() != ".bin" || !cache.Load(entry.path().stem().string())) {
+    const std::string key = entry.path().stem().string();
+    const bool good = entry.path().extension() == ".sec"
+                          ? cache.Load(key) && cache.BuildSeconds(key)
+                          : entry.path().extension() == ".bin" && cache.Load(key);
+    if (!good) {
       std::fprintf(stderr, "texel_fault_sweep: program cache: bad or partial file %s\n",
                    entry.path().filename().c_str());
       ++bad;
