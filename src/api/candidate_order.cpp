@@ -64,10 +64,8 @@ std::vector<codegen::TunePoint> WinnersElsewhere(const runtime::TuningDb& db,
   const runtime::TuningKey key = runtime::TuningKey::For(dev, t.family, t.version, t.signature);
   std::vector<const runtime::TuningEntry*> won;
   for (const runtime::TuningEntry& e : db.entries()) {
-    const runtime::TuningKey& k = e.key;
-    if (k.device != key.device || k.driver != key.driver || k.platform != key.platform ||
-        k.family != key.family || k.family_version != key.family_version ||
-        k.signature == key.signature || !(e.tuned_us < won_below * e.heuristic_us) ||
+    if (!e.key.SameFamily(key) || e.key.signature == key.signature ||
+        !(e.tuned_us < won_below * e.heuristic_us) ||
         std::find(t.candidates.begin() + 1, t.candidates.end(), e.params) == t.candidates.end())
       continue;
     won.push_back(&e);

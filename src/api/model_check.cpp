@@ -13,7 +13,8 @@ namespace {
 
 // The most of the budget `auto` sets aside for the check. Half, not a third: Swin-T's points
 // chosen alone ran 3.6% slower in the model at batch 1 on an H200 (`--budget 30`, its check then
-// 12.6 s of 30 s kept, over a third); with the check forced the tune took 24.1 s and the check
+// by its forced run's build 1.3 x 8.5 + 1.5 = 12.6 s, over a third: inferred, that
+// tune's log was not kept); with the check forced the tune took 24.1 s and the check
 // kept the heuristic's (the chosen points 1.321 ms against 1.197).
 constexpr double kMostForTheCheck = 0.5;
 
@@ -119,7 +120,8 @@ void Tuner::BuildModelCheck(runtime::Plan plan, const std::vector<uint8_t>* bina
   heuristic_model_ = PrepareModel(ctx_, cache_, std::move(plan), options_.seed, binary);
   // The chosen points' program is new, so compiled from source: where the heuristic's came from
   // the program cache (a model run before its tune), what its build from source took when the
-  // entry was made (without, Swin-T's check on an H200 was sized at 1.6 s, took 7.5 and overran a
+  // entry was made (without, Swin-T's check on an H200 was sized from a 0.1 s build,
+  // 1.3 x 0.1 + 1.5 = 1.6 s, took 7.5 and overran a
   // 30 s budget by 3.9 s).
   const cl::Program* program = heuristic_model_->exe->program();
   if (program != nullptr && program->from_cache())  // a worker's time may be that record already

@@ -160,8 +160,7 @@ class Tuner {
     int builds = 0;
     bool stopped = false;  // every candidate tried, or its heuristic's kernel failed
     TunePoint best;
-    double best_ratio = 1;             // the best point's time relative to the heuristic's
-    bool best_from_elsewhere = false;  // best is another kernel's winner (CandidateOrder::Prefer)
+    double best_ratio = 1;  // the best point's time relative to the heuristic's
   };
   // Every searchable kernel's hunt, its share of the time left in proportion to its heuristic
   // time, the slowest first.

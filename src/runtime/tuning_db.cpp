@@ -97,12 +97,12 @@ void Upsert(std::vector<TuningEntry>& entries, TuningEntry e) {
     entries.push_back(std::move(e));
 }
 
-bool SameFamily(const TuningKey& a, const TuningKey& b) {
-  return a.device == b.device && a.driver == b.driver && a.platform == b.platform &&
-         a.family == b.family && a.family_version == b.family_version;
-}
-
 }  // namespace
+
+bool TuningKey::SameFamily(const TuningKey& o) const {
+  return device == o.device && driver == o.driver && platform == o.platform && family == o.family &&
+         family_version == o.family_version;
+}
 
 TuningKey TuningKey::For(const cl::DeviceInfo& device, std::string family, int family_version,
                          std::string signature) {
@@ -156,7 +156,7 @@ const TuningEntry* TuningDb::FindNearest(
   const TuningEntry* best = nullptr;
   double best_distance = INFINITY;
   for (const TuningEntry& e : entries_) {
-    if (!SameFamily(e.key, key) || (accept && !accept(e))) continue;
+    if (!e.key.SameFamily(key) || (accept && !accept(e))) continue;
     double d = Distance(e.key.signature, key.signature);
     if (d <= kNearestWithin && d < best_distance) best = &e, best_distance = d;
   }

@@ -26,6 +26,8 @@ struct TuningKey {
   // integer values of items present in both and needs the others equal.
   std::string signature;
   bool operator==(const TuningKey&) const = default;
+  // Of the same device, driver, platform, family and family version (any signature).
+  bool SameFamily(const TuningKey& other) const;
   static TuningKey For(const cl::DeviceInfo& device, std::string family, int family_version,
                        std::string signature);
 };
