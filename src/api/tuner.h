@@ -138,14 +138,15 @@ class Tuner {
   struct Measurements {
     std::vector<std::optional<Measured>> measured;
     std::vector<std::string> why;
-    bool run = true;  // false: the tune was interrupted before this build
+    bool run = true;  // false: the tune was interrupted or its budget spent before this build
   };
   // with_reference: each build's trials[0] is the reference of the rest (RunEach).
   std::vector<Measurements> RunWave(const std::vector<std::vector<Trial>>& builds, uint64_t seed,
                                     bool with_reference = true);
   // A wave's programs compiled at once: in worker processes where there is a worker
-  // (TuneOptions::compile_worker), else on threads.
-  Prebuilt Compile(const std::vector<const runtime::Plan*>& plans);
+  // (TuneOptions::compile_worker), else on threads; those unfinished when `stop` says so have
+  // no binary.
+  Prebuilt Compile(const std::vector<const runtime::Plan*>& plans, const GiveUp& stop);
   // A kernel's search: its candidates' order (api/candidate_order.h), its best so far and its
   // share of the search's time.
   struct Hunt {
