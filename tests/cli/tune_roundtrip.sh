@@ -101,7 +101,7 @@ done
 echo "== --model-check on: the chosen points are checked in the whole model (or there are none)"
 "$texel" tune "$data/tiny_matmul.onnx" --budget 8 --model-check on --db "$d/check.jsonl" \
   >"$d/out" 2>"$d/err" || fail "tune --model-check on: $(cat "$d/err")"
-grep -Eq "the model with the heuristic's points: [0-9.]+ ms, with the chosen ones: [0-9.]+ ms|the model check has nothing to compare" "$d/err" ||
+grep -Eq "the model with the heuristic's points: [0-9.]+ ms, with the chosen points: [0-9.]+ ms|the model check has nothing to compare" "$d/err" ||
   fail "no model check: $(cat "$d/err")"
 if grep -q "the heuristic's kept" "$d/err"; then  # reverted: every entry holds the heuristic's point
   awk '{print $3, $4}' <(grep -v '^family\|^tuned\|^database\|^model\|^device' "$d/out") |
