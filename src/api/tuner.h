@@ -133,6 +133,8 @@ class Tuner {
   }
   // Builds compiled at once: TuneOptions::jobs.
   size_t WaveSize() const;
+  // Whether programs compile in worker processes, several at once.
+  bool CompilesInWorkers() const { return !worker_.empty() && WaveSize() > 1; }
   // The builds' trials measured one build after another, their programs compiled first in
   // parallel where a wave has more than one (per build: RunEach's results and reasons); the
   // wave's times go to Timed.
@@ -145,8 +147,8 @@ class Tuner {
   std::vector<Measurements> RunWave(const std::vector<std::vector<Trial>>& builds, uint64_t seed,
                                     bool with_reference = true);
   // A wave's programs compiled at once: in worker processes where there is a worker
-  // (TuneOptions::compile_worker), else on threads; those unfinished when `stop` says so have
-  // no binary.
+  // (TuneOptions::compile_worker), else on threads. Once `stop` says so the workers are killed
+  // (their unfinished programs get no binary) and the threads start no further program.
   Prebuilt Compile(const std::vector<const runtime::Plan*>& plans, const GiveUp& stop);
   // A kernel's search: its candidates' order (api/candidate_order.h), its best so far and its
   // share of the search's time.

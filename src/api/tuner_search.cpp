@@ -46,7 +46,10 @@ void Tuner::Search() {
       reshared = false;
       auto start = Clock::now();
       std::vector<Measurements> results = RunWave(wave, options_.seed);
-      double cost = Since(start) / static_cast<double>(wave.size());
+      // Builds the budget left unrun keep their candidates counted as tried.
+      size_t run = 0;
+      for (const Measurements& m : results) run += m.run;
+      double cost = run > 0 ? Since(start) / static_cast<double>(run) : per_build;
       for (size_t b = 0; b < wave.size(); ++b) {
         if (!results[b].run) continue;
         owner[b]->spent_s += cost - per_build;

@@ -167,7 +167,7 @@ Runner AddTuneCommand(CLI::App& app) {
   cmd->add_option("--runs", a->runs, "timed runs per candidate (default 7)");
   cmd->add_option("--model-check", a->model_check,
                   "check the chosen points in the whole model against the heuristic's and keep "
-                  "them only if faster: auto (on GPUs, where it fits a third of the budget), on, "
+                  "them only if faster: auto (on GPUs, where it fits half the budget), on, "
                   "off")
       ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_flag("--log-candidates", a->log_candidates,
