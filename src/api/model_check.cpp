@@ -166,26 +166,32 @@ void Tuner::Revert(const std::function<bool(const Work&)>& which) {
 }
 
 // The chosen points in the model, run in turn with the heuristic's: kept if faster by more than
-// noise (0.5%), else their entries get the heuristic's point, so that no compile takes them,
-// nor a neighbour's nearest shape. Where only some of them won by 5% alone, the model with
-// those alone is built beside it (both compiled at once where worker processes compile) and
-// run in the same turns, and the faster of the two is kept if it beats the heuristic's by 1%
-// (the better of two noisy times is flattered): on an H200 at batch 1 (`--budget 60`) every
-// chosen point lost in ViT-B/16 (1.987 against 1.878 ms) and the 5% ones won (1.852), where
-// before the check kept the heuristic's.
+// noise (kFasterThanNoise), else their entries get the heuristic's point, so that no compile
+// takes them, nor a neighbour's nearest shape. Where only some of them won by 5% alone, the
+// model with those alone is built beside it (both compiled at once where worker processes
+// compile) and run in the same turns, and the faster of the two is kept if it beats the
+// heuristic's by kBetterOfTwo (the better of two noisy times is flattered): on an H200 at batch
+// 1 (`--budget 60`) every chosen point lost in ViT-B/16 (1.987 against 1.878 ms) and the 5% ones
+// won (1.852), where before the check kept the heuristic's.
 void Tuner::CheckInModel(const ir::Graph& graph) {
+  constexpr double kFasterThanNoise = 0.995, kBetterOfTwo = 0.99;
   if (!heuristic_model_) return;
-  // A point kept for the check's sake that is not 5% faster alone.
-  auto interrupted = [this] {
-    Say("interrupted: no model check, so only points 5% faster alone are kept");
+  // No check after all, or a failed one: a point kept for the check's sake (not 5% faster
+  // alone) goes back to the heuristic's.
+  auto only_alone = [this](const std::string& why) {
+    Say(why + ", so only points 5% faster alone are kept");
     Revert(OnlyForTheCheck);
   };
-  if (Stopped()) return interrupted();
+  if (Stopped()) return only_alone("interrupted: no model check");
   ChosenPoints chosen, alone;  // every chosen point; those 5% faster alone
+  bool mixed = false;          // some chosen points are only for the check's sake
   for (Work& w : work_)
     if (w.ok && w.k.best != w.k.heuristic) {
       chosen.Set(w.tunable, w.best);
-      if (!OnlyForTheCheck(w)) alone.Set(w.tunable, w.best);
+      if (OnlyForTheCheck(w))
+        mixed = true;
+      else
+        alone.Set(w.tunable, w.best);
     }
   if (chosen.empty()) {
     Say("the model check has nothing to compare: every kernel keeps the heuristic's point");
@@ -193,18 +199,16 @@ void Tuner::CheckInModel(const ir::Graph& graph) {
   }
   // CPU drivers compile each kernel at its first launch, and the heuristic's model may have
   // come from the driver's own cache: there the chosen points' build takes about a build's time
-  // per kernel (SqueezeNet on PoCL, `--model-check on --budget 30`: its check was sized at 1.8 s
-  // from a 0.2 s build, took 29.9 s, and the tune 56.7 s).
+  // per kernel (SqueezeNet on PoCL, `--model-check on --budget 30`: its check, sized from a
+  // 0.2 s build at 1.3 x 0.2 + 1.5 = 1.8 s, took 29.9 s, and the tune 56.7 s).
   if (dev_.kind != cl::DeviceKind::kGpu && last_kernels_ > 0) {
     double build_s = static_cast<double>(heuristic_model_->exe->plan().steps.size()) * last_build_ /
                      static_cast<double>(last_kernels_);
-    if (build_s > Left() + reserve_) {
-      Say(fmt::format(
-          "no time for the model check (its build about {:.0f} s, {:.0f} s left), so only "
-          "points 5% faster alone are kept",
-          build_s, Left() + reserve_));
-      return Revert(OnlyForTheCheck);
-    }
+    if (build_s > Left() + reserve_)
+      return only_alone(
+          fmt::format("no time for the model check (its build about {:.0f} s, "
+                      "{:.0f} s left)",
+                      build_s, Left() + reserve_));
   }
   struct Candidate {
     bool only_alone;  // the points 5% faster alone
@@ -218,7 +222,7 @@ void Tuner::CheckInModel(const ir::Graph& graph) {
     sets.push_back({false, "the chosen points", backends::LowerToPlan(graph, dev_, &chosen)});
     // Beside the chosen points where it compiles alongside them, or the budget holds its build.
     const bool side_by_side = CompilesInWorkers();
-    if (!alone.empty() && alone.size() < chosen.size() && (side_by_side || Left() > reserve_))
+    if (mixed && !alone.empty() && (side_by_side || Left() > reserve_))
       sets.push_back(
           {true, "the points 5% faster alone", backends::LowerToPlan(graph, dev_, &alone)});
     if (sets.size() > 1 && side_by_side) {
@@ -230,12 +234,10 @@ void Tuner::CheckInModel(const ir::Graph& graph) {
       } catch (const Error&) {  // built here, the second only where the budget holds it
         if (Left() <= reserve_) sets.pop_back();
       }
-      if (Stopped()) return interrupted();
+      if (Stopped()) return only_alone("interrupted: no model check");
     }
   } catch (const Error& e) {
-    Say(fmt::format("the model check failed, so only points 5% faster alone are kept: {}",
-                    e.what()));
-    return Revert(OnlyForTheCheck);
+    return only_alone(fmt::format("the model check failed ({})", e.what()));
   }
   // Each set's model apart: one that fails to build or run is left out, with why.
   std::vector<ModelRun> runs;
@@ -250,15 +252,13 @@ void Tuner::CheckInModel(const ir::Graph& graph) {
       built.push_back(&c);
     } catch (const Error& e) {
       alone_failed |= c.only_alone;
-      failures += fmt::format("; with {}: {}", c.name, e.what());
+      failures += fmt::format("{}with {}: {}", failures.empty() ? "" : "; ", c.name, e.what());
     }
   }
   if (runs.empty()) {  // the 5% points stay unless their own model failed
-    Say(fmt::format(
-        "the model check failed, so {}{}",
-        alone_failed ? "the heuristic's points are kept" : "only points 5% faster alone are kept",
-        failures));
-    return alone_failed ? Revert([](const Work&) { return true; }) : Revert(OnlyForTheCheck);
+    if (!alone_failed) return only_alone(fmt::format("the model check failed ({})", failures));
+    Say(fmt::format("the model check failed ({}), so the heuristic's points are kept", failures));
+    return Revert([](const Work&) { return true; });
   }
   std::vector<ModelRun*> timed = {&*heuristic_model_};
   for (ModelRun& r : runs) timed.push_back(&r);
@@ -266,12 +266,10 @@ void Tuner::CheckInModel(const ir::Graph& graph) {
   try {
     ms = TimeInTurn(timed, 0.5 * static_cast<double>(timed.size()));
   } catch (const Error& e) {
-    Say(fmt::format("the model check failed, so only points 5% faster alone are kept: {}",
-                    e.what()));
-    return Revert(OnlyForTheCheck);
+    return only_alone(fmt::format("the model check failed ({})", e.what()));
   }
   size_t best = static_cast<size_t>(std::min_element(ms.begin() + 1, ms.end()) - ms.begin());
-  bool keep = ms[best] < ms[0] * (runs.size() > 1 ? 0.99 : 0.995);
+  bool keep = ms[best] < ms[0] * (runs.size() > 1 ? kBetterOfTwo : kFasterThanNoise);
   const Candidate& kept = *built[best - 1];
   std::string times;
   for (size_t i = 0; i < built.size(); ++i)
@@ -280,7 +278,7 @@ void Tuner::CheckInModel(const ir::Graph& graph) {
       "the model with the heuristic's points: {:.3f} ms{}; {} (built in {:.1f} s, checked in "
       "{:.1f} s){}",
       ms[0], times, keep ? fmt::format("{} kept", kept.name) : "the heuristic's kept",
-      heuristic_model_->build_s, Since(c0), failures));
+      heuristic_model_->build_s, Since(c0), failures.empty() ? "" : "; failed: " + failures));
   result_.model_heuristic_ms = ms[0];
   result_.model_tuned_ms = keep ? ms[best] : ms[0];
   result_.model_kept = keep ? kept.name : "the heuristic's points";

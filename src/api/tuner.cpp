@@ -120,7 +120,8 @@ std::vector<Tuner::Measurements> Tuner::RunWave(const std::vector<std::vector<Tr
   // program) and builds not started are not run, so that a wave longer than the last one's
   // times predicted overruns by at most the build or thread's program in flight. Before, its
   // unfinished programs compiled one by one as its builds ran: SqueezeNet on PoCL, `--budget 3
-  // --jobs 4`, took 16.2 s; EfficientNet-B0 at batch 32 on an H200 43.2 s of 40.
+  // --jobs 4`, took 16.2 s (EfficientNet-B0 at batch 32 on an H200, 43.2 s of 40, presumably
+  // the same: that tune's log was not kept).
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(std::max(0.0, Left())));
   auto give_up = [&] { return Stopped() || Clock::now() >= deadline; };

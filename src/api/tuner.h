@@ -60,7 +60,6 @@ class ChosenPoints : public codegen::TuningSource {
     return it->second;
   }
   bool empty() const { return points_.empty(); }
-  size_t size() const { return points_.size(); }
 
  private:
   std::map<std::string, TunePoint> points_;
