@@ -83,6 +83,12 @@ ModelRun PrepareModel(const std::shared_ptr<cl::Context>& ctx, cl::ProgramCache&
 // slower in the model than the heuristic's on an H100).
 std::vector<double> TimeInTurn(const std::vector<ModelRun*>& models, double seconds);
 
+// The model check's verdict on the models' medians (ms[0] the heuristic's points, then each set
+// of chosen points): the index of the set kept, or 0 for the heuristic's. A set is kept where
+// faster by more than noise (0.5%), or by 1% where two sets were timed (the better of two noisy
+// times is flattered).
+size_t CheckVerdict(const std::vector<double>& ms);
+
 // One tune, in phases that TuneModel runs in order: the model's distinct tunable kernels, the
 // heuristic's model for the check at the end, every kernel's heuristic point timed, each
 // kernel's search within its share of the budget, and the chosen points checked in the model.
