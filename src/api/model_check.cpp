@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "api/tuner.h"
 #include "backends/lower.h"
@@ -167,9 +168,13 @@ void Tuner::Revert(const std::function<bool(const Work&)>& which) {
 
 size_t CheckVerdict(const std::vector<double>& ms) {
   constexpr double kFasterThanNoise = 0.995, kBetterOfTwo = 0.99;
-  if (ms.size() < 2) return 0;
-  size_t best = static_cast<size_t>(std::min_element(ms.begin() + 1, ms.end()) - ms.begin());
-  return ms[best] < ms[0] * (ms.size() > 2 ? kBetterOfTwo : kFasterThanNoise) ? best : 0;
+  auto valid = [](double t) { return std::isfinite(t) && t > 0; };
+  if (ms.size() < 2 || !valid(ms[0])) return 0;
+  size_t best = 0;  // the fastest valid set; the first on ties
+  for (size_t i = 1; i < ms.size(); ++i)
+    if (valid(ms[i]) && (best == 0 || ms[i] < ms[best])) best = i;
+  return best > 0 && ms[best] < ms[0] * (ms.size() > 2 ? kBetterOfTwo : kFasterThanNoise) ? best
+                                                                                          : 0;
 }
 
 // The chosen points in the model, run in turn with the heuristic's: kept if faster by more than
@@ -218,14 +223,14 @@ void Tuner::CheckInModel(const ir::Graph& graph) {
   // The check's share was set aside (reserve_), but the search's last wave and the
   // confirmations can eat into it: a check with less than half its share left is not started
   // (ConvNeXt-T at batch 32 on an H200 took 65.6 s of a 60 s budget once, the log not kept).
-  const double share_s = reserve_;
-  if (Left() + reserve_ < 0.5 * share_s)
+  if (Left() + reserve_ < 0.5 * reserve_)
     return only_alone(fmt::format("{:.1f} s left of the model check's {:.1f}: not run",
-                                  std::max(0.0, Left() + reserve_), share_s));
+                                  std::max(0.0, Left() + reserve_), reserve_));
   struct Candidate {
     bool only_alone;  // the points 5% faster alone
     const char* name;
     runtime::Plan plan;
+    bool no_binary = false;  // its worker did not compile it (the worker's log says why)
   };
   std::vector<Candidate> sets;
   Prebuilt binaries;
@@ -237,25 +242,32 @@ void Tuner::CheckInModel(const ir::Graph& graph) {
     if (mixed && !alone.empty() && (side_by_side || Left() > reserve_))
       sets.push_back(
           {true, "the points 5% faster alone", backends::LowerToPlan(graph, dev_, &alone)});
-    // In worker processes (one set or two), which are stopped once the whole budget is spent:
-    // a build here cannot be cut short.
+    // In worker processes (one set or two), which are stopped once the whole budget is spent,
+    // where a build here cannot be cut short; a set a worker did not compile is left out. Where
+    // the workers fail to start, the sets are built here, the second only where the budget
+    // holds it.
     if (side_by_side) {
       std::vector<const runtime::Plan*> plans;
       for (const Candidate& c : sets) plans.push_back(&c.plan);
-      bool spent = false;
+      bool spent = false, compiled = false;
       try {
         binaries = CompileInWorkers(worker_, dev_, plans.size(), cache_, plans, [&] {
           spent = Since(t0_) >= options_.budget_seconds;
           return Stopped() || spent;
         });
-      } catch (const Error&) {  // built here, the second only where the budget holds it
+        compiled = true;
+      } catch (const Error& e) {
+        Say(fmt::format("the model check's programs are built here: {}", e.what()));
         if (sets.size() > 1 && Left() <= reserve_) sets.pop_back();
       }
       if (Stopped()) return only_alone("interrupted: no model check");
       if (spent)
-        return only_alone(
-            fmt::format("the model check's programs were not compiled within the budget ({:.1f} s)",
-                        Since(c0)));
+        return only_alone(fmt::format(
+            "the model check's programs were given up after {:.1f} s: the budget was spent",
+            Since(c0)));
+      if (compiled)
+        for (Candidate& c : sets)
+          if (!binaries.count(c.plan.source)) c.no_binary = true;
     }
   } catch (const Error& e) {
     return only_alone(fmt::format("the model check failed ({})", e.what()));
@@ -267,6 +279,7 @@ void Tuner::CheckInModel(const ir::Graph& graph) {
   std::string failures;
   for (Candidate& c : sets) {
     try {
+      if (c.no_binary) Fail(ErrorCode::kDevice, "its program did not compile in a worker process");
       auto bin = binaries.find(c.plan.source);
       runs.push_back(PrepareModel(ctx_, cache_, std::move(c.plan), options_.seed,
                                   bin == binaries.end() ? nullptr : &bin->second));
@@ -283,9 +296,13 @@ void Tuner::CheckInModel(const ir::Graph& graph) {
   }
   std::vector<ModelRun*> timed = {&*heuristic_model_};
   for (ModelRun& r : runs) timed.push_back(&r);
+  const double turns_s = 0.5 * static_cast<double>(timed.size());
+  if (Left() + reserve_ < turns_s)
+    return only_alone(fmt::format("{:.1f} s left for the model check's {:.1f} s of runs: not run",
+                                  std::max(0.0, Left() + reserve_), turns_s));
   std::vector<double> ms;
   try {
-    ms = TimeInTurn(timed, 0.5 * static_cast<double>(timed.size()));
+    ms = TimeInTurn(timed, turns_s);
   } catch (const Error& e) {
     return only_alone(fmt::format("the model check failed ({})", e.what()));
   }

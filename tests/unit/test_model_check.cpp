@@ -2,6 +2,8 @@
 // from its models' medians, one set or two. The runs themselves are the CLI tests' and the GPU's.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "api/tuner.h"
 
 namespace texel::tuning {
@@ -26,6 +28,20 @@ TEST(ModelCheckTest, TwoSetsNeedOnePercent) {
 TEST(ModelCheckTest, NothingTimedKeepsTheHeuristic) {
   EXPECT_EQ(CheckVerdict({}), 0u);
   EXPECT_EQ(CheckVerdict({1.000}), 0u);
+}
+
+TEST(ModelCheckTest, TimesThatAreNoTimesAreSkipped) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(CheckVerdict({1.000, nan, 0.980}), 2u);
+  EXPECT_EQ(CheckVerdict({1.000, 0.0, 0.980}), 2u);
+  EXPECT_EQ(CheckVerdict({1.000, inf}), 0u);
+  EXPECT_EQ(CheckVerdict({nan, 0.500}), 0u);  // nothing to compare with
+  EXPECT_EQ(CheckVerdict({0.0, 0.500}), 0u);
+}
+
+TEST(ModelCheckTest, TiesGoToEveryChosenPoint) {
+  EXPECT_EQ(CheckVerdict({1.000, 0.980, 0.980}), 1u);
 }
 
 }  // namespace
