@@ -214,26 +214,26 @@ void Tuner::CheckInModel(const ir::Graph& graph) {
   if (dev_.kind != cl::DeviceKind::kGpu && last_kernels_ > 0) {
     double build_s = static_cast<double>(heuristic_model_->exe->plan().steps.size()) * last_build_ /
                      static_cast<double>(last_kernels_);
-    if (build_s > Left() + reserve_)
+    if (build_s > BudgetLeft())
       return only_alone(
           fmt::format("no time for the model check (its build about {:.0f} s, "
                       "{:.0f} s left)",
-                      build_s, Left() + reserve_));
+                      build_s, BudgetLeft()));
   }
   // The check's share was set aside (reserve_), but the search's last wave and the
   // confirmations can eat into it: a check with less than half its share left is not started
   // (ConvNeXt-T at batch 32 on an H200 took 65.6 s of a 60 s budget once, the log not kept).
-  if (Left() + reserve_ < 0.5 * reserve_)
+  if (BudgetLeft() < 0.5 * reserve_)
     return only_alone(fmt::format("{:.1f} s left of the model check's {:.1f}: not run",
-                                  std::max(0.0, Left() + reserve_), reserve_));
+                                  std::max(0.0, BudgetLeft()), reserve_));
   struct Candidate {
     bool only_alone;  // the points 5% faster alone
     const char* name;
     runtime::Plan plan;
-    bool no_binary = false;  // its worker did not compile it (the worker's log says why)
   };
   std::vector<Candidate> sets;
   Prebuilt binaries;
+  bool from_workers = false;  // a set without a binary in `binaries` is left out
   auto c0 = Clock::now();
   try {
     sets.push_back({false, "the chosen points", backends::LowerToPlan(graph, dev_, &chosen)});
@@ -249,13 +249,13 @@ void Tuner::CheckInModel(const ir::Graph& graph) {
     if (side_by_side) {
       std::vector<const runtime::Plan*> plans;
       for (const Candidate& c : sets) plans.push_back(&c.plan);
-      bool spent = false, compiled = false;
+      bool spent = false;
       try {
         binaries = CompileInWorkers(worker_, dev_, plans.size(), cache_, plans, [&] {
-          spent = Since(t0_) >= options_.budget_seconds;
+          spent = BudgetLeft() <= 0;
           return Stopped() || spent;
         });
-        compiled = true;
+        from_workers = true;
       } catch (const Error& e) {
         Say(fmt::format("the model check's programs are built here: {}", e.what()));
         if (sets.size() > 1 && Left() <= reserve_) sets.pop_back();
@@ -265,9 +265,6 @@ void Tuner::CheckInModel(const ir::Graph& graph) {
         return only_alone(fmt::format(
             "the model check's programs were given up after {:.1f} s: the budget was spent",
             Since(c0)));
-      if (compiled)
-        for (Candidate& c : sets)
-          if (!binaries.count(c.plan.source)) c.no_binary = true;
     }
   } catch (const Error& e) {
     return only_alone(fmt::format("the model check failed ({})", e.what()));
@@ -278,15 +275,21 @@ void Tuner::CheckInModel(const ir::Graph& graph) {
   bool alone_failed = false;
   std::string failures;
   for (Candidate& c : sets) {
+    auto left_out = [&](const std::string& why) {
+      alone_failed |= c.only_alone;
+      failures += fmt::format("{}with {}: {}", failures.empty() ? "" : "; ", c.name, why);
+    };
+    auto bin = binaries.find(c.plan.source);
+    if (from_workers && bin == binaries.end()) {
+      left_out("its program did not compile in a worker process");
+      continue;
+    }
     try {
-      if (c.no_binary) Fail(ErrorCode::kDevice, "its program did not compile in a worker process");
-      auto bin = binaries.find(c.plan.source);
       runs.push_back(PrepareModel(ctx_, cache_, std::move(c.plan), options_.seed,
                                   bin == binaries.end() ? nullptr : &bin->second));
       built.push_back(&c);
     } catch (const Error& e) {
-      alone_failed |= c.only_alone;
-      failures += fmt::format("{}with {}: {}", failures.empty() ? "" : "; ", c.name, e.what());
+      left_out(e.what());
     }
   }
   if (runs.empty()) {  // the 5% points stay unless their own model failed
@@ -297,33 +300,31 @@ void Tuner::CheckInModel(const ir::Graph& graph) {
   std::vector<ModelRun*> timed = {&*heuristic_model_};
   for (ModelRun& r : runs) timed.push_back(&r);
   const double turns_s = 0.5 * static_cast<double>(timed.size());
-  if (Left() + reserve_ < turns_s)
+  if (BudgetLeft() < turns_s)
     return only_alone(fmt::format("{:.1f} s left for the model check's {:.1f} s of runs: not run",
-                                  std::max(0.0, Left() + reserve_), turns_s));
+                                  std::max(0.0, BudgetLeft()), turns_s));
   std::vector<double> ms;
   try {
     ms = TimeInTurn(timed, turns_s);
   } catch (const Error& e) {
     return only_alone(fmt::format("the model check failed ({})", e.what()));
   }
-  const size_t verdict = CheckVerdict(ms);
-  const bool keep = verdict > 0;
-  const size_t best = keep ? verdict : 1;
-  const Candidate& kept = *built[best - 1];
+  const size_t verdict = CheckVerdict(ms);  // 0: the heuristic's
+  const Candidate* kept = verdict > 0 ? built[verdict - 1] : nullptr;
   std::string times;
   for (size_t i = 0; i < built.size(); ++i)
     times += fmt::format(", with {}: {:.3f} ms", built[i]->name, ms[i + 1]);
   Say(fmt::format(
       "the model with the heuristic's points: {:.3f} ms{}; {} (built in {:.1f} s, checked in "
       "{:.1f} s){}",
-      ms[0], times, keep ? fmt::format("{} kept", kept.name) : "the heuristic's kept",
+      ms[0], times, kept ? fmt::format("{} kept", kept->name) : "the heuristic's kept",
       heuristic_model_->build_s, Since(c0), failures.empty() ? "" : "; failed: " + failures));
   result_.model_heuristic_ms = ms[0];
-  result_.model_tuned_ms = keep ? ms[best] : ms[0];
-  result_.model_kept = keep ? kept.name : "the heuristic's points";
-  if (!keep) {
+  result_.model_tuned_ms = ms[verdict];
+  result_.model_kept = kept ? kept->name : "the heuristic's points";
+  if (!kept) {
     Revert([](const Work&) { return true; });
-  } else if (kept.only_alone) {
+  } else if (kept->only_alone) {
     Revert(OnlyForTheCheck);
   } else {  // the points kept for the check's sake go into the database now
     std::vector<runtime::TuningEntry> entries;

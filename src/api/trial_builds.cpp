@@ -194,7 +194,7 @@ std::vector<Measured> RunTrials(const std::shared_ptr<cl::Context>& ctx, cl::Pro
   // operands from memory, as a model's kernels read their weights; run after run alone, they
   // stayed in an H200's 50 MB L2 (DenseNet-121's 1x1 convolutions at batch 1 unsplit, on small
   // tiles: 24-31 us alone, against 27 for the heuristic's split, but 33-45 us in the model
-  // against 24-27, so that points 1.24-1.36x faster summed over the kernels gave the model
+  // against 24-27, so that points 1.31-1.37x faster summed over the kernels gave the model
   // 0.99-1.13x in four tunes).
   // A device that cannot hold the buffer beside the build times it as before, warm.
   std::optional<cl::Buffer> overwrite;

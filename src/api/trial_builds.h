@@ -49,9 +49,10 @@ struct BuildPhases {
 };
 
 // The trials' nodes as one graph lowered to one plan: each node alone, reading inputs of its own
-// (constants shared): consecutive runs of a kernel then find its inputs no warmer in the caches
-// than in its model, where another kernel wrote them (inputs shared by eight trials stayed in an
-// H100's 50 MB L2 at batch 32, and the points chosen so ran 17% slower in MobileNetV2).
+// (constants shared), so that one trial's runs do not warm another's inputs (inputs shared by
+// eight trials stayed in an H100's 50 MB L2 at batch 32, and the points chosen so ran 17% slower
+// in MobileNetV2). A trial's own operands still stay there between its runs; on GPUs RunTrials
+// overwrites the cache before each run.
 struct TrialPlan {
   runtime::Plan plan;
   struct Input {

@@ -127,7 +127,9 @@ class Tuner {
   static constexpr size_t kPerBuild = 8;  // kernels per build
 
   bool Stopped() const { return options_.stop != nullptr && options_.stop->load(); }
-  double Left() const { return Stopped() ? -1 : options_.budget_seconds - reserve_ - Since(t0_); }
+  // Seconds left of the whole budget; Left(): of the search's part (the check's share kept).
+  double BudgetLeft() const { return options_.budget_seconds - Since(t0_); }
+  double Left() const { return Stopped() ? -1 : BudgetLeft() - reserve_; }
   void Say(const std::string& line) const {
     if (log_) log_(line);
   }

@@ -66,7 +66,7 @@ void Tuner::Search() {
         !all_stopped() &&
         std::none_of(hunts.begin(), hunts.end(),
                      [&](const Hunt& h) { return h.best_ratio <= keep_below; }) &&
-        Left() + reserve_ > last_build_ + ConfirmTime(1)) {
+        BudgetLeft() > last_build_ + ConfirmTime(1)) {
       Say(fmt::format(
           "no point found yet, so no model check: its {:.1f} s go to the search (points judged by "
           "their kernels alone)",
