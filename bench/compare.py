@@ -4,7 +4,7 @@
 Usage:
   bench/compare.py --texel build/texel --models resnet18,mobilenet_v2 [--models-dir DIR]
                    [--peers onnxruntime,tinygrad,torch] [--device cpu|gpu] [--runs 50]
-                   [--warmup 5] [--json FILE]
+                   [--warmup 5] [--rounds 1] [--json FILE]
 
 Models come from scripts/export_models.py (model.onnx, input.npy and PyTorch's output.npy in
 DIR/NAME); missing ones are exported first with --export-python (it needs torch). Every system
@@ -23,7 +23,10 @@ waiting until the result is complete:
   texel_tf32, texel_tf32x3, texel_fp16  texel with --precision
   texel_unfused  texel without its merge-projections, attention and normalize passes
 Each (model, system) pair is measured in its own process, so that no system's threads, caches
-or device contexts linger into another's timing. Peers that cannot run are reported with
+or device contexts linger into another's timing. With --rounds N each model's systems are
+measured N times in turn (texel, peers, texel, peers, ...) and each reports the median of its
+rounds' medians: on a shared machine whose speed drifts over minutes (2x on the 2-core CPU
+machine), systems measured minutes apart would otherwise compare the drift. Peers that cannot run are reported with
 their error, not silently skipped.
 """
 
@@ -226,6 +229,7 @@ def main():
     ap.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=1, help="measurements of each system, in turn")
     ap.add_argument("--json", help="also write the table as JSON")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # MODEL:SYSTEM, in a child process
     args = ap.parse_args()
@@ -246,11 +250,21 @@ def main():
     systems = ["texel"] + peers
     results = {}
     for m in models:
+        rounds = {s: [] for s in systems}
+        for _ in range(max(1, args.rounds)):
+            for s in systems:
+                rounds[s].append(measure(args, m, s))
+                print(f"{m:24s} {s:12s} {rounds[s][-1]}", file=sys.stderr, flush=True)
         for s in systems:
-            results[(m, s)] = measure(args, m, s)
-            print(f"{m:24s} {s:12s} {results[(m, s)]}", file=sys.stderr, flush=True)
+            timed = [r for r in rounds[s] if "ms" in r]
+            # A system that failed in any round reports that failure, not a median of the rest.
+            results[(m, s)] = (dict(timed[0], ms=statistics.median(r["ms"] for r in timed))
+                               if len(timed) == len(rounds[s]) else
+                               next(r for r in rounds[s] if "ms" not in r))
 
-    print(f"\nmedian latency in ms ({args.device}, {args.runs} runs after {args.warmup} warm-up); "
+    rounds = f", median of {args.rounds} rounds in turn" if args.rounds > 1 else ""
+    print(f"\nmedian latency in ms ({args.device}, {args.runs} runs after {args.warmup} warm-up"
+          f"{rounds}); "
           "x = peer time / texel time; rel L2 vs PyTorch's output in brackets")
     header = f"| model | texel | " + " | ".join(peers) + " |"
     print(header)
