@@ -16,6 +16,7 @@ build_dir=${TEXEL_BUILD_DIR:-build}
 san_dir=${TEXEL_SANITIZE_DIR:-build-sanitize}
 
 bash scripts/setup.sh
+export TEXEL_TEST_REQUIRE_CLBLAST=1  # setup.sh installs it: its tests must not skip
 status=0
 ctest --test-dir "$build_dir" --output-on-failure -j2 "$@" || status=$?
 

@@ -20,6 +20,7 @@
 #include "ir/graph.h"
 #include "runtime/cl/context.h"
 #include "runtime/cl/device.h"
+#include "runtime/clblast/clblast_library.h"
 #include "runtime/session.h"
 
 namespace texel::testing {
@@ -32,6 +33,23 @@ inline std::shared_ptr<cl::Context> SharedContext() {
           std::getenv("TEXEL_TEST_DEVICE") ? std::getenv("TEXEL_TEST_DEVICE") : "cpu")));
   return *ctx;
 }
+
+// Why CLBlast cannot be loaded on this machine, or nothing. texel runs without it (dlopen), so a
+// machine without it (the GPU machine's bundle) skips the tests of the calls it makes; where
+// TEXEL_TEST_REQUIRE_CLBLAST is set (scripts/test.sh, which installs it) they fail instead, so
+// that CI never loses them to a skip.
+inline std::optional<std::string> ClblastMissing() {
+  std::string why;
+  if (runtime::LoadClblast(&why)) return std::nullopt;
+  return why;
+}
+#define TEXEL_SKIP_WITHOUT_CLBLAST()                                                    \
+  do {                                                                                  \
+    if (auto missing = ::texel::testing::ClblastMissing()) {                            \
+      if (std::getenv("TEXEL_TEST_REQUIRE_CLBLAST")) FAIL() << "CLBlast: " << *missing; \
+      GTEST_SKIP() << "CLBlast cannot be loaded: " << *missing;                         \
+    }                                                                                   \
+  } while (0)
 
 // Compiles g for the shared PoCL context and runs it once.
 inline std::vector<HostTensor> CompileAndRun(std::unique_ptr<ir::Graph> g,

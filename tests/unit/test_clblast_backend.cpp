@@ -39,6 +39,7 @@ int CountCalls(const runtime::Plan& plan, const std::string& routine = "clblast.
 }
 
 TEST(ClblastBackendTest, MatchesNativeOnOddAndBatchedShapes) {
+  TEXEL_SKIP_WITHOUT_CLBLAST();
   struct Case {
     Shape a, b;
     bool constant_b;
@@ -84,6 +85,7 @@ TEST(ClblastBackendTest, MatchesNativeOnOddAndBatchedShapes) {
 // Convolutions CLBlast takes (one group, symmetric pads; with and without a bias, strided and
 // dilated, 1x1) and two it does not (asymmetric pads, groups), against the native backend.
 TEST(ClblastBackendTest, ConvolutionsMatchNative) {
+  TEXEL_SKIP_WITHOUT_CLBLAST();
   HostTensor x = RandomF32({2, 3, 9, 11}, 960);
   HostTensor w3 = RandomF32({5, 3, 3, 3}, 961), b3 = RandomF32({5}, 962);
   HostTensor w1 = RandomF32({4, 3, 1, 1}, 963), wg = RandomF32({6, 1, 3, 3}, 964);
@@ -119,6 +121,7 @@ TEST(ClblastBackendTest, ConvolutionsMatchNative) {
 }
 
 TEST(ClblastBackendTest, MixedPartitionStaysOnTheDevice) {
+  TEXEL_SKIP_WITHOUT_CLBLAST();
   HostTensor x = RandomF32({32, 48}, 950), w1 = RandomF32({48, 40}, 951);
   HostTensor w2 = RandomF32({40, 24}, 952);
   auto build = [&] {
@@ -152,6 +155,7 @@ TEST(ClblastBackendTest, MixedPartitionStaysOnTheDevice) {
 // Operands transposed by Transpose nodes (a Gemm's transA / transB): simplify folds them into
 // the MatMul, CLBlast multiplies them transposed (no transpose step left) and matches native.
 TEST(ClblastBackendTest, TransposedOperandsMatchNative) {
+  TEXEL_SKIP_WITHOUT_CLBLAST();
   struct Case {
     Shape a, b;  // as stored
     bool ta, tb;
@@ -255,6 +259,7 @@ TEST(ClblastBackendTest, RefusalsCarryTheirReason) {
 // A CLBlast error status fails the run with the routine, the status and its meaning, and the
 // step and node it belongs to. (A plan whose call claims more rows than its buffers hold.)
 TEST(ClblastBackendTest, ErrorStatusNamesTheStep) {
+  TEXEL_SKIP_WITHOUT_CLBLAST();
   HostTensor x = RandomF32({8, 16}, 990), w = RandomF32({16, 4}, 991);
   auto build = [&] {
     auto g = std::make_unique<ir::Graph>();

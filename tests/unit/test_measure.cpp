@@ -66,14 +66,8 @@ TEST(NodeTimerTest, EqualNodesTimedOncePerTimer) {
 // measures with it: the product's time is in its memory afterwards, and asking again times
 // nothing new.
 // The product is measured only where the partition has two backends to choose between.
-#define SKIP_WITHOUT_CLBLAST()                                                                \
-  do {                                                                                        \
-    if (auto why = backends::FindBackend("clblast")->Unavailable())                           \
-      GTEST_SKIP() << "clblast cannot run here, so the partition measures nothing: " << *why; \
-  } while (0)
-
 TEST(NodeTimerTest, CompileMeasuresWithTheCallersTimer) {
-  SKIP_WITHOUT_CLBLAST();
+  TEXEL_SKIP_WITHOUT_CLBLAST();
   CacheDir off("off");
   HostTensor w = RandomF32({13, 3}, 2120);
   NodeTimer timer(SharedContext());
@@ -90,7 +84,7 @@ TEST(NodeTimerTest, CompileMeasuresWithTheCallersTimer) {
 }
 
 TEST(NodeTimerTest, CompilesMeasuringOnTwoThreads) {
-  SKIP_WITHOUT_CLBLAST();
+  TEXEL_SKIP_WITHOUT_CLBLAST();
   CacheDir off("off");  // both threads time their nodes (and build their programs) at once
   HostTensor w = RandomF32({11, 5}, 2110), x = RandomF32({6, 11}, 2111);
   std::vector<HostTensor> got[2];

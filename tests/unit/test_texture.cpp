@@ -249,6 +249,7 @@ TEST(TextureGraphTest, AutoMeasuredChoosesPerGroup) {
 // between its first and its last step.
 TEST(TextureGraphTest, MixedWithClblastConvertsOnTheDevice) {
   if (!SharedContext()->info().image_support) GTEST_SKIP() << "no image support";
+  TEXEL_SKIP_WITHOUT_CLBLAST();
   HostTensor x = RandomF32({8, 12}, 1400), w1 = RandomF32({12, 36}, 1401);
   HostTensor wc = RandomF32({4, 4, 3, 3}, 1402), w2 = RandomF32({36, 5}, 1403);
   auto build = [&] {
