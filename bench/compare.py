@@ -25,9 +25,9 @@ waiting until the result is complete:
 Each (model, system) pair is measured in its own process, so that no system's threads, caches
 or device contexts linger into another's timing. With --rounds N each model's systems are
 measured N times in turn (texel, peers, texel, peers, ...) and each reports the median of its
-rounds' medians: on a shared machine whose speed drifts over minutes (2x on the 2-core CPU
-machine), systems measured minutes apart would otherwise compare the drift. Peers that cannot run are reported with
-their error, not silently skipped.
+rounds' medians: on a shared machine whose speed drifts over minutes (up to 1.5x on the 2-core
+CPU machine), systems measured minutes apart would otherwise compare the drift. Peers that
+cannot run are reported with their error, not silently skipped.
 """
 
 import argparse
