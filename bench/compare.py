@@ -262,9 +262,9 @@ def main():
                                if len(timed) == len(rounds[s]) else
                                next(r for r in rounds[s] if "ms" not in r))
 
-    rounds = f", median of {args.rounds} rounds in turn" if args.rounds > 1 else ""
+    in_turn = f", median of {args.rounds} rounds in turn" if args.rounds > 1 else ""
     print(f"\nmedian latency in ms ({args.device}, {args.runs} runs after {args.warmup} warm-up"
-          f"{rounds}); "
+          f"{in_turn}); "
           "x = peer time / texel time; rel L2 vs PyTorch's output in brackets")
     header = f"| model | texel | " + " | ".join(peers) + " |"
     print(header)

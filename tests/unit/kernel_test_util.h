@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "api/compiler.h"
+#include "backends/backend.h"
 #include "codegen/opencl/generator.h"
 #include "core/tensor.h"
 #include "ir/graph.h"
 #include "runtime/cl/context.h"
 #include "runtime/cl/device.h"
-#include "runtime/clblast/clblast_library.h"
 #include "runtime/session.h"
 
 namespace texel::testing {
@@ -34,18 +34,13 @@ inline std::shared_ptr<cl::Context> SharedContext() {
   return *ctx;
 }
 
-// Why CLBlast cannot be loaded on this machine, or nothing. texel runs without it (dlopen), so a
-// machine without it (the GPU machine's bundle) skips the tests of the calls it makes; where
+// The tests of CLBlast's calls skip where the clblast backend is unavailable (texel loads the
+// library at run time and runs without it: the GPU machine's bundle has none); where
 // TEXEL_TEST_REQUIRE_CLBLAST is set (scripts/test.sh, which installs it) they fail instead, so
 // that CI never loses them to a skip.
-inline std::optional<std::string> ClblastMissing() {
-  std::string why;
-  if (runtime::LoadClblast(&why)) return std::nullopt;
-  return why;
-}
 #define TEXEL_SKIP_WITHOUT_CLBLAST()                                                    \
   do {                                                                                  \
-    if (auto missing = ::texel::testing::ClblastMissing()) {                            \
+    if (auto missing = ::texel::backends::FindBackend("clblast")->Unavailable()) {      \
       if (std::getenv("TEXEL_TEST_REQUIRE_CLBLAST")) FAIL() << "CLBlast: " << *missing; \
       GTEST_SKIP() << "CLBlast cannot be loaded: " << *missing;                         \
     }                                                                                   \
