@@ -21,10 +21,15 @@
 //                   the add again with 2000 more buffers alive in the context; and where
 //                   the device has coarse-grained SVM, the kernels' pointers as SVM pointers
 //                   (clSetKernelArgSVMPointer) and buffer objects over SVM allocations
+//   gated           the device's own cost per launch: 200 launches enqueued behind a gate, then
+//                   run back to back, timed by their profiling events; the gate a user event,
+//                   a long kernel of another queue (waited for by a barrier, or in the first
+//                   launch's wait list, as a texel run waits for a caller's events)
 // All times are per launch, in microseconds.
 // Usage: texel_launch_bench [--device gpu|cpu] [--launches N]
 #include <CL/cl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -59,6 +64,11 @@ __kernel void local40k(__global float* x) {
   s[l * 97 % 10240] = l;
   barrier(CLK_LOCAL_MEM_FENCE);
   if (s[(l + 1) * 89 % 10240] == -1.0f) x[0] = 1.0f;
+}
+__kernel void spin(__global float* x, int iters) {
+  float v = x[0];
+  for (int i = 0; i < iters; ++i) v = v * 1.0000001f + 1e-7f;
+  if (v == -1.0f) x[0] = v;
 }
 __kernel void add(__global const float* a, __global const float* b, __global float* y) {
   const int i = get_global_id(0);
@@ -301,6 +311,76 @@ int main(int argc, char** argv) {
     clReleaseKernel(same16);
     clReleaseKernel(scalars);
   }
+  // The device's own cost per launch, the host out of the way: the launches wait behind a user
+  // event until all are enqueued, then run back to back; from the first start to the last end
+  // per launch, each one's start -> end, and the gap from one end to the next start.
+  // The device's own cost per launch, the host out of the way: the launches wait behind a gate
+  // until all are enqueued, then run back to back; from the first start to the last end per
+  // launch, each one's start -> end, and the gap from one end to the next start. The gate: a
+  // user event (GATE_USER), a long kernel on another queue waited for by a barrier
+  // (GATE_DEVICE), or that kernel's event in the first launch's own wait list, as a run of
+  // texel's waits for the events a caller hands in (GATE_FIRST).
+  enum Gate { GATE_USER, GATE_DEVICE, GATE_FIRST };
+  cl_kernel spin = kernel("spin");
+  Check(clSetKernelArg(spin, 0, sizeof(cl_mem), &buf[2]), "arg");
+  const cl_int spin_iters = 2000000;
+  Check(clSetKernelArg(spin, 1, sizeof spin_iters, &spin_iters), "arg");
+  auto gated = [&](const char* label, const std::vector<Launch>& ls, Gate kind = GATE_USER) {
+    const int m = std::min(n, 200);
+    for (int i = 0; i < 20; ++i) enqueue(profiled, ls[i % ls.size()], nullptr);
+    clFinish(profiled);
+    cl_event gate = nullptr;
+    if (kind == GATE_USER) {
+      gate = clCreateUserEvent(ctx, &err);
+      Check(err, "clCreateUserEvent");
+    } else {
+      const size_t one = 1;
+      Check(clEnqueueNDRangeKernel(second, spin, 1, nullptr, &one, &one, 0, nullptr, &gate),
+            "clEnqueueNDRangeKernel(spin)");
+      clFlush(second);
+    }
+    if (kind != GATE_FIRST)
+      Check(clEnqueueBarrierWithWaitList(profiled, 1, &gate, nullptr), "clEnqueueBarrier");
+    std::vector<cl_event> ev(m);
+    for (int i = 0; i < m; ++i) {
+      const Launch& l = ls[i % ls.size()];
+      const bool wait = kind == GATE_FIRST && i == 0;
+      Check(clEnqueueNDRangeKernel(profiled, l.kernel, 1, nullptr, &l.global, &l.local,
+                                   wait ? 1 : 0, wait ? &gate : nullptr, &ev[i]),
+            "clEnqueueNDRangeKernel");
+    }
+    double t0 = Now();
+    if (kind == GATE_USER) Check(clSetUserEventStatus(gate, CL_COMPLETE), "clSetUserEventStatus");
+    clFinish(profiled);
+    double t1 = Now();
+    double busy = 0, gap = 0;
+    cl_ulong first = 0, prev_end = 0, gate_end = 0;
+    clGetEventProfilingInfo(gate, CL_PROFILING_COMMAND_END, sizeof gate_end, &gate_end, nullptr);
+    for (int i = 0; i < m; ++i) {
+      cl_ulong s = 0, e = 0;
+      clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_START, sizeof s, &s, nullptr);
+      clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_END, sizeof e, &e, nullptr);
+      if (i == 0) first = s;
+      busy += static_cast<double>(e - s) * 1e-3;
+      if (i > 0) gap += (static_cast<double>(s) - static_cast<double>(prev_end)) * 1e-3;
+      prev_end = e;
+      clReleaseEvent(ev[i]);
+    }
+    clReleaseEvent(gate);
+    std::printf("gated %-40s span %7.2f  start->end %7.2f  gap %7.2f  host wait %7.2f\n", label,
+                static_cast<double>(prev_end - first) * 1e-3 / m, busy / m, gap / (m - 1),
+                kind == GATE_USER ? (t1 - t0) / m : 0.0);
+  };
+  gated("empty (1 buffer argument)", {Launch{empty, 64, 64}});
+  gated("no arguments", {Launch{noargs, 64, 64}});
+  gated("16 buffer arguments", {Launch{args16, 64, 64}});
+  gated("empty, 264 work-groups of 256", {Launch{empty, 264 * 256, 256}});
+  gated("add 128x768", {Launch{add, elems, 256}});
+  gated("40 KiB local / none alternating", {Launch{local40k, 64, 64}, Launch{empty2, 64, 64}});
+  gated("empty, behind a kernel of another queue", {Launch{empty, 64, 64}}, GATE_DEVICE);
+  gated("add, behind a kernel of another queue", {Launch{add, elems, 256}}, GATE_DEVICE);
+  gated("empty, the first waiting for that kernel", {Launch{empty, 64, 64}}, GATE_FIRST);
+  gated("add, the first waiting for that kernel", {Launch{add, elems, 256}}, GATE_FIRST);
   steady("empty, 264 work-groups of 256", in_order, {Launch{empty, 264 * 256, 256}});
   steady("empty, two kernels alternating", in_order,
          {Launch{empty, 64, 64}, Launch{empty2, 64, 64}});

@@ -32,6 +32,13 @@ inline constexpr EnumName<ComputeMode> kComputeModeNames[] = {
 // texel's fp32 SGEMM at 1024^3 (2^30) and is 1.08-1.11x past it at 2048^3 and 4096^3.
 inline constexpr int64_t kTf32x3MinMacs = int64_t{1} << 30;
 
+// In tf32 and tf32x3, f32 convolutions take the matrix engine only in channels-last regions whose
+// convolutions have at least this many multiply-adds on average (passes/channels_last.cpp); the
+// rest keep the scalar fp32 kernels. H200 (docs/precision.md), tf32 against fp32: ResNet-50 at
+// batch 32 (0.4-3.8 G each) 5.86 against 11.81 ms, at batch 1 (at most 0.12 G) 1.36 against
+// 0.94 and ResNet-18 0.54 against 0.46; tf32x3 as above.
+inline constexpr int64_t kF32ConvEngineMinMacs = int64_t{1} << 30;
+
 inline const char* ComputeModeName(ComputeMode m) { return NameIn(kComputeModeNames, m); }
 inline bool ParseComputeMode(std::string_view s, ComputeMode* out) {
   return ParseIn(kComputeModeNames, s, out);

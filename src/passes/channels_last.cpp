@@ -148,9 +148,10 @@ void SinkReduce(ir::Graph& g, ir::Node* n, std::set<const ir::Node*>& made) {
 // value. ResNet-50 has one region of 52 convolutions (all but the stem) and 2 edges; GoogLeNet's
 // branches, and MobileNetV2's 1x1 convolutions between depthwise ones, have 1-2 convolutions and 2
 // edges each, and ran 1.4-1.7x slower in fp16 at batch 1 on the H200 all rewritten.
-// A region of f32 convolutions (tf32x3) is rewritten only where they have kTf32x3MinMacs
-// multiply-adds on average (core/precision.h): ResNet-50's at batch 32 ran 1.15x faster on the
-// engine than on the scalar fp32 kernels, at batch 1 1.6x slower.
+// A region of f32 convolutions (tf32, tf32x3) is rewritten only where they have
+// kF32ConvEngineMinMacs multiply-adds on average (core/precision.h): ResNet-50's at batch 32 ran
+// 2.0x (tf32) and 1.15x (tf32x3) faster on the engine than on the scalar fp32 kernels, at batch 1
+// 1.45x and 1.6x slower.
 constexpr int64_t kConvsPerEdge = 3;
 
 // The nodes of the regions worth rewriting.
@@ -200,7 +201,7 @@ std::set<const ir::Node*> ChosenNodes(const ir::Graph& g, const codegen::Target&
     if (auto r = region_of(v->producer)) edges[*r].insert(v);
   auto worth = [&](size_t r) {
     return convs[r] > 0 && convs[r] >= kConvsPerEdge * static_cast<int64_t>(edges[r].size()) &&
-           f32_macs[r] >= kTf32x3MinMacs * f32_convs[r];
+           f32_macs[r] >= kF32ConvEngineMinMacs * f32_convs[r];
   };
   std::set<const ir::Node*> chosen;
   for (size_t i = 0; i < cand.size(); ++i)
@@ -244,8 +245,8 @@ Stats ChannelsLast(ir::Graph& g, const PassContext& ctx) {
       ++moved;
     }
     if (!chosen.count(n)) {
-      // tf32x3 marked every f32 convolution for this decision; those left NCHW compute in fp32
-      // (and are tuned and counted as such).
+      // tf32 and tf32x3 marked every f32 convolution for this decision; those left NCHW compute
+      // in fp32 (and are tuned and counted as such).
       if (n->op == OpKind::kConv && n->outputs[0]->type.dtype == DType::kFloat32)
         n->attrs.Erase("compute_mode");
       continue;

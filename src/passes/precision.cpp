@@ -29,10 +29,11 @@
 // "compute_mode": tf32 and tf32x3 keep f32 storage and run those products on the matrix engine;
 // fp16 marks its f16 products (which compute so anyway). On a device without a matrix engine the
 // generators keep the scalar kernels (fp32 arithmetic on the mode's storage): the stat
-// "no-matrix-engine", and a notice (PassContext::notice). Convolutions are not marked: on f16
-// storage they compute in fp16 anyway (ComputeModeOf), as implicit GEMMs on the matrix engine where
-// the generator takes them there; in tf32 and tf32x3 they keep the scalar fp32 kernels, which
-// measured faster on ResNet-50's convolutions at batch 1 on the H100 (docs/precision.md).
+// "no-matrix-engine", and a notice (PassContext::notice). On f16 storage convolutions compute in
+// fp16 anyway (ComputeModeOf), as implicit GEMMs on the matrix engine where the generator takes
+// them there. In tf32 and tf32x3 every 2-D convolution is marked too, and the channels-last pass
+// keeps the marks of those it puts on the engine (regions of kF32ConvEngineMinMacs on average)
+// and removes the rest, which keep the scalar fp32 kernels: faster at batch 1 (docs/precision.md).
 // Attention keeps the scalar kernels (fp32 arithmetic on the mode's storage).
 #include <fmt/format.h>
 
@@ -172,21 +173,22 @@ ConstTensorPtr ToHalf(const HostTensor& t) {
   return std::make_shared<HostTensor>(std::move(*h));
 }
 
-// What MarkProducts marked: products, and in tf32x3 the products it left to fp32 and the
-// convolutions (every 2-D one, whose channels-last regions the next pass puts on the engine by
-// the same measure, unmarking the rest).
+// What MarkProducts marked: products, in tf32x3 the products it left to fp32, and in tf32 and
+// tf32x3 the convolutions (every 2-D one, whose channels-last regions the next pass puts on the
+// engine by their size, unmarking the rest).
 struct Marked {
   int64_t products = 0, small = 0, convs = 0;
 };
 
-// Marks g's matrix products on `storage` with `mode`; tf32x3 only products of at least
-// kTf32x3MinMacs multiply-adds, and every 2-D convolution.
+// Marks g's matrix products on `storage` with `mode`, in tf32x3 only products of at least
+// kTf32x3MinMacs multiply-adds; in tf32 and tf32x3 also every 2-D convolution.
 Marked MarkProducts(ir::Graph& g, ComputeMode mode, DType storage) {
   Marked m;
   bool x3 = mode == ComputeMode::kTf32x3;
+  bool convs = x3 || mode == ComputeMode::kTf32;
   int64_t min_macs = x3 ? kTf32x3MinMacs : 0;
   for (const auto& n : g.nodes()) {
-    bool conv = x3 && n->op == OpKind::kConv && n->inputs[1]->type.shape.size() == 4;
+    bool conv = convs && n->op == OpKind::kConv && n->inputs[1]->type.shape.size() == 4;
     if ((n->op != OpKind::kMatMul && !conv) || n->outputs[0]->type.dtype != storage) continue;
     if (!conv && ProductMacs(*n) < min_macs) {
       ++m.small;

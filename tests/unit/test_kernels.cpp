@@ -663,9 +663,9 @@ TEST(PrecisionTest, ResizeCoordinatesDivideExactly) {
 }
 
 // tf32x3 takes the matrix engine only for products of at least 2^30 multiply-adds
-// (kTf32x3MinMacs); smaller ones keep the fp32 kernels, as accurate and faster there. It marks
-// every convolution: whether they take the engine is the channels-last pass's decision
-// (WindowKernelTest.ChannelsLastRegionsInTf32x3). tf32 marks every product and no convolution.
+// (kTf32x3MinMacs); smaller ones keep the fp32 kernels, as accurate and faster there. tf32 marks
+// every product. Both mark every convolution: whether they take the engine is the channels-last
+// pass's decision (WindowKernelTest.ChannelsLastRegionsInTf32Modes).
 TEST(PrecisionTest, Tf32x3TakesTheEngineForLargeProductsOnly) {
   auto build = [] {
     auto g = std::make_unique<ir::Graph>();
@@ -684,7 +684,7 @@ TEST(PrecisionTest, Tf32x3TakesTheEngineForLargeProductsOnly) {
     ctx.precision = mode;
     passes::Stats st = passes::ApplyPrecision(*g, ctx);
     bool x3 = mode == ComputeMode::kTf32x3;
-    std::map<std::string, bool> want = {{"large", true}, {"small", !x3}, {"conv", x3}};
+    std::map<std::string, bool> want = {{"large", true}, {"small", !x3}, {"conv", true}};
     for (const auto& n : g->nodes())
       EXPECT_EQ(n->attrs.Has("compute_mode"), want.at(n->name)) << n->name << " " << x3;
     EXPECT_EQ(passes::ProductMacs(*g->nodes()[0]), int64_t{1} << 30);
@@ -692,7 +692,7 @@ TEST(PrecisionTest, Tf32x3TakesTheEngineForLargeProductsOnly) {
     EXPECT_EQ(st["matrix-products"], x3 ? 1 : 2);
     EXPECT_EQ(st.count("small-products-fp32") ? st["small-products-fp32"] : 0, x3 ? 1 : 0);
     EXPECT_EQ(st.count("convolutions-for-channels-last") ? st["convolutions-for-channels-last"] : 0,
-              x3 ? 1 : 0);
+              1);
   }
   // A transposed A: the depth is its second-to-last dimension.
   ir::Graph t;

@@ -320,7 +320,8 @@ TEST(WindowKernelTest, ChannelsLastConvOnTheMatrixEngine) {
     double tol;
   };
   const Mode modes[] = {{ComputeMode::kFp16, DType::kFloat16, 4e-3},
-                        {ComputeMode::kTf32x3, DType::kFloat32, 2e-5}};
+                        {ComputeMode::kTf32x3, DType::kFloat32, 2e-5},
+                        {ComputeMode::kTf32, DType::kFloat32, 4e-3}};
   auto [split, whole] = EngineTargets();
   uint32_t seed = 800;
   int summed_runs = 0, fixups = 0;
@@ -450,47 +451,50 @@ TEST(WindowKernelTest, ChannelsLastRegions) {
   }
 }
 
-// In tf32x3 a region of f32 convolutions becomes channels-last (and takes the matrix engine)
-// only where its convolutions have 2^30 multiply-adds on average (kTf32x3MinMacs): five 3x3
-// convolutions and a 1x1 over 64 x 56 x 56 images, 0.12 G (3x3) for one image (left NCHW and
-// unmarked: the scalar kernels) and 3.7 G for 32 (rewritten, the 1x1's 0.4 G with them: the
-// engine in tf32x3). Compiled for an H100's tiling on
-// the emulated engine; their results are ChannelsLastConvOnTheMatrixEngine's.
-TEST(WindowKernelTest, ChannelsLastRegionsInTf32x3) {
+// In tf32 and tf32x3 a region of f32 convolutions becomes channels-last (and takes the matrix
+// engine) only where its convolutions have 2^30 multiply-adds on average
+// (kF32ConvEngineMinMacs): five 3x3 convolutions and a 1x1 over 64 x 56 x 56 images, 0.12 G
+// (3x3) for one image (left NCHW and unmarked: the scalar kernels) and 3.7 G for 32 (rewritten,
+// the 1x1's 0.4 G with them: the engine in the mode). Compiled for an H100's tiling on the
+// emulated engine; their results are ChannelsLastConvOnTheMatrixEngine's.
+TEST(WindowKernelTest, ChannelsLastRegionsInTf32Modes) {
   HostTensor w = RandomF32({64, 64, 3, 3}, 950), w1 = RandomF32({64, 64, 1, 1}, 951);
-  for (int64_t images : {1, 32}) {
-    auto g = std::make_unique<ir::Graph>();
-    ir::Value* v = g->AddInput("x", F32Type({images, 64, 56, 56}));
-    ir::Value* wv = Const(*g, "w", w);
-    ir::Value* w1v = Const(*g, "w1", w1);
-    for (int i = 0; i < 6; ++i) {
-      // The third a 1x1: 0.4 G for 32 images, under 2^30, and rewritten with its region.
-      bool one = i == 2;
-      v = g->AddNode(ir::OpKind::kConv, {v, one ? w1v : wv},
-                     one ? ConvAttrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1)
-                         : ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1),
-                     fmt::format("conv{}", i))
-              ->outputs[0];
-      v = g->AddNode(ir::OpKind::kRelu, {v}, {}, fmt::format("relu{}", i))->outputs[0];
+  for (ComputeMode mode : {ComputeMode::kTf32, ComputeMode::kTf32x3})
+    for (int64_t images : {1, 32}) {
+      auto g = std::make_unique<ir::Graph>();
+      ir::Value* v = g->AddInput("x", F32Type({images, 64, 56, 56}));
+      ir::Value* wv = Const(*g, "w", w);
+      ir::Value* w1v = Const(*g, "w1", w1);
+      for (int i = 0; i < 6; ++i) {
+        // The third a 1x1: 0.4 G for 32 images, under 2^30, and rewritten with its region.
+        bool one = i == 2;
+        v = g->AddNode(ir::OpKind::kConv, {v, one ? w1v : wv},
+                       one ? ConvAttrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1)
+                           : ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1),
+                       fmt::format("conv{}", i))
+                ->outputs[0];
+        v = g->AddNode(ir::OpKind::kRelu, {v}, {}, fmt::format("relu{}", i))->outputs[0];
+      }
+      g->AddOutput(v);
+      CompileOptions o;
+      o.precision = mode;
+      CompiledModel m = [&] {
+        testing::ScopedEnv target("TEXEL_TARGET", "gpu:132:mma");
+        return CompileGraph(std::move(g), SharedContext(), o);
+      }();
+      int nhwc = 0, marked = 0;
+      for (const auto& n : m.graph->nodes()) {
+        nhwc += n->op == ir::OpKind::kConv && n->attrs.Int("channels_last", 0) == 1;
+        marked += n->op == ir::OpKind::kConv && n->attrs.Has("compute_mode");
+      }
+      bool engine = images == 32;
+      std::string what = fmt::format("{}, {} images", ComputeModeName(mode), images);
+      EXPECT_EQ(nhwc, engine ? 6 : 0) << what;
+      EXPECT_EQ(marked, engine ? 6 : 0) << what << ": NCHW ones compute in fp32";
+      std::string engine_mode =
+          mode == ComputeMode::kTf32 ? "#define MODE 1\n" : "#define MODE 3\n";
+      EXPECT_EQ(m.executable->plan().source.find(engine_mode) != std::string::npos, engine) << what;
     }
-    g->AddOutput(v);
-    CompileOptions o;
-    o.precision = ComputeMode::kTf32x3;
-    CompiledModel m = [&] {
-      testing::ScopedEnv target("TEXEL_TARGET", "gpu:132:mma");
-      return CompileGraph(std::move(g), SharedContext(), o);
-    }();
-    int nhwc = 0, marked = 0;
-    for (const auto& n : m.graph->nodes()) {
-      nhwc += n->op == ir::OpKind::kConv && n->attrs.Int("channels_last", 0) == 1;
-      marked += n->op == ir::OpKind::kConv && n->attrs.Has("compute_mode");
-    }
-    bool engine = images == 32;
-    EXPECT_EQ(nhwc, engine ? 6 : 0) << images << " images";
-    EXPECT_EQ(marked, engine ? 6 : 0) << images << " images: NCHW ones compute in fp32";
-    EXPECT_EQ(m.executable->plan().source.find("#define MODE 3") != std::string::npos, engine)
-        << images << " images";
-  }
 }
 
 TEST(WindowKernelTest, ConvTranspose) {

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "model_session.h"
+#include "runtime/executable.h"
 
 namespace texel::cli {
 namespace {
@@ -24,6 +25,7 @@ struct BenchArgs {
   int repeat = 50, warmup = 5, top = 20;
   std::string json;
   std::vector<std::string> vs;  // other compiler flags to compare with, e.g. "--backends native"
+  std::vector<std::string> without;  // what-if: the model without the kernels these name
 };
 
 struct StepProfile {
@@ -124,6 +126,30 @@ Variant CompileVariant(const BenchArgs& a, const ModelSession& ms, const std::st
   return v;
 }
 
+// What-if timing: the model's plan without the kernels whose op or node name contains pattern,
+// on the same device and constants. Its results are wrong; its time bounds what removing those
+// kernels (fusing them into others) could buy.
+Variant WithoutVariant(const ModelSession& ms, const std::string& pattern) {
+  if (pattern.empty()) Fail(ErrorCode::kInvalidArgument, "--without: the pattern is empty");
+  runtime::Artifact art = ms.model.executable->ToArtifact(false);
+  auto& steps = art.plan.steps;
+  const size_t before = steps.size();
+  std::erase_if(steps, [&](const runtime::KernelStep& s) {
+    return s.op.find(pattern) != std::string::npos || s.node.find(pattern) != std::string::npos;
+  });
+  if (steps.size() == before)
+    Fail(ErrorCode::kInvalidArgument, "--without '{}': no kernel's op or node name contains it",
+         pattern);
+  Variant v;
+  v.flags = "--without " + pattern;
+  cl::ProgramCache cache = cl::ProgramCache::Default();
+  v.model.executable =
+      runtime::Executable::FromArtifact(ms.context, std::move(art), &cache, "the model");
+  v.session = std::make_unique<runtime::Session>(*v.model.executable);
+  for (const auto& [name, t] : ms.inputs) v.session->SetInput(name, t);
+  return v;
+}
+
 // Times the main session and each variant (TimeExecutions: one run of each in turn); prints one
 // row per configuration and returns the main one's times.
 std::vector<double> TimeInterleaved(const BenchArgs& a, const ModelSession& ms,
@@ -161,6 +187,11 @@ int Bench(const BenchArgs& a) {
   // per-kernel times, so that requesting events does not weigh on the latency.
   std::vector<Variant> variants;
   for (const std::string& flags : a.vs) variants.push_back(CompileVariant(a, ms, flags));
+  for (const std::string& pattern : a.without) variants.push_back(WithoutVariant(ms, pattern));
+  if (!a.without.empty())
+    std::printf(
+        "note     --without: a variant's outputs are wrong; its time bounds what removing "
+        "those kernels would buy\n");
   std::vector<double> latency = variants.empty()
                                     ? runtime::TimeExecutions({&session}, a.warmup, a.repeat)[0]
                                     : TimeInterleaved(a, ms, variants);
@@ -239,6 +270,10 @@ Runner AddBenchCommand(CLI::App& app) {
                   "FLAGS: also compile with these compiler flags (e.g. \"--backends "
                   "clblast,native --partition first\") and time all configurations "
                   "interleaved (repeatable)");
+  cmd->add_option("--without", a->without,
+                  "PATTERN: also time the model without the kernels whose op or node name "
+                  "contains PATTERN, interleaved (repeatable). What-if timing: that variant's "
+                  "results are wrong; its time bounds what fusing those kernels away would buy");
   return [a] { return Bench(*a); };
 }
 
