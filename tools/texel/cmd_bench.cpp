@@ -4,6 +4,8 @@
 // --vs FLAGS compiles the model again with other compiler flags (backends, partition policy)
 // and times all configurations interleaved, run by run, so that they see the same machine
 // state: a difference between them is then theirs, not the host's drift between processes.
+// --without PATTERN adds the same plan without some kernels to those configurations: what-if
+// timing, whose results are wrong.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -95,7 +97,8 @@ void WriteJson(const BenchArgs& a, const ModelSession& ms, const std::vector<dou
 }
 
 // One configuration of --vs: the model compiled with the flags in `flags` (the compiler flags of
-// the command line, with --backends, --deny, --partition and --measure replaced).
+// the command line, with --backends, --deny, --partition and --measure replaced); or of
+// --without: the model's plan without some kernels.
 struct Variant {
   std::string flags;
   CompiledModel model;
@@ -141,7 +144,7 @@ Variant WithoutVariant(const ModelSession& ms, const std::string& pattern) {
     Fail(ErrorCode::kInvalidArgument, "--without '{}': no kernel's op or node name contains it",
          pattern);
   Variant v;
-  v.flags = "--without " + pattern;
+  v.flags = fmt::format("--without {} ({} kernels)", pattern, before - steps.size());
   cl::ProgramCache cache = cl::ProgramCache::Default();
   v.model.executable =
       runtime::Executable::FromArtifact(ms.context, std::move(art), &cache, "the model");
@@ -271,9 +274,11 @@ Runner AddBenchCommand(CLI::App& app) {
                   "clblast,native --partition first\") and time all configurations "
                   "interleaved (repeatable)");
   cmd->add_option("--without", a->without,
-                  "PATTERN: also time the model without the kernels whose op or node name "
-                  "contains PATTERN, interleaved (repeatable). What-if timing: that variant's "
-                  "results are wrong; its time bounds what fusing those kernels away would buy");
+                  "PATTERN: also time the model without the kernels whose op (a fused group's, "
+                  "e.g. Conv+Add+Relu) or node name contains PATTERN, interleaved (repeatable). "
+                  "What-if timing: that variant's results are wrong, and kernels after one that "
+                  "computes indices or counts may read garbage; its time bounds what fusing "
+                  "those kernels away would buy. Each variant holds its own copy of the weights");
   return [a] { return Bench(*a); };
 }
 

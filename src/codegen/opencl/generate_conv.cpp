@@ -162,7 +162,9 @@ GemmOperands ConvGemm(const ir::Node& n, const Target& target) {
   g.shape.n = win.out[0] * win.out[1] * win.out[2];
   g.shape.k = ic_g * win.k[0] * win.k[1] * win.k[2];
   g.shape.dtype = t;
-  g.shape.mode = ComputeModeOf(n);
+  // f32 convolutions take the engine channels-last only (ChooseModelWarpGemm): an NCHW one
+  // computes in fp32 whatever tf32's or tf32x3's mark, and is tuned as such.
+  g.shape.mode = t == DType::kFloat32 ? ComputeMode::kFp32 : ComputeModeOf(n);
   g.convolution = true;
   bool grouped = groups > 1;
   g.a_offset = grouped ? fmt::format("((b) % {} * {})", groups, oc_g * g.shape.k) : "0";
