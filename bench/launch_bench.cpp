@@ -81,6 +81,31 @@ double Now() {
       .count();
 }
 
+// Per launch, in microseconds, from finished commands' profiling events (released here): from the
+// first start to the last end, each one's start -> end, and the gap from one end to the next start.
+struct EventTimes {
+  double span = 0, busy = 0, gap = 0;
+};
+EventTimes TimesOf(std::vector<cl_event>& ev) {
+  EventTimes t;
+  cl_ulong first = 0, prev_end = 0;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    cl_ulong s = 0, e = 0;
+    clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_START, sizeof s, &s, nullptr);
+    clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_END, sizeof e, &e, nullptr);
+    if (i == 0) first = s;
+    t.busy += static_cast<double>(e - s) * 1e-3;
+    if (i > 0) t.gap += (static_cast<double>(s) - static_cast<double>(prev_end)) * 1e-3;
+    prev_end = e;
+    clReleaseEvent(ev[i]);
+  }
+  const double m = static_cast<double>(ev.size());
+  t.span = static_cast<double>(prev_end - first) * 1e-3 / m;
+  t.busy /= m;
+  t.gap /= m - 1;
+  return t;
+}
+
 struct Launch {
   cl_kernel kernel;
   size_t global, local;
@@ -174,19 +199,9 @@ int main(int argc, char** argv) {
     std::vector<cl_event> ev(n);
     for (int i = 0; i < n; ++i) enqueue(profiled, l, &ev[i]);
     clFinish(profiled);
-    double busy = 0, gap = 0;
-    cl_ulong prev_end = 0;
-    for (int i = 0; i < n; ++i) {
-      cl_ulong s = 0, e = 0;
-      clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_START, sizeof s, &s, nullptr);
-      clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_END, sizeof e, &e, nullptr);
-      busy += static_cast<double>(e - s) * 1e-3;
-      if (i > 0) gap += (static_cast<double>(s) - static_cast<double>(prev_end)) * 1e-3;
-      prev_end = e;
-      clReleaseEvent(ev[i]);
-    }
-    std::printf("%-12s profiled      start->end %7.2f  end->next start %7.2f\n", label, busy / n,
-                gap / (n - 1));
+    EventTimes et = TimesOf(ev);
+    std::printf("%-12s profiled      start->end %7.2f  end->next start %7.2f\n", label, et.busy,
+                et.gap);
     if (ooo) {
       t0 = Now();
       for (int i = 0; i < n; ++i) enqueue(ooo, l, nullptr);
@@ -354,22 +369,10 @@ int main(int argc, char** argv) {
     if (kind == GATE_USER) Check(clSetUserEventStatus(gate, CL_COMPLETE), "clSetUserEventStatus");
     clFinish(profiled);
     double t1 = Now();
-    double busy = 0, gap = 0;
-    cl_ulong first = 0, prev_end = 0;
-    for (int i = 0; i < m; ++i) {
-      cl_ulong s = 0, e = 0;
-      clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_START, sizeof s, &s, nullptr);
-      clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_END, sizeof e, &e, nullptr);
-      if (i == 0) first = s;
-      busy += static_cast<double>(e - s) * 1e-3;
-      if (i > 0) gap += (static_cast<double>(s) - static_cast<double>(prev_end)) * 1e-3;
-      prev_end = e;
-      clReleaseEvent(ev[i]);
-    }
+    EventTimes et = TimesOf(ev);
     clReleaseEvent(gate);
     std::printf("gated %-40s span %7.2f  start->end %7.2f  gap %7.2f  host wait %7.2f%s\n", label,
-                static_cast<double>(prev_end - first) * 1e-3 / m, busy / m, gap / (m - 1),
-                kind == GATE_USER ? (t1 - t0) / m : 0.0,
+                et.span, et.busy, et.gap, kind == GATE_USER ? (t1 - t0) / m : 0.0,
                 open == CL_COMPLETE ? "  (the gate opened before the last enqueue)" : "");
   };
   gated("empty (1 buffer argument)", {Launch{empty, 64, 64}});

@@ -266,6 +266,10 @@ TEST(WindowKernelTest, ConvOnTheMatrixEngine) {
                                      ShapeStr(c.w), c.bias ? " bias" : "", summed ? " split" : "");
       bool engine = m.mode == ComputeMode::kFp16;
       ASSERT_EQ(specs[0].source.find("#define MODEL 1") != std::string::npos, engine) << what;
+      if (!half) {  // tuned as what it computes, whatever the mark
+        EXPECT_NE(codegen::ConvTunable(*node, t)->signature.find("mode=fp32"), std::string::npos)
+            << what;
+      }
       folded += c.x[0] > 1 &&
                 specs.back().source.find("% " + std::to_string(NumElements(Spatial(yt.shape))) +
                                          ")") != std::string::npos;

@@ -353,11 +353,6 @@ std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const T
   // A gathered B is staged as it is stored (LOAD_E): in the mode's operand type.
   if (problem.gather_b && (s.dtype == DType::kFloat16) != (s.mode == ComputeMode::kFp16))
     return std::nullopt;
-  // f32 convolutions (tf32's and tf32x3's channels-last regions) take the engine on NHWC images
-  // only: NCHW ones measured slower there than on the scalar kernels at batch 32 (H200:
-  // GoogLeNet 1.12x, DenseNet-121 1.04x, SqueezeNet 1.01x), NHWC ones faster (ResNet-50 0.88x,
-  // ResNet-18 0.79x).
-  if (g.convolution && !g.channels_last && s.dtype == DType::kFloat32) return std::nullopt;
   // No tiling that fits: the other kernels (support checks never see this refusal).
   std::optional<WarpGemmParams> fits = FittingWarpGemmParams(problem, t, true);
   if (!fits || CheckWarpGemmParams(*fits, problem, t)) return std::nullopt;
