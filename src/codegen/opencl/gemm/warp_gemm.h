@@ -130,7 +130,8 @@ std::optional<Tunable> ModelWarpGemmTunable(const GemmOperands& g, const Target&
 WarpGemmParams WarpGemmParamsOf(const TunePoint& point);
 // The model interface of both matrix-engine templates (warp_gemm.cl's MODEL; wgmma_gemm.cl's
 // too): sizes, K in `splits` ranges of `ks`, leading dimensions, batch offsets, OUT_AT, the bias
-// of g (GLOAD reads it), and T_C and C_STORE(p, i, v), how results are stored. With `fixup`
+// of g (GLOAD reads it), and how results are stored: T_C, C_VALUE(p, i, v) (what is stored of v
+// at index i, the epilogue's operands read) and C_PUT(p, i, x) (the store). With `fixup`
 // (warp_gemm.cl only; K split, not g.partials_only) the slices go to the kernel's `parts` and the
 // last work-group of each tile adds them up (FIXUP, FIXUP_PARAMS, OUT_ROWS_FAST, ARRIVE_LAST).
 void DefineModelProduct(KernelSource& src, const GemmOperands& g, int64_t splits, int64_t ks,

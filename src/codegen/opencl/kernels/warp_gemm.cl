@@ -180,7 +180,7 @@ ushort TO_F16(float x) {
 // offsets (broadcast batches), C dense; each result goes through EPILOGUE(v, i) (i: flat index)
 // to c, or with PARTIALS unchanged to c (FIXUP: parts) as float: split-K's slices (SPLITS, KS;
 // the sum kernel, the fixup below or a LayerNorm adds them up and applies the epilogue).
-// (T_C and C_STORE from the generator, warp_gemm.h DefineModelProduct.)
+// (T_C, C_VALUE and C_PUT from the generator, warp_gemm.h DefineModelProduct.)
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     __global const T_STORE* restrict a, __global const T_STORE_B* restrict b BIAS_PARAM,
     __global T_C* restrict c EPILOGUE_PARAMS FIXUP_PARAMS) {
@@ -206,12 +206,8 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #else
 #define A_OFF(z) (a_off + (z) * stride_a)
 #define B_OFF(z) (b_off + (z) * stride_b)
-#define C_STORE_AB(p, i, v)                     \
-  do {                                          \
-    float x_ = alpha * (v);                     \
-    if (beta != 0) x_ += beta * GLOAD(p, i);    \
-    GSTORE(p, i, x_);                           \
-  } while (0)
+// alpha * v + beta * C's element i, C read only where beta is not 0.
+#define C_VALUE_AB(p, i, v) (beta != 0 ? alpha * (v) + beta * GLOAD(p, i) : alpha * (v))
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     const int M, const int N, const int K, const float alpha, __global const T_STORE* a,
     const long a_off, const int lda, const long stride_a, __global const T_STORE* b,
@@ -230,14 +226,17 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #define SLICE ((long)(get_num_groups(2) / SPLITS) * M * N)
 #define C_DST parts
 #define C_AT(r, col) (split * SLICE + PART_AT(z, r, col))
-#define C_STORE(p, i, v) ((p)[i] = (v))
-#define FIXUP_STORE(z, r, col, v) C_STORE_AB(c, c_off + (long)(r) * ldc + (col), v)
+#define C_VALUE(p, i, v) (v)
+#define C_PUT(p, i, x) ((p)[i] = (x))
+#define FIXUP_STORE(z, r, col, v) \
+  GSTORE(c, c_off + (long)(r) * ldc + (col), C_VALUE_AB(c, c_off + (long)(r) * ldc + (col), v))
 #else
   const int z = get_group_id(2), k_begin = 0, k_end = K;
   const long c_off = c_off0 + z * stride_c;
 #define C_DST c
 #define C_AT(r, col) (c_off + (long)(r) * ldc + (col))
-#define C_STORE(p, i, v) C_STORE_AB(p, i, v)
+#define C_VALUE(p, i, v) C_VALUE_AB(p, i, v)
+#define C_PUT(p, i, x) GSTORE(p, i, x)
 #endif
 #endif
   // The stages' A tiles, then their B tiles, in one array, which STAGED reuses for the
@@ -546,22 +545,48 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
           vstore2((float2)(acc[i][j][2 * h], acc[i][j][2 * h + 1]), 0,
                   ws + (g + h * 8) * LSW + j * 8 + 2 * t);
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (kgroup == 0)
+    // Values first, then stores (as below).
+#define STAGED_AT(q)                                                 \
+  const int row = (lane + (q) * 32) / WN, cc = (lane + (q) * 32) % WN; \
+  const int r = m0 + wm + i * 16 + row, col = n0 + wn + cc;          \
+  const bool in = EVEN || (r < M && col < N)
+    if (kgroup == 0) {
+      float out[WN / 2];
 #pragma unroll
       for (int q = 0; q < WN / 2; ++q) {
-        const int e = lane + q * 32, row = e / WN, cc = e % WN;
-        const int r = m0 + wm + i * 16 + row, col = n0 + wn + cc;
-        if (EVEN || (r < M && col < N)) C_STORE(C_DST, C_AT(r, col), ws[row * LSW + cc]);
+        STAGED_AT(q);
+        if (in) out[q] = C_VALUE(C_DST, C_AT(r, col), ws[row * LSW + cc]);
       }
+#pragma unroll
+      for (int q = 0; q < WN / 2; ++q) {
+        STAGED_AT(q);
+        if (in) C_PUT(C_DST, C_AT(r, col), out[q]);
+      }
+    }
+#undef STAGED_AT
     barrier(CLK_LOCAL_MEM_FENCE);  // read before the next rows overwrite them
   }
 #else
-  // C: rows g, g + 8 and columns 2t, 2t + 1 of each 16 x 8 tile.
-  if (kgroup == 0) FOR_TILE(i, j, e) {
-    const int r = m0 + wm + i * 16 + g + (e >> 1) * 8;
-    const int col = n0 + wn + j * 8 + 2 * t + (e & 1);
-    if (EVEN || (r < M && col < N)) C_STORE(C_DST, C_AT(r, col), acc[i][j][e]);
+  // C: rows g, g + 8 and columns 2t, 2t + 1 of each 16 x 8 tile. Every value (with the loads of
+  // its epilogue's operands) before any store: interleaved, each load would wait for the store
+  // before it, as the compiler cannot tell the output from the operands apart. The values stay
+  // in acc: an epilogue's result is a float (passes/fuse.cpp keeps an anchor's group float).
+  // A work-item reads only the elements it writes, so an operand may share the output's buffer.
+#define FRAGMENT_AT(i, j, e)                                     \
+  const int r = m0 + wm + (i) * 16 + g + ((e) >> 1) * 8;         \
+  const int col = n0 + wn + (j) * 8 + 2 * t + ((e) & 1);         \
+  const bool in = EVEN || (r < M && col < N)
+  if (kgroup == 0) {
+    FOR_TILE(i, j, e) {
+      FRAGMENT_AT(i, j, e);
+      if (in) acc[i][j][e] = C_VALUE(C_DST, C_AT(r, col), acc[i][j][e]);
+    }
+    FOR_TILE(i, j, e) {
+      FRAGMENT_AT(i, j, e);
+      if (in) C_PUT(C_DST, C_AT(r, col), acc[i][j][e]);
+    }
   }
+#undef FRAGMENT_AT
 #endif
 #if FIXUP
   // The tile's last work-group adds its SPLITS slices up in split order, as the sum kernel does
@@ -585,8 +610,9 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #undef LOAD_B_VEC
 #undef GATHER_VEC
 #undef GATHER_RT
-#undef C_STORE
-#undef C_STORE_AB
+#undef C_VALUE_AB
+#undef C_VALUE
+#undef C_PUT
 #undef PART_AT
 #undef SLICE
 #undef FIXUP_STORE

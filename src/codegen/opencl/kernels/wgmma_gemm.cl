@@ -30,7 +30,7 @@
 // bytes). Each operand's offset, leading dimension and batch stride are multiples of 16 bytes.
 // MODEL: a model's product (wgmma_gemm.h GenerateModelWgmmaGemm) with warp_gemm.cl's model
 // interface: M, N, K, lda, ldb, A_OFF(z), B_OFF(z), OUT_AT(z, r, c), BATCH, SPLITS, KS, PARTIALS,
-// BIAS_PARAM, BIAS(z, row), EPILOGUE_PARAMS, T_C, C_STORE(p, i, v) (warp_gemm.h
+// BIAS_PARAM, BIAS(z, row), EPILOGUE_PARAMS, T_C, C_VALUE(p, i, v), C_PUT(p, i, x) (warp_gemm.h
 // DefineModelProduct).
 // WGMMA_EMULATED: the instruction computed by each work-item from the same local-memory layout
 // (tf32 operands truncated as the engine does), so that a CPU checks the staging, edges, splits
@@ -144,7 +144,7 @@
 #if MODEL
 // Work-group z = batch * SPLITS + s sums k in [s * KS, s * KS + KS) into slice s of c (PARTIALS:
 // as float, the sum kernel or a LayerNorm adding them up), else through the epilogue.
-// (T_C and C_STORE from the generator, warp_gemm.h DefineModelProduct.)
+// (T_C, C_VALUE and C_PUT from the generator, warp_gemm.h DefineModelProduct.)
 #define C_AT(r, col) (c_off + OUT_AT(z, r, col))
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     __global const T_STORE* restrict a, __global const T_STORE* restrict b BIAS_PARAM,
@@ -155,12 +155,8 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
   const long a_base = A_OFF((long)z), b_base = B_OFF((long)z);
 #else
 #define C_AT(r, col) (c_off + (long)(r)*ldc + (col))
-#define C_STORE(p, i, v)                       \
-  do {                                         \
-    float x_ = alpha * (v);                    \
-    if (beta != 0) x_ += beta * LOAD(p, i);    \
-    STORE(p, i, x_);                           \
-  } while (0)
+#define C_VALUE(p, i, v) (beta != 0 ? alpha * (v) + beta * LOAD(p, i) : alpha * (v))
+#define C_PUT(p, i, x) STORE(p, i, x)
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     const int M, const int N, const int K, const float alpha, __global const T_STORE* a,
     const long a_off, const int lda, const long stride_a, __global const T_STORE* b,
@@ -226,15 +222,27 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
     CP_ASYNC_COMMIT();
     SM90A("wgmma.wait_group.sync.aligned 0;");
   }
-  // Rows 16 warp + lane / 4 (+ 8) of the warpgroup's 64, columns 8 j + 2 (lane % 4) (+ 1).
+  // Rows 16 warp + lane / 4 (+ 8) of the warpgroup's 64, columns 8 j + 2 (lane % 4) (+ 1); every
+  // value before any store (warp_gemm.cl says why).
+#define RESULT_AT(j, e)                                              \
+  const int r = m0 + wg * 64 + warp * 16 + lane / 4 + (e) / 2 * 8;   \
+  const int col = n0 + (j) * 8 + 2 * (lane % 4) + (e) % 2;           \
+  const bool in = EVEN || (r < M && col < N)
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int r = m0 + wg * 64 + warp * 16 + lane / 4 + e / 2 * 8;
-      const int col = n0 + j * 8 + 2 * (lane % 4) + e % 2;
-      if (EVEN || (r < M && col < N)) C_STORE(c, C_AT(r, col), d[4 * j + e]);
+      RESULT_AT(j, e);
+      if (in) d[4 * j + e] = C_VALUE(c, C_AT(r, col), d[4 * j + e]);
     }
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      RESULT_AT(j, e);
+      if (in) C_PUT(c, C_AT(r, col), d[4 * j + e]);
+    }
+#undef RESULT_AT
 }
 // A program holds many kernels: nothing defined here outlives the template.
 #undef A_AT
@@ -250,7 +258,8 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void KERNEL_NAME(
 #undef B_OK
 #undef CHUNKS
 #undef C_AT
-#undef C_STORE
+#undef C_VALUE
+#undef C_PUT
 #undef DESC
 #undef KSTEP
 #undef K_AT
