@@ -494,6 +494,9 @@ KernelSpec ModelProductSpec(KernelSource& src, const GemmOperands& g,
   // epilogue's operands).
   spec.args = output ? g.args : std::vector<int>{g.args[0], g.args[1], -1};
   if (partials) spec.scratch_bytes = {splits * outputs * 4};
+  // The templates hold each result in its float accumulator before storing it.
+  TEXEL_CHECK(!output || ValueTypeName(ChainResultType(g.out, epilogue)) == "float",
+              "a product's epilogue computes a float");
   ApplyEpilogue(src, kernel_name, g.out, output ? epilogue : Chain{}, spec, true);
   if (fixup_tiles > 0) {
     spec.args.insert(spec.args.end(), {-1, -2});
