@@ -24,20 +24,12 @@ inline constexpr EnumName<ComputeMode> kComputeModeNames[] = {
 };
 
 // tf32x3 takes the matrix engine for products of at least this many multiply-adds
-// (passes/precision.cpp; its convolutions: kF32ConvEngineMinMacs below); the rest keep the
-// scalar fp32 kernels, as accurate and faster there. H200, everything on the engine against fp32
-// (docs/precision.md): ResNet-50 at batch 32 1.15x faster (convolutions of 0.4-3.8 G
-// multiply-adds), at batch 1 (at most 0.12 G) ResNet-50 1.6x, ResNet-18 1.3x, BERT-base 1.32x,
-// ViT-B/16 1.23x slower; texel_gemm's tf32x3 reaches texel's fp32 SGEMM at 1024^3 (2^30) and
-// is 1.08-1.11x past it at 2048^3 and 4096^3.
+// (passes/precision.cpp; its convolutions take it in every channels-last region,
+// passes/channels_last.cpp); the rest keep the scalar fp32 kernels, as accurate and faster there.
+// H200, every product on the engine against fp32 (docs/precision.md): BERT-base 1.18x and
+// ViT-B/16 1.08x slower at batch 1; texel_gemm's tf32x3 reaches texel's fp32 SGEMM at 1024^3
+// (2^30) and is 1.08-1.11x past it at 2048^3 and 4096^3.
 inline constexpr int64_t kTf32x3MinMacs = int64_t{1} << 30;
-
-// In tf32 and tf32x3, f32 convolutions take the matrix engine only in channels-last regions whose
-// convolutions have at least this many multiply-adds on average (passes/channels_last.cpp); the
-// rest keep the scalar fp32 kernels. H200 (docs/precision.md), tf32 against fp32: ResNet-50 at
-// batch 32 (0.4-3.8 G each) 5.87 against 11.78 ms, at batch 1 (at most 0.12 G) 1.36 against
-// 0.94 and ResNet-18 0.54 against 0.46; tf32x3 as above.
-inline constexpr int64_t kF32ConvEngineMinMacs = int64_t{1} << 30;
 
 inline const char* ComputeModeName(ComputeMode m) { return NameIn(kComputeModeNames, m); }
 inline bool ParseComputeMode(std::string_view s, ComputeMode* out) {

@@ -148,10 +148,9 @@ void SinkReduce(ir::Graph& g, ir::Node* n, std::set<const ir::Node*>& made) {
 // value. ResNet-50 has one region of 52 convolutions (all but the stem) and 2 edges; GoogLeNet's
 // branches, and MobileNetV2's 1x1 convolutions between depthwise ones, have 1-2 convolutions and 2
 // edges each, and ran 1.4-1.7x slower in fp16 at batch 1 on the H200 all rewritten.
-// A region of f32 convolutions (tf32, tf32x3) is rewritten only where they have
-// kF32ConvEngineMinMacs multiply-adds on average (core/precision.h): ResNet-50's at batch 32 ran
-// 2.0x (tf32) and 1.15x (tf32x3) faster on the engine than on the scalar fp32 kernels, at batch 1
-// 1.45x and 1.6x slower.
+// Regions of f32 convolutions (tf32, tf32x3) alike: on the H200 at batch 1 ResNet-18, -34 and -50,
+// Wide ResNet-50-2 and FCN-ResNet50 ran 1.3-2.4x faster with theirs on the engine than on the
+// scalar fp32 kernels (docs/precision.md), as ResNet-50 did at batch 32.
 constexpr int64_t kConvsPerEdge = 3;
 
 // The nodes of the regions worth rewriting.
@@ -183,14 +182,10 @@ std::set<const ir::Node*> ChosenNodes(const ir::Graph& g, const codegen::Target&
       if (auto r = region_of(v->producer)) parent[*r] = root(i);
   // Edges: values read from outside (once per region), values read outside or graph outputs.
   std::map<size_t, std::set<const ir::Value*>> edges;
-  std::map<size_t, int64_t> convs, f32_convs, f32_macs;
+  std::map<size_t, int64_t> convs;
   for (size_t i = 0; i < cand.size(); ++i) {
     size_t r = root(i);
     convs[r] += conv[i];
-    if (conv[i] && cand[i]->outputs[0]->type.dtype == DType::kFloat32) {
-      ++f32_convs[r];
-      f32_macs[r] += ProductMacs(*cand[i]);
-    }
     for (const ir::Value* v : cand[i]->inputs)
       if (!v->is_constant() && region_of(v->producer) != r) edges[r].insert(v);
   }
@@ -200,8 +195,7 @@ std::set<const ir::Node*> ChosenNodes(const ir::Graph& g, const codegen::Target&
   for (const ir::Value* v : g.outputs())
     if (auto r = region_of(v->producer)) edges[*r].insert(v);
   auto worth = [&](size_t r) {
-    return convs[r] > 0 && convs[r] >= kConvsPerEdge * static_cast<int64_t>(edges[r].size()) &&
-           f32_macs[r] >= kF32ConvEngineMinMacs * f32_convs[r];
+    return convs[r] > 0 && convs[r] >= kConvsPerEdge * static_cast<int64_t>(edges[r].size());
   };
   std::set<const ir::Node*> chosen;
   for (size_t i = 0; i < cand.size(); ++i)

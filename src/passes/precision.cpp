@@ -32,8 +32,8 @@
 // "no-matrix-engine", and a notice (PassContext::notice). On f16 storage convolutions compute in
 // fp16 anyway (ComputeModeOf), as implicit GEMMs on the matrix engine where the generator takes
 // them there. In tf32 and tf32x3 every 2-D convolution is marked too, and the channels-last pass
-// keeps the marks of those it puts on the engine (regions of kF32ConvEngineMinMacs on average)
-// and removes the rest, which keep the scalar fp32 kernels: faster at batch 1 (docs/precision.md).
+// keeps the marks of those it puts on the engine (its regions) and removes the rest, which keep
+// the scalar fp32 kernels (the engine gathers an NCHW image only in the mode's operand type).
 // Attention keeps the scalar kernels (fp32 arithmetic on the mode's storage).
 #include <fmt/format.h>
 

@@ -457,12 +457,11 @@ TEST(WindowKernelTest, ChannelsLastRegions) {
   }
 }
 
-// In tf32 and tf32x3 a region of f32 convolutions becomes channels-last (and takes the matrix
-// engine) only where its convolutions have 2^30 multiply-adds on average
-// (kF32ConvEngineMinMacs): five 3x3 convolutions and a 1x1 over 64 x 56 x 56 images, 0.12 G
-// (3x3) for one image (left NCHW and unmarked: the scalar kernels) and 3.7 G for 32 (rewritten,
-// the 1x1's 0.4 G with them: the engine in the mode). Compiled for an H100's tiling on the
-// emulated engine; their results are ChannelsLastConvOnTheMatrixEngine's.
+// In tf32 and tf32x3 a region of f32 convolutions becomes channels-last and takes the matrix
+// engine in the mode, as fp16's do, for one image and for 32: five 3x3 convolutions and a 1x1
+// over 64 x 56 x 56 images. Compiled for an H100's tiling on the emulated engine; their results
+// are ChannelsLastConvOnTheMatrixEngine's. A lone convolution stays NCHW and unmarked (the scalar
+// fp32 kernels).
 TEST(WindowKernelTest, ChannelsLastRegionsInTf32Modes) {
   HostTensor w = RandomF32({64, 64, 3, 3}, 950), w1 = RandomF32({64, 64, 1, 1}, 951);
   for (ComputeMode mode : {ComputeMode::kTf32, ComputeMode::kTf32x3})
@@ -472,8 +471,7 @@ TEST(WindowKernelTest, ChannelsLastRegionsInTf32Modes) {
       ir::Value* wv = Const(*g, "w", w);
       ir::Value* w1v = Const(*g, "w1", w1);
       for (int i = 0; i < 6; ++i) {
-        // The third a 1x1: 0.4 G for 32 images, under 2^30, and rewritten with its region.
-        bool one = i == 2;
+        bool one = i == 2;  // a 1x1
         v = g->AddNode(ir::OpKind::kConv, {v, one ? w1v : wv},
                        one ? ConvAttrs({1, 1}, {0, 0, 0, 0}, {1, 1}, 1)
                            : ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1),
@@ -482,6 +480,11 @@ TEST(WindowKernelTest, ChannelsLastRegionsInTf32Modes) {
         v = g->AddNode(ir::OpKind::kRelu, {v}, {}, fmt::format("relu{}", i))->outputs[0];
       }
       g->AddOutput(v);
+      // The lone convolution: a region of one, left NCHW.
+      ir::Value* lone = g->AddInput("lone", F32Type({images, 64, 14, 14}));
+      g->AddOutput(g->AddNode(ir::OpKind::kConv, {lone, Const(*g, "wl", w)},
+                              ConvAttrs({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), "lone")
+                       ->outputs[0]);
       CompileOptions o;
       o.precision = mode;
       CompiledModel m = [&] {
@@ -490,16 +493,20 @@ TEST(WindowKernelTest, ChannelsLastRegionsInTf32Modes) {
       }();
       int nhwc = 0, marked = 0;
       for (const auto& n : m.graph->nodes()) {
-        nhwc += n->op == ir::OpKind::kConv && n->attrs.Int("channels_last", 0) == 1;
-        marked += n->op == ir::OpKind::kConv && n->attrs.Has("compute_mode");
+        bool conv = n->op == ir::OpKind::kConv;
+        bool last = conv && n->attrs.Int("channels_last", 0) == 1;
+        nhwc += last;
+        marked += conv && n->attrs.Has("compute_mode");
+        if (conv && !last) {
+          EXPECT_FALSE(n->attrs.Has("compute_mode")) << n->name << ": NCHW ones compute in fp32";
+        }
       }
-      bool engine = images == 32;
       std::string what = fmt::format("{}, {} images", ComputeModeName(mode), images);
-      EXPECT_EQ(nhwc, engine ? 6 : 0) << what;
-      EXPECT_EQ(marked, engine ? 6 : 0) << what << ": NCHW ones compute in fp32";
+      EXPECT_EQ(nhwc, 6) << what;
+      EXPECT_EQ(marked, 6) << what;
       std::string engine_mode =
           mode == ComputeMode::kTf32 ? "#define MODE 1\n" : "#define MODE 3\n";
-      EXPECT_EQ(m.executable->plan().source.find(engine_mode) != std::string::npos, engine) << what;
+      EXPECT_NE(m.executable->plan().source.find(engine_mode), std::string::npos) << what;
     }
 }
 

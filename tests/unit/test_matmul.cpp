@@ -518,9 +518,9 @@ TEST(MatMulTest, WarpgroupKernelForModels) {
 }
 
 // The tiles the GPU's products get on an H100 (docs/precision.md): a transformer layer's few rows
-// take 32 x 64 tiles of 4 warps, 5 stages deep in fp16, split along K only where those still
-// leave compute units idle; a convolution with few tiles 64 x 32; a large product keeps 128 x 128;
-// tf32 keeps 128-row tiles.
+// take 32 x 64 tiles of 4 warps, 5 stages deep in fp16 and 3 twice as deep in tf32 and tf32x3,
+// split along K only where those still leave compute units idle; a convolution with few tiles
+// 64 x 32 in every mode; a large product keeps 128 x 128.
 TEST(MatMulTest, WarpTilesForFewRows) {
   codegen::Target gpu = H100Target();
   gpu.mma_sync = true;
@@ -538,12 +538,16 @@ TEST(MatMulTest, WarpTilesForFewRows) {
   codegen::WarpGemmParams proj = choose(128, 768, 768, ComputeMode::kFp16);  // 48 tiles
   EXPECT_EQ(proj.bm, 32);
   EXPECT_GT(proj.split_k, 1);
-  EXPECT_EQ(choose(128, 3072, 768, ComputeMode::kTf32).bm, 128);
+  EXPECT_EQ(choose(128, 3072, 768, ComputeMode::kTf32).ToString(), "warp 32x64x32 / 16x32 s3");
   EXPECT_EQ(choose(4096, 4096, 4096, ComputeMode::kFp16).bm, 128);
-  EXPECT_EQ(choose(128, 768, 768, ComputeMode::kTf32x3).bm, 128);
-  codegen::WarpGemmParams conv = choose(256, 196, 1152, ComputeMode::kFp16, true);
-  EXPECT_EQ(conv.bm * 1000 + conv.bn, 64032) << conv.ToString();
-  EXPECT_EQ(conv.kgroups, 2) << "a convolution's small tiles take two warp groups along K";
+  EXPECT_EQ(choose(4096, 4096, 4096, ComputeMode::kTf32).bm, 128);
+  EXPECT_EQ(choose(128, 768, 768, ComputeMode::kTf32x3).bm, 32);
+  for (ComputeMode mode : {ComputeMode::kFp16, ComputeMode::kTf32, ComputeMode::kTf32x3}) {
+    codegen::WarpGemmParams conv = choose(256, 196, 1152, mode, true);
+    EXPECT_EQ(conv.bm * 1000 + conv.bn, 64032) << conv.ToString();
+    EXPECT_EQ(conv.bk * (mode == ComputeMode::kFp16 ? 2 : 4), 128) << "128-byte rows";
+    EXPECT_EQ(conv.kgroups, 2) << "a convolution's small tiles take two warp groups along K";
+  }
   EXPECT_EQ(proj.kgroups, 1) << "a product's do not";
   EXPECT_EQ(choose(256, 50176, 64, ComputeMode::kFp16, true).bm, 128);
 }
