@@ -152,8 +152,8 @@ std::vector<CompileOptionSpec> MakeTable() {
       "precision",
       "fp32 (default); fp16: f16 storage, fp32 arithmetic in every kernel (a rule keeps softmax "
       "inputs, exp and large sums in fp32); tf32, tf32x3: matrix products on the tensor cores "
-      "where the device has them, and convolutions in regions averaging 2^30 multiply-adds or "
-      "more (tf32x3, fp32-level accuracy: only products of 2^30 or more; docs/precision.md)",
+      "where the device has them, and convolutions in channels-last regions (tf32x3, fp32-level "
+      "accuracy: only products of 2^30 multiply-adds or more; docs/precision.md)",
       ComputeModes(), [](Opts& o, const std::string& v) { ParseComputeMode(v, &o.precision); },
       [](const Opts& o) -> std::string { return ComputeModeName(o.precision); }));
   t.push_back(OneOf(

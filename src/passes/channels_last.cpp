@@ -19,7 +19,6 @@
 #include "backends/native/native_backend.h"
 #include "codegen/opencl/generator.h"
 #include "core/error.h"
-#include "core/precision.h"
 #include "ir/host_eval.h"
 #include "passes/pipeline.h"
 

@@ -174,8 +174,8 @@ ConstTensorPtr ToHalf(const HostTensor& t) {
 }
 
 // What MarkProducts marked: products, in tf32x3 the products it left to fp32, and in tf32 and
-// tf32x3 the convolutions (every 2-D one, whose channels-last regions the next pass puts on the
-// engine by their size, unmarking the rest).
+// tf32x3 the convolutions (every 2-D one; the next pass puts its channels-last regions on the
+// engine and unmarks the rest).
 struct Marked {
   int64_t products = 0, small = 0, convs = 0;
 };

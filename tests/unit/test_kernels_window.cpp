@@ -331,6 +331,7 @@ TEST(WindowKernelTest, ChannelsLastConvOnTheMatrixEngine) {
   auto [split, whole] = EngineTargets();
   uint32_t seed = 800;
   int summed_runs = 0, fixups = 0;
+  std::map<ComputeMode, int> kgroups;
   for (size_t mi = 0; mi < std::size(modes); ++mi)
     for (size_t ci = 0; ci < cases.size(); ++ci) {
       const Mode& m = modes[mi];
@@ -357,6 +358,7 @@ TEST(WindowKernelTest, ChannelsLastConvOnTheMatrixEngine) {
                                      ShapeStr(c.w), c.bias ? " bias" : "", summed ? " split" : "");
       ASSERT_NE(specs[0].source.find("#define ASYNC 1"), std::string::npos) << what;
       ASSERT_NE(specs[0].source.find("#define B_INSIDE(k, c)"), std::string::npos) << what;
+      kgroups[m.mode] += specs[0].source.find("#define KGROUPS 2") != std::string::npos;
       HostTensor y = RunConvKernels(*node, std::move(specs), xt, wt, b);
       HostTensor bf = half ? ToF32(b) : b;
       HostTensor want = PermutedTensor(
@@ -368,6 +370,9 @@ TEST(WindowKernelTest, ChannelsLastConvOnTheMatrixEngine) {
                    what);
     }
   EXPECT_GT(summed_runs, 0) << "K is split (and summed into NHWC) somewhere";
+  for (const Mode& m : modes)
+    EXPECT_GT(kgroups[m.mode], 0) << ComputeModeName(m.mode)
+                                  << ": small tiles take two warp groups along K somewhere";
   // Split products add their slices up in their own kernel wherever work-groups hand over.
   EXPECT_EQ(fixups > 0, split.group_handoff) << fixups << " fixups of " << summed_runs;
   EXPECT_TRUE(fixups == 0 || fixups == summed_runs) << fixups << " fixups of " << summed_runs;

@@ -518,9 +518,10 @@ TEST(MatMulTest, WarpgroupKernelForModels) {
 }
 
 // The tiles the GPU's products get on an H100 (docs/precision.md): a transformer layer's few rows
-// take 32 x 64 tiles of 4 warps, 5 stages deep in fp16 and 3 twice as deep in tf32 and tf32x3,
-// split along K only where those still leave compute units idle; a convolution with few tiles
-// 64 x 32 in every mode; a large product keeps 128 x 128.
+// take 32 x 64 tiles of 4 warps, 5 stages deep in fp16 and 3 twice as deep in tf32, split along
+// K only where those still leave compute units idle (tf32x3's, of 2^30 multiply-adds or more,
+// keep 128-row tiles); a convolution with few tiles 64 x 32 in every mode; a large product keeps
+// 128 x 128.
 TEST(MatMulTest, WarpTilesForFewRows) {
   codegen::Target gpu = H100Target();
   gpu.mma_sync = true;
@@ -541,7 +542,7 @@ TEST(MatMulTest, WarpTilesForFewRows) {
   EXPECT_EQ(choose(128, 3072, 768, ComputeMode::kTf32).ToString(), "warp 32x64x32 / 16x32 s3");
   EXPECT_EQ(choose(4096, 4096, 4096, ComputeMode::kFp16).bm, 128);
   EXPECT_EQ(choose(4096, 4096, 4096, ComputeMode::kTf32).bm, 128);
-  EXPECT_EQ(choose(128, 768, 768, ComputeMode::kTf32x3).bm, 32);
+  EXPECT_EQ(choose(1024, 1024, 1024, ComputeMode::kTf32x3).bm, 128);  // 64 tiles
   for (ComputeMode mode : {ComputeMode::kFp16, ComputeMode::kTf32, ComputeMode::kTf32x3}) {
     codegen::WarpGemmParams conv = choose(256, 196, 1152, mode, true);
     EXPECT_EQ(conv.bm * 1000 + conv.bn, 64032) << conv.ToString();

@@ -366,12 +366,14 @@ std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const T
   // ResNet-18 0.42 -> 0.33. Products: 32 x 32, 64 x 32, 32 x 128 and 2-warp 32 x 64 tiles, and 3
   // or 4 stages, were slower; convolutions: 32 x 64, 32 x 32, 64 x 64, 64 x 16, 2-warp 64 x 32
   // and 64 x 32 of BK 16 or 32 (0.72-0.82 ms on ResNet-50), 128 x 32 alike (0.70).
-  // tf32 and tf32x3 alike, their tiles as deep in bytes (f32 products: 128-byte rows, 3 stages).
-  // H200, batch 1, against 128 x 64 tiles with K split: ResNet-50's convolutions in tf32 1.31 ->
+  // The f32 modes' convolutions alike (rows of 128 bytes, as fp16's), and tf32's products with BK
+  // 32 in 3 stages. H200, batch 1, against 128 x 64 tiles with K split: ResNet-50 in tf32 1.31 ->
   // 0.60 ms (BK 16 in 4 stages 0.63-0.64, one warp group 0.68-0.69, 64 x 64 tiles 0.74), tf32x3
-  // 1.48 -> 0.72-0.74; BERT-base in tf32 0.46 -> 0.37 (64-byte rows in 5 stages, as fp16's: 0.39).
-  if (groups < static_cast<int64_t>(t.compute_units)) {
-    bool f16 = s.mode == ComputeMode::kFp16;
+  // 1.48 -> 0.72-0.74; BERT-base in tf32 0.46 -> 0.37 (fp16's BK 32 in 5 stages: 0.39). tf32x3's
+  // products of few tiles (2^30 multiply-adds or more, kTf32x3MinMacs) were not measured so.
+  bool f16 = s.mode == ComputeMode::kFp16;
+  if (groups < static_cast<int64_t>(t.compute_units) &&
+      (g.convolution || s.mode != ComputeMode::kTf32x3)) {
     WarpGemmParams small = g.convolution ? WarpGemmParams{64, 32, 2 * p.bk, 32, 16, 3}
                            : f16         ? WarpGemmParams{32, 64, p.bk, 16, 32, 5}
                                          : WarpGemmParams{32, 64, 2 * p.bk, 16, 32, 3};

@@ -115,9 +115,9 @@ GemmProblem ModelGemmProblem(const GemmOperands& g);
 // emulates one for tests: Target::mma_emulated), a gathered B (a convolution's image) is stored
 // in the mode's operand type (f16 for fp16, f32 otherwise) and the product has at least 16 rows
 // and a depth of 256 (a convolution: 64), the tiling to use; else nullopt (the scalar kernels of
-// matmul.h run it). In fp16, a product or convolution whose tiles would not fill the compute
-// units takes smaller ones (32 x 64; convolutions 64 x 32 with 2 warp groups along K) before K
-// is split.
+// matmul.h run it). A product or convolution whose tiles would not fill the compute units takes
+// smaller ones (fp16 and tf32 products 32 x 64; convolutions in every mode 64 x 32 with 2 warp
+// groups along K) before K is split.
 std::optional<WarpGemmParams> ChooseModelWarpGemm(const GemmOperands& g, const Target& t);
 // The tunable family "warp_gemm" (tuning.h) of a model's product that ChooseModelWarpGemm puts
 // on the matrix engine (nullopt elsewhere): its tiling first, then tiles of 4 warps (64 x 32,
